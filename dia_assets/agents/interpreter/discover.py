@@ -1,0 +1,53 @@
+"""Find the raw files in a data folder and fingerprint them."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+
+FORMATS = {
+    ".csv": "csv", ".tsv": "csv", ".txt": "csv",
+    ".json": "json", ".jsonl": "jsonl", ".ndjson": "jsonl",
+    ".xlsx": "excel", ".xlsm": "excel", ".xls": "excel",
+    ".parquet": "parquet", ".pq": "parquet",
+}
+# Documentation that travels with an export is not data.
+IGNORED_SUFFIXES = {".md", ".rst", ".yaml", ".yml", ".pdf"}
+
+
+@dataclass(frozen=True)
+class RawFile:
+    path: Path
+    format: str | None  # None: a format we do not read
+
+    @property
+    def stem(self) -> str:
+        return self.path.stem
+
+
+def discover(data_dir: Path) -> list[RawFile]:
+    """Every data file under `data_dir`, sorted, hidden files and docs skipped."""
+    if not data_dir.exists():
+        raise FileNotFoundError(f"data folder {data_dir} does not exist")
+    if not data_dir.is_dir():
+        raise NotADirectoryError(f"{data_dir} is not a folder")
+    files = []
+    for path in sorted(data_dir.rglob("*")):
+        rel = path.relative_to(data_dir)
+        if not path.is_file() or any(part.startswith((".", "~$")) for part in rel.parts):
+            continue
+        suffix = path.suffix.lower()
+        if suffix in IGNORED_SUFFIXES:
+            continue
+        files.append(RawFile(path=path, format=FORMATS.get(suffix)))
+    return files
+
+
+def content_hash(path: Path, chunk: int = 1 << 20) -> str:
+    """sha256 of the bytes: the data version Dagster shows for a raw file."""
+    digest = hashlib.sha256()
+    with path.open("rb") as fh:
+        while block := fh.read(chunk):
+            digest.update(block)
+    return digest.hexdigest()

@@ -1,0 +1,302 @@
+"""Profile every column of a loaded source with DuckDB, in few passes.
+
+Pass A classifies text columns on a reservoir sample (cheap, many regexes).
+Pass B is one aggregate over the full table: nulls, blanks, null tokens, distinct
+counts, lengths, and how many values the chosen type rejects.
+Pass C reads single columns (cheap in a columnar table): exact top values,
+unparseable examples, spelling variants and outliers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import duckdb
+
+from dia_assets.agents.interpreter.naming import quote_ident
+from dia_assets.agents.interpreter.semantic import (
+    TypeDecision,
+    currency_symbols,
+    decide,
+    id_like_name,
+    sample_class_sql,
+    shape_sql,
+)
+from dia_assets.agents.value_parsing import (
+    NULL_TOKENS,
+    numeric_text,
+    parse_expression,
+    present,
+    sql_list,
+)
+from dia_assets.contracts.interpretation import Column, ValueFormat
+
+SAMPLE_ROWS = 50_000
+TOP_K = 10
+HUGE_FIELD = 1_000_000
+TEXT_TYPES = ("VARCHAR", "JSON")
+NUMERIC_TYPES = ("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT",
+                 "UINTEGER", "UBIGINT", "FLOAT", "DOUBLE", "DECIMAL")
+
+
+@dataclass
+class SourceProfile:
+    rows: int
+    columns: list[Column]
+    duplicate_rows: int
+    variants: dict[str, list[tuple[str, list[tuple[str, int]]]]] = field(default_factory=dict)
+    outliers: dict[str, tuple[int, list[str]]] = field(default_factory=dict)
+    huge_fields: dict[str, int] = field(default_factory=dict)
+
+
+def _is_text(physical: str) -> bool:
+    return physical.upper() in TEXT_TYPES
+
+
+def _is_numeric(physical: str) -> bool:
+    return physical.upper().startswith(NUMERIC_TYPES)
+
+
+def _typed_decision(name: str, physical: str) -> TypeDecision:
+    """Columns that arrive typed (Parquet, JSON) keep their type; the name adds meaning."""
+    p = physical.upper()
+    fmt = ValueFormat()
+    if p == "BOOLEAN":
+        return TypeDecision("boolean", p, fmt)
+    if p.startswith(("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "U")):
+        return TypeDecision("id" if id_like_name(name) else "integer", p, fmt)
+    if _is_numeric(p):
+        return TypeDecision("decimal", p, fmt)
+    if p == "DATE":
+        return TypeDecision("date", p, fmt)
+    if p.startswith("TIMESTAMP"):
+        return TypeDecision("timestamp", p, fmt)
+    if p.startswith("TIME"):
+        return TypeDecision("time", p, fmt)
+    return TypeDecision("unknown", p, fmt)
+
+
+def profile_table(con: duckdb.DuckDBPyConnection, table: str) -> SourceProfile:
+    qt = quote_ident(table)
+    described = con.execute(f"DESCRIBE {qt}").fetchall()
+    names = [row[0] for row in described]
+    physical = {row[0]: str(row[1]) for row in described}
+    rows = con.execute(f"SELECT count(*) FROM {qt}").fetchone()[0]
+    sample = qt
+    if rows > SAMPLE_ROWS:
+        con.execute(
+            f"CREATE OR REPLACE TEMP TABLE __sample AS SELECT * FROM {qt} "
+            f"USING SAMPLE reservoir({SAMPLE_ROWS} ROWS) REPEATABLE (7)"
+        )
+        sample = "__sample"
+
+    # Pass A: classify text columns on the sample.
+    text_cols = [n for n in names if _is_text(physical[n])]
+    decisions: dict[str, TypeDecision] = {}
+    sample_stats: dict[str, dict] = {n: {} for n in text_cols}
+    if text_cols and rows:
+        exprs, keys = [], []
+        for i, name in enumerate(text_cols):
+            value = present(quote_ident(name))
+            for stat, sql in sample_class_sql(value):
+                exprs.append(sql)
+                keys.append((name, stat))
+            exprs.append(f"list(DISTINCT regexp_extract({value}, '[$€£¥]|USD|EUR|GBP')) "
+                         f"FILTER (regexp_matches({value}, '[$€£¥]|USD|EUR|GBP'))")
+            keys.append((name, "currency_symbols"))
+            exprs.append(f"count(*) FILTER (regexp_full_match({value}, '.*\\d,\\d{{1,2}}\\D*'))")
+            keys.append((name, "currency_comma_decimal"))
+            del i
+        result = con.execute(f"SELECT {', '.join(exprs)} FROM {sample}").fetchone()
+        for (name, stat), value in zip(keys, result, strict=True):
+            sample_stats[name][stat] = value or 0
+        for name in text_cols:
+            stats = sample_stats[name]
+            stats["currency_symbols"] = currency_symbols(stats.get("currency_symbols") or [])
+            # Near-unique counts: exact duplicate rows must not hide an identifier.
+            unique_in_sample = stats["present"] > 0 and stats["distinct"] >= 0.95 * stats["present"]
+            decisions[name] = decide(name, stats, rows, unique_in_sample)
+    for name in names:
+        if name not in decisions:
+            decisions[name] = (
+                _typed_decision(name, physical[name]) if not _is_text(physical[name])
+                else TypeDecision("unknown", "VARCHAR", ValueFormat())
+            )
+
+    # Pass B: one aggregate over the full table.
+    exprs, keys = [f"count(DISTINCT hash({', '.join(quote_ident(n) for n in names)}))"], [("", "distinct_rows")]
+    def add(name: str, stat: str, sql: str) -> None:
+        exprs.append(sql)
+        keys.append((name, stat))
+
+    for name in names:
+        col = quote_ident(name)
+        d = decisions[name]
+        add(name, "nulls", f"count(*) FILTER ({col} IS NULL)")
+        add(name, "distinct", f"count(DISTINCT {col})")
+        if _is_text(physical[name]):
+            value = present(col)
+            parsed = parse_expression(value, _validation_type(d), d.value_format)
+            add(name, "blanks", f"count(*) FILTER (trim({col}) = '')")
+            add(name, "tokens", f"count(*) FILTER (lower(trim({col})) IN {sql_list(NULL_TOKENS)})")
+            add(name, "token_list", f"list(DISTINCT lower(trim({col}))) FILTER (lower(trim({col})) IN {sql_list(NULL_TOKENS)})")
+            add(name, "padded", f"count(*) FILTER ({col} <> trim({col}))")
+            add(name, "max_len", f"max(length({col}))")
+            add(name, "huge", f"count(*) FILTER (length({col}) > {HUGE_FIELD})")
+            add(name, "failures", f"count(*) FILTER ({value} IS NOT NULL AND {parsed} IS NULL)")
+            if d.inferred_type == "VARCHAR":
+                add(name, "min", f"min({value})")
+                add(name, "max", f"max({value})")
+            else:
+                add(name, "min", f"CAST(min({parsed}) AS VARCHAR)")
+                add(name, "max", f"CAST(max({parsed}) AS VARCHAR)")
+            if d.numeric:
+                nt = numeric_text(value, d.value_format)
+                ok = f"{parsed} IS NOT NULL"
+                add(name, "mean", f"avg({parsed})")
+                add(name, "int_digits", f"max(length(regexp_extract({nt}, '^[+-]?0*(\\d*)', 1))) FILTER ({ok})")
+                add(name, "frac_digits", f"max(length(regexp_extract({nt}, '\\.(\\d+)$', 1))) FILTER ({ok})")
+        else:
+            add(name, "min", f"CAST(min({col}) AS VARCHAR)")
+            add(name, "max", f"CAST(max({col}) AS VARCHAR)")
+            if _is_numeric(physical[name]):
+                add(name, "mean", f"avg({col})")
+    full = dict(zip(keys, con.execute(f"SELECT {', '.join(exprs)} FROM {qt}").fetchone(), strict=True))
+    stat = lambda name, key, default=0: full.get((name, key), default) or default  # noqa: E731
+
+    profile = SourceProfile(rows=rows, columns=[], duplicate_rows=rows - (full[("", "distinct_rows")] or 0))
+    for name in names:
+        d = decisions[name]
+        inferred = _final_type(d, stat(name, "int_digits"), stat(name, "frac_digits"),
+                               stat(name, "min", None), stat(name, "max", None))
+        nulls, blanks, tokens = stat(name, "nulls"), stat(name, "blanks"), stat(name, "tokens")
+        non_null = rows - nulls
+        distinct = stat(name, "distinct")
+        fmt = d.value_format.model_copy()
+        fmt.null_tokens = sorted(stat(name, "token_list", []) or [])
+        fmt.trim = stat(name, "padded") > 0
+        column = Column(
+            name=name, original_name=name, physical_type=physical[name],
+            semantic_type=d.semantic_type, inferred_type=inferred, value_format=fmt,
+            null_count=nulls, blank_count=blanks, null_token_count=tokens,
+            null_fraction=round((nulls + blanks + tokens) / rows, 6) if rows else 0.0,
+            distinct_count=distinct, unique=non_null > 0 and distinct == non_null,
+            min=_s(stat(name, "min", None)), max=_s(stat(name, "max", None)),
+            mean=float(stat(name, "mean", None)) if stat(name, "mean", None) is not None else None,
+            max_length=stat(name, "max_len", None),
+            unparseable_count=stat(name, "failures"),
+        )
+        if stat(name, "huge"):
+            profile.huge_fields[name] = stat(name, "huge")
+        profile.columns.append(column)
+
+    _pass_c(con, qt, sample, profile, decisions)
+    con.execute("DROP TABLE IF EXISTS __sample")
+    return profile
+
+
+def _s(value: object) -> str | None:
+    if value is None:
+        return None
+    text = str(value)
+    return text if len(text) <= 200 else text[:200] + "…"
+
+
+def _validation_type(d: TypeDecision) -> str:
+    """While precision is unknown, integers validate as HUGEINT and decimals as DOUBLE."""
+    if d.inferred_type == "BIGINT":
+        return "HUGEINT"
+    if d.inferred_type == "DECIMAL":
+        return "DOUBLE"
+    return d.inferred_type
+
+
+def _final_type(d: TypeDecision, int_digits: int, frac_digits: int, lo: str | None, hi: str | None) -> str:
+    """The narrowest SQL type that keeps every parsed value exactly."""
+    if d.inferred_type == "BIGINT":
+        try:
+            low, high = int(lo or 0), int(hi or 0)
+        except ValueError:
+            return "BIGINT"
+        if low >= -(2**31) and high < 2**31:
+            return "INTEGER"
+        if low >= -(2**63) and high < 2**63:
+            return "BIGINT"
+        return "HUGEINT" if low >= -(2**127) and high < 2**127 else "VARCHAR"
+    if d.inferred_type == "DECIMAL":
+        scale = int(frac_digits or 0)
+        precision = max(int(int_digits or 0) + scale, scale + 1, 1)
+        if precision > 38:
+            return "DOUBLE"
+        # Room to sum a column without overflow: at least 18 digits of precision.
+        return f"DECIMAL({max(precision, 18)},{scale})"
+    return d.inferred_type
+
+
+def _pass_c(
+    con: duckdb.DuckDBPyConnection, qt: str, sample: str, profile: SourceProfile,
+    decisions: dict[str, TypeDecision],
+) -> None:
+    numeric_cols = []
+    for column in profile.columns:
+        col = quote_ident(column.name)
+        text = _is_text(column.physical_type)
+        value = present(col) if text else col
+        if profile.rows and column.distinct_count < profile.rows - column.null_count:
+            column.top_values = [
+                (None if v is None else _s(v), n) for v, n in con.execute(
+                    f"SELECT CAST({col} AS VARCHAR) v, count(*) n FROM {qt} WHERE {col} IS NOT NULL "
+                    f"GROUP BY v ORDER BY n DESC, v LIMIT {TOP_K}"
+                ).fetchall()
+            ]
+        examples = con.execute(
+            f"SELECT DISTINCT CAST({value} AS VARCHAR) FROM {sample} WHERE {value} IS NOT NULL LIMIT 5"
+        ).fetchall()
+        column.examples = [_s(e[0]) for e in examples]
+        if text and profile.rows:
+            column.patterns = [
+                (p, n) for p, n in con.execute(
+                    f"SELECT {shape_sql(value)} p, count(*) n FROM {sample} WHERE {value} IS NOT NULL "
+                    "GROUP BY p ORDER BY n DESC, p LIMIT 5"
+                ).fetchall()
+            ]
+        if column.unparseable_count:
+            parsed = parse_expression(value, _validation_type(decisions[column.name]), decisions[column.name].value_format)
+            column.unparseable_examples = [
+                _s(e[0]) for e in con.execute(
+                    f"SELECT DISTINCT {col} FROM {qt} WHERE {value} IS NOT NULL AND {parsed} IS NULL "
+                    f"ORDER BY 1 LIMIT 5"
+                ).fetchall()
+            ]
+        if text and column.semantic_type == "categorical" and column.distinct_count <= 5000:
+            groups = con.execute(
+                f"SELECT lower(regexp_replace(trim({col}), '\\s+', ' ', 'g')) k, "
+                f"list({col} ORDER BY {col}), list(n ORDER BY {col}) FROM "
+                f"(SELECT {col}, count(*) n FROM {qt} WHERE {value} IS NOT NULL GROUP BY {col}) "
+                f"GROUP BY k HAVING count(*) > 1 ORDER BY k"
+            ).fetchall()
+            if groups:
+                profile.variants[column.name] = [
+                    (k, list(zip(spellings, counts, strict=True))) for k, spellings, counts in groups
+                ]
+        if column.semantic_type in ("integer", "decimal", "currency", "percentage") and column.inferred_type != "VARCHAR":
+            numeric_cols.append(column)
+    for column in numeric_cols:
+        col = quote_ident(column.name)
+        expr = (
+            parse_expression(present(col), column.inferred_type, column.value_format)
+            if _is_text(column.physical_type) else col
+        )
+        q1, q3 = con.execute(
+            f"SELECT quantile_cont({expr}, 0.25), quantile_cont({expr}, 0.75) FROM {sample}"
+        ).fetchone()
+        if q1 is None or q3 is None or q3 == q1:
+            continue
+        iqr = float(q3) - float(q1)
+        low, high = float(q1) - 3 * iqr, float(q3) + 3 * iqr
+        count, examples = con.execute(
+            f"SELECT count(*), list(DISTINCT CAST(x AS VARCHAR))[1:5] FROM "
+            f"(SELECT {expr} x FROM {qt}) WHERE x < {low} OR x > {high}"
+        ).fetchone()
+        if count:
+            profile.outliers[column.name] = (count, examples or [])

@@ -1,0 +1,570 @@
+"""Read each raw file into DuckDB, once, reporting every problem by file.
+
+A reader never raises for bad input: it returns a `LoadedSource` whose `parse.errors`
+say what is wrong, so one bad file never stops the others.
+"""
+
+from __future__ import annotations
+
+import codecs
+import csv
+import io
+import json
+import tempfile
+import zipfile
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import date, datetime, time
+from decimal import Decimal
+from pathlib import Path
+
+import duckdb
+import pyarrow as pa
+
+from dia_assets.agents.interpreter.naming import quote_ident, snake_case, unique_names
+from dia_assets.agents.value_parsing import sql_str
+from dia_assets.contracts.interpretation import ParseInfo, QualityIssue, SourceRef
+
+DELIMITERS = [",", ";", "\t", "|"]
+DEFAULT_MAX_LINE = 2_000_000
+# DuckDB keeps a whole line in one buffer; a file with a huge field needs a bigger one.
+HUGE_MAX_LINE = 512_000_000
+
+
+@dataclass
+class LoadedSource:
+    name: str
+    path: Path
+    format: str
+    table: str | None
+    parse: ParseInfo
+    original_columns: list[str] = field(default_factory=list)
+    parent: SourceRef | None = None
+    issues: list[QualityIssue] = field(default_factory=list)
+
+    def fail(self, message: str) -> LoadedSource:
+        self.parse.ok = False
+        self.parse.errors.append(message)
+        self.issues.append(
+            QualityIssue(
+                source=self.name, kind="unreadable_file", severity="error",
+                message=f"{self.path.name}: {message}",
+                suggested_action="Fix or re-export the file; other sources are unaffected.",
+            )
+        )
+        self.table = None
+        return self
+
+
+# ---------------------------------------------------------------- encodings
+
+
+@dataclass
+class TextFile:
+    path: Path  # UTF-8 (possibly a transcoded copy)
+    encoding: str
+
+
+def detect_encoding(path: Path) -> str:
+    """utf-8 when every byte decodes, else cp1252, else latin-1; BOMs decide first."""
+    with path.open("rb") as fh:
+        head = fh.read(4)
+    if head.startswith(codecs.BOM_UTF8):
+        return "utf-8-sig"
+    if head.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        return "utf-16"
+    for encoding in ("utf-8", "cp1252"):
+        decoder = codecs.getincrementaldecoder(encoding)()
+        try:
+            with path.open("rb") as fh:
+                while block := fh.read(1 << 22):
+                    decoder.decode(block)
+                decoder.decode(b"", final=True)
+            return encoding
+        except UnicodeDecodeError:
+            continue
+    return "latin-1"
+
+
+def as_utf8(path: Path, encoding: str, scratch: Path) -> Path:
+    """DuckDB reads UTF-8; other encodings are streamed into a UTF-8 copy."""
+    if encoding == "utf-8":
+        return path
+    target = scratch / f"{path.stem}.utf8{path.suffix}"
+    with path.open("r", encoding=encoding, newline="") as src, target.open(
+        "w", encoding="utf-8", newline=""
+    ) as dst:
+        while block := src.read(1 << 20):
+            dst.write(block)
+    return target
+
+
+def looks_binary(path: Path) -> int | None:
+    """Offset of the first NUL byte in the head of a non-UTF-16 file, if any."""
+    with path.open("rb") as fh:
+        head = fh.read(1 << 16)
+    if head.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        return None
+    pos = head.find(b"\x00")
+    return pos if pos >= 0 else None
+
+
+# ---------------------------------------------------------------- CSV
+
+
+def sniff_delimiter(sample: str) -> str:
+    """The candidate that splits the first lines into the most consistent field count."""
+    lines = [line for line in sample.splitlines()[:50] if line.strip()]
+    best, best_score = ",", -1.0
+    for delim in DELIMITERS:
+        try:
+            counts = [len(row) for row in csv.reader(lines, delimiter=delim)]
+        except csv.Error:
+            continue
+        if not counts or max(counts) < 2:
+            continue
+        mode, freq = Counter(counts).most_common(1)[0]
+        score = freq / len(counts) * min(mode, 50)
+        if score > best_score:
+            best, best_score = delim, score
+    return best
+
+
+def _looks_like_header(first: list[str]) -> bool:
+    """A header row has distinct, non-empty, non-numeric labels."""
+    labels = [cell.strip() for cell in first]
+    if not all(labels) or len(set(labels)) < len(labels) * 0.8:
+        return False
+
+    def numeric(cell: str) -> bool:
+        try:
+            float(cell.replace(",", "."))
+            return True
+        except ValueError:
+            return False
+
+    return not any(numeric(cell) for cell in labels)
+
+
+def read_csv_source(
+    con: duckdb.DuckDBPyConnection, path: Path, name: str, table: str, scratch: Path
+) -> LoadedSource:
+    loaded = LoadedSource(name=name, path=path, format="csv", table=table, parse=ParseInfo())
+    size = path.stat().st_size
+    if size == 0:
+        return loaded.fail("empty file (0 bytes): no header and no rows")
+    nul = looks_binary(path)
+    if nul is not None:
+        return loaded.fail(
+            f"binary content, not a text CSV (NUL byte at offset {nul}); "
+            "is this file really a CSV?"
+        )
+    encoding = detect_encoding(path)
+    loaded.parse.encoding = encoding
+    text_path = as_utf8(path, encoding, scratch)
+    with text_path.open("r", encoding="utf-8", newline="") as fh:
+        sample = fh.read(1 << 16)
+    if not sample.strip():
+        return loaded.fail("file holds only blank lines")
+    delim = "\t" if path.suffix.lower() == ".tsv" else sniff_delimiter(sample)
+    loaded.parse.delimiter = delim
+    loaded.parse.quote = '"'
+    rows = list(csv.reader(io.StringIO(sample), delimiter=delim))
+    first = next(row for row in rows if any(cell.strip() for cell in row))
+    header = _looks_like_header(first)
+    loaded.parse.header = header
+    raw_names = first if header else [f"column_{i + 1}" for i in range(len(first))]
+    dupes = [n for n, c in Counter(cell.strip() for cell in raw_names).items() if c > 1]
+    if dupes:
+        loaded.issues.append(
+            QualityIssue(
+                source=name, kind="duplicate_column_names", severity="warning",
+                count=len(dupes), examples=dupes,
+                message=f"{path.name}: header repeats column name(s) {', '.join(map(repr, dupes))}; "
+                "later copies were renamed with a numeric suffix",
+                suggested_action="Rename the columns in the overrides or fix the export.",
+            )
+        )
+    names = unique_names(raw_names)
+    loaded.original_columns = [cell.strip() for cell in raw_names]
+    rejects = f"{table}__rejects"
+    options = {
+        "delim": delim, "quote": '"', "escape": '"', "header": header,
+        "all_varchar": True, "allow_quoted_nulls": False,
+        "names": names, "store_rejects": True,
+        "rejects_table": rejects, "rejects_scan": f"{table}__scan",
+    }
+    for max_line in (DEFAULT_MAX_LINE, min(HUGE_MAX_LINE, max(DEFAULT_MAX_LINE, size + 1))):
+        opts = dict(options, max_line_size=max_line, buffer_size=max(max_line * 2, 32_000_000))
+        try:
+            con.execute(
+                f"CREATE OR REPLACE TABLE {quote_ident(table)} AS "
+                f"SELECT * FROM read_csv(?, {csv_options_sql(opts)})",
+                [str(text_path)],
+            )
+            break
+        except duckdb.Error as exc:
+            message = str(exc).splitlines()[0]
+            if "line size" in message.lower() and max_line == DEFAULT_MAX_LINE:
+                continue
+            return loaded.fail(f"cannot parse as CSV: {message}")
+    bad = con.execute(
+        f"SELECT count(*) FROM {quote_ident(rejects)}"
+    ).fetchone()[0]
+    if bad:
+        examples = con.execute(
+            f"SELECT 'line ' || line || ': ' || error_message FROM {quote_ident(rejects)} "
+            "ORDER BY line LIMIT 5"
+        ).fetchall()
+        loaded.parse.bad_rows = bad
+        loaded.parse.bad_row_examples = [e[0] for e in examples]
+        loaded.issues.append(
+            QualityIssue(
+                source=name, kind="ragged_rows", severity="warning", count=bad,
+                examples=loaded.parse.bad_row_examples,
+                message=f"{path.name}: {bad} line(s) do not have {len(names)} fields",
+                suggested_action="Route these lines to the reject table; fix the export if they matter.",
+            )
+        )
+    if header and con.execute(f"SELECT count(*) FROM {quote_ident(table)}").fetchone()[0] == 0:
+        loaded.issues.append(
+            QualityIssue(
+                source=name, kind="header_only", severity="info",
+                message=f"{path.name}: header only, no data rows",
+                suggested_action="Keep the table; keys are inferred from column names alone.",
+            )
+        )
+    return loaded
+
+
+def csv_options_sql(opts: dict[str, object]) -> str:
+    def literal(value: object) -> str:
+        if isinstance(value, bool):
+            return "true" if value else "false"
+        if isinstance(value, int):
+            return str(value)
+        if isinstance(value, list):
+            return "[" + ", ".join(literal(v) for v in value) + "]"
+        return "'" + str(value).replace("'", "''") + "'"
+
+    return ", ".join(f"{key}={literal(value)}" for key, value in opts.items())
+
+
+# ---------------------------------------------------------------- JSON / nested
+
+
+def read_json_source(
+    con: duckdb.DuckDBPyConnection, path: Path, name: str, table: str, fmt: str
+) -> list[LoadedSource]:
+    loaded = LoadedSource(name=name, path=path, format=fmt, table=table, parse=ParseInfo())
+    if path.stat().st_size == 0:
+        return [loaded.fail("empty file (0 bytes)")]
+    nul = looks_binary(path)
+    if nul is not None:
+        return [loaded.fail(f"binary content, not JSON (NUL byte at offset {nul})")]
+    loaded.parse.encoding = "utf-8"
+    json_format = "newline_delimited" if fmt == "jsonl" else "auto"
+    raw = f"{table}__raw"
+    try:
+        con.execute(
+            f"CREATE OR REPLACE TABLE {quote_ident(raw)} AS SELECT * FROM read_json(?, "
+            f"format='{json_format}', ignore_errors=true, maximum_object_size=536870912, "
+            "sample_size=-1)",
+            [str(path)],
+        )
+    except duckdb.Error as exc:
+        return [loaded.fail(f"cannot parse as JSON: {str(exc).splitlines()[0]}")]
+    rows = con.execute(f"SELECT count(*) FROM {quote_ident(raw)}").fetchone()[0]
+    if fmt == "jsonl" or json_format == "auto":
+        bad, examples = _bad_json_lines(path) if fmt == "jsonl" else (0, [])
+        if bad:
+            loaded.parse.bad_rows = bad
+            loaded.parse.bad_row_examples = examples
+            loaded.issues.append(
+                QualityIssue(
+                    source=name, kind="malformed_records", severity="warning", count=bad,
+                    examples=examples,
+                    message=f"{path.name}: {bad} line(s) are not valid JSON objects",
+                    suggested_action="Route these lines to the reject table; fix the export if they matter.",
+                )
+            )
+    if rows == 0 and not loaded.parse.bad_rows:
+        return [loaded.fail("no JSON records found")]
+    return flatten(con, loaded, raw)
+
+
+def _bad_json_lines(path: Path, limit: int = 5) -> tuple[int, list[str]]:
+    bad, examples = 0, []
+    with path.open("r", encoding="utf-8", errors="replace") as fh:
+        for number, line in enumerate(fh, start=1):
+            if not line.strip():
+                continue
+            try:
+                ok = isinstance(json.loads(line), dict)
+            except ValueError:
+                ok = False
+            if not ok:
+                bad += 1
+                if len(examples) < limit:
+                    examples.append(f"line {number}: {line.strip()[:80]}")
+    return bad, examples
+
+
+def _struct_fields(type_str: str) -> bool:
+    return type_str.startswith("STRUCT(")
+
+
+def flatten(
+    con: duckdb.DuckDBPyConnection, loaded: LoadedSource, raw: str, depth: int = 0
+) -> list[LoadedSource]:
+    """Expand nested objects into columns and nested arrays into child sources.
+
+    A child `<parent>_<field>` carries the parent's key and an `ordinal` so every
+    element keeps its place and its link.
+    """
+    columns = con.execute(f"DESCRIBE {quote_ident(raw)}").fetchall()
+    scalar_exprs: list[tuple[str, str]] = []  # (sql expr, output name)
+    lists: list[tuple[str, str, str]] = []  # (expr, field name, type)
+
+    def walk(expr: str, prefix: str, type_str: str, level: int) -> None:
+        if type_str.endswith("[]"):
+            lists.append((expr, prefix, type_str))
+        elif _struct_fields(type_str) and level < 4:
+            for sub_name, sub_type in _struct_members(con, raw, expr):
+                walk(f"{expr}.{quote_ident(sub_name)}", f"{prefix}_{sub_name}", sub_type, level + 1)
+        else:
+            scalar_exprs.append((expr, prefix))
+
+    for col_name, col_type, *_ in columns:
+        walk(quote_ident(col_name), col_name, col_type, 0)
+
+    names = unique_names([n for _, n in scalar_exprs])
+    loaded.original_columns = [n for _, n in scalar_exprs]
+    select = ", ".join(f"{expr} AS {quote_ident(n)}" for (expr, _), n in zip(scalar_exprs, names, strict=True))
+    key = _row_key(con, raw, scalar_exprs, names) if lists else None
+    if lists and key is None:
+        select = "row_number() OVER () AS _row, " + select
+        names = ["_row", *names]
+        key_expr, key_name = "row_number() OVER ()", "_row"
+    elif key is not None:
+        key_expr, key_name = key
+    table = loaded.table or raw
+    con.execute(
+        f"CREATE OR REPLACE TABLE {quote_ident(table)} AS SELECT {select or '1 AS _empty'} "
+        f"FROM {quote_ident(raw)}"
+    )
+    out = [loaded]
+    for expr, field_name, _type in lists:
+        child_name = f"{loaded.name}_{snake_case(field_name)}"
+        child_raw = f"{table}__{snake_case(field_name)}__raw"
+        con.execute(
+            f"CREATE OR REPLACE TABLE {quote_ident(child_raw)} AS "
+            f"SELECT p.k AS {quote_ident(key_name)}, u.ordinal, u.item FROM "
+            f"(SELECT {key_expr} AS k, {expr} AS arr FROM {quote_ident(raw)}) p, "
+            f"unnest(p.arr) WITH ORDINALITY AS u(item, ordinal)"
+        )
+        child = LoadedSource(
+            name=child_name, path=loaded.path, format=loaded.format,
+            table=f"{table}__{snake_case(field_name)}",
+            parse=ParseInfo(encoding=loaded.parse.encoding, json_path=f"$.{field_name}[*]"),
+            parent=SourceRef(source=loaded.name, columns=[key_name]),
+        )
+        item_type = con.execute(
+            f"SELECT typeof(item) FROM {quote_ident(child_raw)} LIMIT 1"
+        ).fetchone()
+        if item_type and _struct_fields(item_type[0]):
+            con.execute(
+                f"CREATE OR REPLACE TABLE {quote_ident(child_raw)} AS SELECT "
+                f"{quote_ident(key_name)}, ordinal, item.* FROM {quote_ident(child_raw)}"
+            )
+        else:
+            con.execute(
+                f"CREATE OR REPLACE TABLE {quote_ident(child_raw)} AS SELECT "
+                f"{quote_ident(key_name)}, ordinal, item AS value FROM {quote_ident(child_raw)}"
+            )
+        out.extend(flatten(con, child, child_raw, depth + 1) if depth < 3 else [child])
+    return out
+
+
+def _struct_members(con: duckdb.DuckDBPyConnection, raw: str, expr: str) -> list[tuple[str, str]]:
+    con.execute(f"CREATE OR REPLACE TEMP VIEW __probe AS SELECT {expr}.* FROM {quote_ident(raw)}")
+    return [(row[0], row[1]) for row in con.execute("DESCRIBE __probe").fetchall()]
+
+
+def _row_key(
+    con: duckdb.DuckDBPyConnection, raw: str, exprs: list[tuple[str, str]], names: list[str]
+) -> tuple[str, str] | None:
+    """The parent column that identifies each record, to link children to it."""
+    ranked = sorted(
+        zip(exprs, names, strict=True),
+        key=lambda pair: (not pair[1].endswith(("_id", "id", "_key", "_no", "_code")), names.index(pair[1])),
+    )
+    for (expr, _), name in ranked[:8]:
+        unique, nulls = con.execute(
+            f"SELECT count(DISTINCT {expr}) = count(*), count(*) FILTER ({expr} IS NULL) "
+            f"FROM {quote_ident(raw)}"
+        ).fetchone()
+        if unique and nulls == 0:
+            return expr, name
+    return None
+
+
+# ---------------------------------------------------------------- Excel
+
+
+def _cell_text(value: object) -> str | None:
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, datetime):
+        if value.time() == time(0):
+            return value.date().isoformat()
+        return value.isoformat(sep=" ")
+    if isinstance(value, date | time):
+        return value.isoformat()
+    if isinstance(value, float):
+        return repr(int(value)) if value.is_integer() and abs(value) < 1e15 else repr(value)
+    if isinstance(value, Decimal):
+        return format(value, "f")
+    return str(value)
+
+
+def find_header_row(rows: list[list[str | None]]) -> int:
+    """Index of the header: the first row as wide as the table whose cells are all labels."""
+    widths = [sum(cell is not None and str(cell).strip() != "" for cell in row) for row in rows]
+    if not widths or max(widths) == 0:
+        return 0
+    full = max(widths)
+    for index, width in enumerate(widths):
+        if width >= max(2, int(full * 0.8)) or full == 1:
+            return index
+    return 0
+
+
+def read_excel_sources(
+    con: duckdb.DuckDBPyConnection, path: Path, stem_name: str, table_prefix: str
+) -> list[LoadedSource]:
+    base = LoadedSource(name=stem_name, path=path, format="excel", table=None, parse=ParseInfo())
+    if path.stat().st_size == 0:
+        return [base.fail("empty file (0 bytes)")]
+    if path.suffix.lower() == ".xls":
+        return [base.fail("legacy .xls workbooks are not supported; save it as .xlsx")]
+    try:
+        import openpyxl
+
+        workbook = openpyxl.load_workbook(path, read_only=True, data_only=True)
+    except (zipfile.BadZipFile, KeyError, OSError, ValueError) as exc:
+        return [base.fail(f"cannot read Excel workbook: {type(exc).__name__}: {exc}")]
+    except Exception as exc:  # openpyxl raises its own types for corrupt parts
+        return [base.fail(f"cannot read Excel workbook: {type(exc).__name__}: {exc}")]
+    out: list[LoadedSource] = []
+    try:
+        for index, sheet in enumerate(workbook.worksheets):
+            name = f"{stem_name}_{snake_case(sheet.title)}"
+            loaded = LoadedSource(
+                name=name, path=path, format="excel", table=f"{table_prefix}_{index}",
+                parse=ParseInfo(sheet=sheet.title, encoding=None),
+            )
+            rows = [[_cell_text(v) for v in row] for row in sheet.iter_rows(values_only=True)]
+            while rows and all(c is None or not str(c).strip() for c in rows[-1]):
+                rows.pop()
+            if not rows:
+                loaded.issues.append(
+                    QualityIssue(
+                        source=name, kind="empty_sheet", severity="info",
+                        message=f"{path.name}: sheet {sheet.title!r} is empty",
+                        suggested_action="Nothing to load; ignore unless data was expected.",
+                    )
+                )
+                continue
+            header_index = find_header_row(rows[:30])
+            header = rows[header_index]
+            width = max(
+                (i + 1 for row in rows[header_index:] for i, c in enumerate(row) if c is not None),
+                default=0,
+            )
+            labels = [(h or f"column_{i + 1}").strip() for i, h in enumerate(header[:width])]
+            labels += [f"column_{i + 1}" for i in range(len(labels), width)]
+            loaded.parse.header_row = header_index + 1
+            if header_index:
+                loaded.issues.append(
+                    QualityIssue(
+                        source=name, kind="header_not_first_row", severity="info",
+                        count=header_index,
+                        examples=[str(c) for r in rows[:header_index] for c in r if c][:3],
+                        message=f"{path.name}[{sheet.title}]: header found on row {header_index + 1}; "
+                        f"{header_index} row(s) above it skipped",
+                        suggested_action="None needed; the Schema Creator reads from the header row.",
+                    )
+                )
+            dupes = [n for n, c in Counter(labels).items() if c > 1]
+            if dupes:
+                loaded.issues.append(
+                    QualityIssue(
+                        source=name, kind="duplicate_column_names", severity="warning",
+                        count=len(dupes), examples=dupes,
+                        message=f"{path.name}[{sheet.title}]: repeated column name(s) {dupes}",
+                        suggested_action="Rename the columns in the overrides or fix the export.",
+                    )
+                )
+            names = unique_names(labels)
+            loaded.original_columns = labels
+            body = [
+                (row + [None] * width)[:width]
+                for row in rows[header_index + 1 :]
+                if any(c is not None and str(c).strip() for c in row)
+            ]
+            arrow = pa.table(
+                {n: pa.array([r[i] for r in body], type=pa.string()) for i, n in enumerate(names)}
+            )
+            con.register("__sheet", arrow)
+            con.execute(f"CREATE OR REPLACE TABLE {quote_ident(loaded.table)} AS SELECT * FROM __sheet")
+            con.unregister("__sheet")
+            out.append(loaded)
+    finally:
+        workbook.close()
+    return out or [base.fail("workbook has no sheets with data")]
+
+
+# ---------------------------------------------------------------- Parquet
+
+
+def read_parquet_source(
+    con: duckdb.DuckDBPyConnection, path: Path, name: str, table: str
+) -> list[LoadedSource]:
+    loaded = LoadedSource(name=name, path=path, format="parquet", table=table, parse=ParseInfo())
+    if path.stat().st_size == 0:
+        return [loaded.fail("empty file (0 bytes)")]
+    raw = f"{table}__raw"
+    try:
+        con.execute(
+            f"CREATE OR REPLACE VIEW {quote_ident(raw)} AS SELECT * FROM read_parquet({sql_str(str(path))})"
+        )
+        con.execute(f"SELECT count(*) FROM {quote_ident(raw)}").fetchone()
+    except duckdb.Error as exc:
+        return [loaded.fail(f"cannot read Parquet: {str(exc).splitlines()[0]}")]
+    return flatten(con, loaded, raw)
+
+
+def read_source(
+    con: duckdb.DuckDBPyConnection, path: Path, fmt: str, name: str, table: str, scratch: Path
+) -> list[LoadedSource]:
+    """Dispatch on format; always returns at least one entry naming the file."""
+    try:
+        if fmt == "csv":
+            return [read_csv_source(con, path, name, table, scratch)]
+        if fmt in ("json", "jsonl"):
+            return read_json_source(con, path, name, table, fmt)
+        if fmt == "excel":
+            return read_excel_sources(con, path, name, table)
+        if fmt == "parquet":
+            return read_parquet_source(con, path, name, table)
+    except (duckdb.Error, OSError, UnicodeError, csv.Error) as exc:
+        loaded = LoadedSource(name=name, path=path, format=fmt, table=None, parse=ParseInfo())
+        return [loaded.fail(f"{type(exc).__name__}: {str(exc).splitlines()[0]}")]
+    raise ValueError(f"unknown format {fmt}")
+
+
+def scratch_dir() -> tempfile.TemporaryDirectory[str]:
+    return tempfile.TemporaryDirectory(prefix="dia-interpret-")

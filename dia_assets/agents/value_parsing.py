@@ -1,0 +1,67 @@
+"""Text -> typed value, as DuckDB SQL, from the evidence in a column's `ValueFormat`.
+
+The Data Interpreter uses these expressions to count unparseable values; the Schema
+Creator uses the same ones to load refined tables, so both agree on what parses.
+"""
+
+from __future__ import annotations
+
+from dia_assets.contracts.interpretation import ValueFormat
+
+NULL_TOKENS = ["na", "n/a", "n.a.", "null", "nan", "nil", "none", "#n/a", "-", "--", "?", "(null)", "<null>"]
+TRUE_WORDS = ["true", "t", "yes", "y"]
+FALSE_WORDS = ["false", "f", "no", "n"]
+CURRENCY_CHARS = "$€£¥"
+
+
+def sql_str(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+def sql_list(items: list[str]) -> str:
+    return "(" + ", ".join(sql_str(i) for i in items) + ")"
+
+
+def present(col: str, null_tokens: list[str] | None = None, trim: bool = True) -> str:
+    """The value when it carries information: NULL for NULL, blanks and null tokens."""
+    tokens = NULL_TOKENS if null_tokens is None else null_tokens
+    value = f"trim({col})" if trim else col
+    token_test = f" OR lower(trim({col})) IN {sql_list(tokens)}" if tokens else ""
+    return f"(CASE WHEN {col} IS NULL OR trim({col}) = ''{token_test} THEN NULL ELSE {value} END)"
+
+
+def numeric_text(value: str, fmt: ValueFormat) -> str:
+    """Canonical `-1234.5` text from `$1,234.50`, `1.234,5`, `12 %`."""
+    expr = value
+    if fmt.currency_symbols or fmt.percent:
+        strip = "".join(CURRENCY_CHARS) + "%"
+        expr = f"regexp_replace({expr}, '[{strip}\\s]|USD|EUR|GBP', '', 'g')"
+    if fmt.thousands_separator:
+        expr = f"replace({expr}, {sql_str(fmt.thousands_separator)}, '')"
+    if fmt.decimal_separator != ".":
+        expr = f"replace({expr}, {sql_str(fmt.decimal_separator)}, '.')"
+    return expr
+
+
+def parse_expression(value: str, inferred_type: str, fmt: ValueFormat) -> str:
+    """SQL turning present text `value` into `inferred_type`; NULL where it does not parse."""
+    t = inferred_type.upper()
+    if t in ("VARCHAR", "TEXT", "JSON"):
+        return value
+    if t in ("INTEGER", "BIGINT", "SMALLINT", "HUGEINT", "DOUBLE") or t.startswith("DECIMAL"):
+        return f"TRY_CAST({numeric_text(value, fmt)} AS {t})"
+    if t == "BOOLEAN":
+        trues = fmt.true_values or TRUE_WORDS
+        falses = fmt.false_values or FALSE_WORDS
+        return (
+            f"(CASE WHEN lower({value}) IN {sql_list(trues)} THEN true "
+            f"WHEN lower({value}) IN {sql_list(falses)} THEN false END)"
+        )
+    if t in ("DATE", "TIMESTAMP"):
+        if not fmt.date_formats:
+            return f"TRY_CAST({value} AS {t})"
+        parts = [f"TRY_CAST(try_strptime({value}, {sql_str(f)}) AS {t})" for f in fmt.date_formats]
+        return parts[0] if len(parts) == 1 else f"COALESCE({', '.join(parts)})"
+    if t == "TIME":
+        return f"TRY_CAST({value} AS TIME)"
+    return f"TRY_CAST({value} AS {t})"

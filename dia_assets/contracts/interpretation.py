@@ -1,0 +1,162 @@
+"""The interpretation contract (DESIGN §5): what the Data Interpreter writes and the
+Schema Creator reads. One model shared by writer and reader."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+INTERPRETATION_VERSION = 1
+
+SemanticType = Literal[
+    "id", "categorical", "boolean", "integer", "decimal", "currency", "percentage",
+    "date", "timestamp", "time", "email", "phone", "url", "postal_code", "country",
+    "latitude", "longitude", "free_text", "json", "unknown",
+]
+Severity = Literal["info", "warning", "error"]
+
+
+class ParseInfo(BaseModel):
+    """How a source was read, and what went wrong while reading it."""
+
+    ok: bool = True
+    delimiter: str | None = None
+    quote: str | None = None
+    header: bool = True
+    header_row: int | None = Field(None, description="1-based row of the header (Excel).")
+    encoding: str | None = None
+    sheet: str | None = None
+    json_path: str | None = Field(None, description="Nested array a child source came from.")
+    bad_rows: int = 0
+    bad_row_examples: list[str] = []
+    errors: list[str] = []
+
+
+class ValueFormat(BaseModel):
+    """Evidence the Schema Creator needs to parse a text column into its type."""
+
+    date_formats: list[str] = []
+    decimal_separator: str = "."
+    thousands_separator: str | None = None
+    currency_symbols: list[str] = []
+    percent: bool = False
+    true_values: list[str] = []
+    false_values: list[str] = []
+    null_tokens: list[str] = []
+    trim: bool = False
+
+
+class Column(BaseModel):
+    name: str
+    original_name: str
+    physical_type: str
+    semantic_type: SemanticType = "unknown"
+    inferred_type: str = Field("VARCHAR", description="SQL type that preserves every value.")
+    value_format: ValueFormat = ValueFormat()
+    null_count: int = 0
+    blank_count: int = Field(0, description="Empty or whitespace-only strings, not NULL.")
+    null_token_count: int = Field(0, description="Values such as NA, null, - .")
+    null_fraction: float = Field(0.0, description="(null + blank + null tokens) / rows.")
+    distinct_count: int = 0
+    unique: bool = False
+    min: str | None = None
+    max: str | None = None
+    mean: float | None = None
+    max_length: int | None = None
+    unparseable_count: int = Field(0, description="Non-null values the inferred type rejects.")
+    unparseable_examples: list[str] = []
+    top_values: list[tuple[str | None, int]] = []
+    patterns: list[tuple[str, int]] = []
+    examples: list[str] = []
+    description: str | None = None
+    description_source: Literal["llm"] | None = None
+
+
+class KeyCandidate(BaseModel):
+    columns: list[str]
+    confidence: float = Field(ge=0, le=1)
+    reason: str
+    llm_verdict: Literal["confirmed", "rejected"] | None = None
+
+
+class SourceRef(BaseModel):
+    source: str
+    columns: list[str]
+
+
+class Source(BaseModel):
+    name: str
+    path: str
+    format: Literal["csv", "json", "jsonl", "excel", "parquet"]
+    content_hash: str
+    size_bytes: int
+    row_count: int = 0
+    parse: ParseInfo = ParseInfo()
+    parent: SourceRef | None = Field(None, description="Parent key of a flattened child source.")
+    columns: list[Column] = []
+    candidate_keys: list[KeyCandidate] = []
+    primary_key: KeyCandidate | None = None
+    duplicate_rows: int = 0
+    description: str | None = None
+    description_source: Literal["llm"] | None = None
+
+    def column(self, name: str) -> Column:
+        for col in self.columns:
+            if col.name == name:
+                return col
+        raise KeyError(f"{self.name} has no column {name!r}")
+
+
+class ForeignKey(BaseModel):
+    from_: SourceRef = Field(alias="from")
+    to: SourceRef
+    coverage: float = Field(ge=0, le=1, description="Share of distinct child values found in the parent.")
+    orphan_count: int = Field(0, description="Child rows whose value is missing in the parent.")
+    orphan_examples: list[str] = []
+    confidence: float = Field(ge=0, le=1)
+    evidence: list[str] = []
+    llm_verdict: Literal["confirmed", "rejected"] | None = None
+
+    model_config = {"populate_by_name": True}
+
+
+class JoinPath(BaseModel):
+    sources: list[str]
+    joins: list[str] = Field(description="SQL join conditions, in path order.")
+
+
+class QualityIssue(BaseModel):
+    source: str
+    column: str | None = None
+    kind: str
+    severity: Severity = "warning"
+    count: int = 0
+    examples: list[str] = []
+    message: str
+    suggested_action: str
+
+
+class Interpretation(BaseModel):
+    version: int = INTERPRETATION_VERSION
+    data_dir: str
+    generated_at: str
+    sources: list[Source] = []
+    foreign_keys: list[ForeignKey] = []
+    join_paths: list[JoinPath] = []
+    quality_issues: list[QualityIssue] = []
+    llm_model: str | None = None
+
+    def source(self, name: str) -> Source:
+        for src in self.sources:
+            if src.name == name:
+                return src
+        raise KeyError(f"no source {name!r}")
+
+    def to_json(self) -> str:
+        return self.model_dump_json(indent=2, by_alias=True)
+
+    @classmethod
+    def read(cls, path: str | Path) -> Interpretation:
+        return cls.model_validate_json(Path(path).read_text(encoding="utf-8"))

@@ -1,0 +1,40 @@
+"""Where agents read raw files and write artifacts (DESIGN §4)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from dagster import ConfigurableResource
+from pydantic import Field
+
+
+def default_workspace() -> str:
+    return os.environ.get("DIA_WORKSPACE", "dia_workspace")
+
+
+def default_data_dir() -> str:
+    return os.environ.get("DIA_DATA_DIR", "examples/data")
+
+
+class WorkspaceResource(ConfigurableResource):
+    """The shared workspace W: artifact root plus the raw data folder it interprets."""
+
+    root: str = Field(default_factory=default_workspace, description="Artifact root (DIA_WORKSPACE).")
+    data_dir: str = Field(default_factory=default_data_dir, description="Raw files (DIA_DATA_DIR).")
+
+    @property
+    def root_path(self) -> Path:
+        path = Path(self.root).resolve()
+        path.mkdir(parents=True, exist_ok=True)
+        return path
+
+    @property
+    def data_path(self) -> Path:
+        return Path(self.data_dir).resolve()
+
+    def path(self, *parts: str) -> Path:
+        """An artifact path inside the workspace; parent folders are created."""
+        target = self.root_path.joinpath(*parts)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        return target
