@@ -372,10 +372,15 @@ def prefer_link_keys(infos: list[TableInfo], fks: list[ForeignKey]) -> bool:
 
 def join_paths(sources: list[Source], fks: list[ForeignKey], min_confidence: float = 0.5) -> list[JoinPath]:
     """Shortest foreign-key path between every pair of related sources."""
+    best: dict[frozenset[str], ForeignKey] = {}
+    for fk in fks:  # between two tables, join on the strongest relationship
+        pair = frozenset((fk.from_.source, fk.to.source))
+        if fk.confidence >= min_confidence and len(pair) == 2 and (
+            pair not in best or fk.confidence > best[pair].confidence
+        ):
+            best[pair] = fk
     graph: dict[str, list[tuple[str, str]]] = {s.name: [] for s in sources}
-    for fk in fks:
-        if fk.confidence < min_confidence or fk.from_.source == fk.to.source:
-            continue
+    for fk in sorted(best.values(), key=lambda f: (f.from_.source, f.to.source)):
         cond = " AND ".join(
             f"{fk.from_.source}.{a} = {fk.to.source}.{b}"
             for a, b in zip(fk.from_.columns, fk.to.columns, strict=True)

@@ -133,7 +133,7 @@ def sniff_delimiter(sample: str) -> str:
 def _looks_like_header(first: list[str]) -> bool:
     """A header row has distinct, non-empty, non-numeric labels."""
     labels = [cell.strip() for cell in first]
-    if not all(labels) or len(set(labels)) < len(labels) * 0.8:
+    if not all(labels) or len(set(labels)) < len(labels) * 0.5:
         return False
 
     def numeric(cell: str) -> bool:
@@ -202,12 +202,16 @@ def read_csv_source(
                 f"SELECT * FROM read_csv(?, {csv_options_sql(opts)})",
                 [str(text_path)],
             )
-            break
         except duckdb.Error as exc:
-            message = str(exc).splitlines()[0]
-            if "line size" in message.lower() and max_line == DEFAULT_MAX_LINE:
+            if "maximum line size" in str(exc).lower() and max_line == DEFAULT_MAX_LINE:
                 continue
-            return loaded.fail(f"cannot parse as CSV: {message}")
+            return loaded.fail(f"cannot parse as CSV: {_first_line(exc)}")
+        too_long = con.execute(
+            f"SELECT count(*) FROM {quote_ident(rejects)} WHERE error_type = 'LINE SIZE OVER MAXIMUM'"
+        ).fetchone()[0]
+        if not too_long:
+            break
+        con.execute(f"DELETE FROM {quote_ident(rejects)}")  # retried with room for huge fields
     bad = con.execute(
         f"SELECT count(*) FROM {quote_ident(rejects)}"
     ).fetchone()[0]
@@ -235,6 +239,13 @@ def read_csv_source(
             )
         )
     return loaded
+
+
+def _first_line(exc: Exception) -> str:
+    """DuckDB errors run to dozens of lines; the first one (plus its reason) is the message."""
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    reason = next((line for line in lines[1:] if "exceeded" in line or "Expected" in line), "")
+    return (lines[0] if lines else type(exc).__name__) + (f" ({reason[:200]})" if reason else "")
 
 
 def csv_options_sql(opts: dict[str, object]) -> str:
@@ -274,10 +285,14 @@ def read_json_source(
         )
     except duckdb.Error as exc:
         return [loaded.fail(f"cannot parse as JSON: {str(exc).splitlines()[0]}")]
-    rows = con.execute(f"SELECT count(*) FROM {quote_ident(raw)}").fetchone()[0]
-    if fmt == "jsonl" or json_format == "auto":
-        bad, examples = _bad_json_lines(path) if fmt == "jsonl" else (0, [])
-        if bad:
+    if fmt == "jsonl":
+        bad, examples = _bad_json_lines(path)
+        if bad:  # DuckDB keeps an all-NULL row for each line it could not parse
+            columns = [r[0] for r in con.execute(f"DESCRIBE {quote_ident(raw)}").fetchall()]
+            con.execute(
+                f"DELETE FROM {quote_ident(raw)} WHERE "
+                + " AND ".join(f"{quote_ident(c)} IS NULL" for c in columns)
+            )
             loaded.parse.bad_rows = bad
             loaded.parse.bad_row_examples = examples
             loaded.issues.append(
@@ -288,6 +303,7 @@ def read_json_source(
                     suggested_action="Route these lines to the reject table; fix the export if they matter.",
                 )
             )
+    rows = con.execute(f"SELECT count(*) FROM {quote_ident(raw)}").fetchone()[0]
     if rows == 0 and not loaded.parse.bad_rows:
         return [loaded.fail("no JSON records found")]
     return flatten(con, loaded, raw)

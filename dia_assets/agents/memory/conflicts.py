@@ -24,11 +24,17 @@ from typing import Literal
 from dia_assets.agents.memory.models import MemoryItem, NewMemory
 
 _SPACE = re.compile(r"\s+")
+_NON_WORD = re.compile(r"[^\w*]+")
 
 
 def normalize_text(text: str | None) -> str:
     """Case and whitespace do not change a rule's meaning."""
     return _SPACE.sub(" ", (text or "").strip().rstrip(".")).lower()
+
+
+def conclusion_key(text: str | None) -> str:
+    """Words only: rewording by case or punctuation alone does not change a conclusion."""
+    return " ".join(_NON_WORD.sub(" ", (text or "").lower()).split())
 
 
 def normalize_sql(sql: str | None) -> str:
@@ -77,7 +83,7 @@ def is_candidate_conflict(
     if similarity < min_similarity or new.kind != old.kind:
         return False
     same_probe = normalize_sql(new.probe_sql) == normalize_sql(old.probe_sql)
-    return same_probe and normalize_text(new.body) != normalize_text(old.body)
+    return same_probe and conclusion_key(new.body) != conclusion_key(old.body)
 
 
 @dataclass(frozen=True)

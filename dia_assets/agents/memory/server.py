@@ -53,25 +53,32 @@ def _first_pid(path: Path) -> int | None:
         return None
 
 
+def _stale(path: Path, min_lines: int) -> bool:
+    """A lock file is stale when its pid is alive but not a postgres (pid reuse), or when its
+    pid is dead and the file is incomplete (a crash during start-up). A complete file with a
+    dead pid is left to PostgreSQL, whose shared-memory check guards against orphans."""
+    pid = _first_pid(path)
+    if pid is None:
+        return True
+    if psutil.pid_exists(pid):
+        return not _is_postgres(pid)
+    return len(path.read_text(errors="replace").splitlines()) < min_lines
+
+
 def remove_stale_files(pgdata: Path) -> list[str]:
-    """Delete lock files whose owner is not a live postgres, and prune dead handle pids.
+    """Delete stale lock files and prune dead pids from pgserver's handle list.
 
     Call only while holding pgserver's inter-process lock.
     """
     removed: list[str] = []
     pidfile = pgdata / "postmaster.pid"
-    if pidfile.exists():
-        pid = _first_pid(pidfile)
-        if pid is None or not _is_postgres(pid):
-            pidfile.unlink(missing_ok=True)
-            removed.append(str(pidfile))
+    if pidfile.exists() and _stale(pidfile, min_lines=8):
+        pidfile.unlink(missing_ok=True)
+        removed.append(str(pidfile))
     for lock in pgdata.glob(".s.PGSQL.*.lock"):
-        pid = _first_pid(lock)
-        if pid is None or not _is_postgres(pid):
+        if _stale(lock, min_lines=1):
             lock.unlink(missing_ok=True)
-            socket = lock.with_suffix("")
-            if socket.exists():
-                socket.unlink(missing_ok=True)
+            lock.with_suffix("").unlink(missing_ok=True)
             removed.append(str(lock))
     handles = pgdata / ".handle_pids.json"
     if handles.exists():

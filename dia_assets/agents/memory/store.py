@@ -191,7 +191,12 @@ class MemoryStore:
         judge = judge or self.judge
         policy = policy or self.policy
         new = new.model_copy(
-            update={"evidence": [e if e.scope else e.model_copy(update={"scope": new.scope}) for e in new.evidence]}
+            update={
+                "evidence": [
+                    e if e.scope else e.model_copy(update={"scope": new.scope})
+                    for e in new.evidence
+                ]
+            }
         )
         vec = self._vector(new.embedding_text())
         chash = content_hash(new)
@@ -519,7 +524,10 @@ class MemoryStore:
             "SELECT {cols} FROM {schema}.items i WHERE {where} ORDER BY i.id LIMIT %(lim)s OFFSET %(off)s"
         ).format(cols=sql.SQL(ITEM_COLUMNS), schema=sql.Identifier(SCHEMA), where=where)
         params.update({"lim": limit, "off": offset})
-        return [item_from_row(r) for r in self.with_connection(lambda c: c.execute(query, params).fetchall())]
+        return [
+            item_from_row(r)
+            for r in self.with_connection(lambda c: c.execute(query, params).fetchall())
+        ]
 
     def history(self, item_id: int) -> tuple[list[MemoryItem], list[VersionEdge]]:
         """The item's connected component in the version graph, oldest first."""

@@ -1,0 +1,112 @@
+"""Human-readable views of an interpretation: the review document and a terminal summary."""
+
+from __future__ import annotations
+
+from dia_assets.contracts.interpretation import Interpretation, Source
+
+HIGH = 0.8
+
+
+def _cell(text: object) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def sources_table(interp: Interpretation) -> str:
+    lines = ["| source | file | format | rows | columns | primary key | status |", "|---|---|---|---:|---:|---|---|"]
+    for s in interp.sources:
+        pk = f"({', '.join(s.primary_key.columns)}) {s.primary_key.confidence:.2f}" if s.primary_key else "-"
+        status = "ok" if s.parse.ok else "error: " + "; ".join(s.parse.errors)
+        lines.append(f"| {s.name} | {_cell(s.path)} | {s.format} | {s.row_count} | {len(s.columns)} | {pk} | {_cell(status)} |")
+    return "\n".join(lines)
+
+
+def foreign_keys_table(interp: Interpretation) -> str:
+    lines = ["| from | to | coverage | orphans | confidence | evidence |", "|---|---|---:|---:|---:|---|"]
+    for fk in interp.foreign_keys:
+        lines.append(
+            f"| {fk.from_.source}.{'/'.join(fk.from_.columns)} | {fk.to.source}.{'/'.join(fk.to.columns)} "
+            f"| {fk.coverage:.3f} | {fk.orphan_count} | {fk.confidence:.2f} | {_cell('; '.join(fk.evidence))} |"
+        )
+    return "\n".join(lines)
+
+
+def _columns_table(src: Source) -> str:
+    lines = [
+        "| column | semantic | SQL type | nulls | blanks | null tokens | distinct | unparseable | examples |",
+        "|---|---|---|---:|---:|---:|---:|---:|---|",
+    ]
+    for c in src.columns:
+        label = c.name if c.name == c.original_name else f"{c.name} (`{_cell(c.original_name)}`)"
+        lines.append(
+            f"| {label} | {c.semantic_type} | {c.inferred_type} | {c.null_count} | {c.blank_count} "
+            f"| {c.null_token_count} | {c.distinct_count} | {c.unparseable_count} "
+            f"| {_cell(', '.join(str(e) for e in c.examples[:3]))[:80]} |"
+        )
+    return "\n".join(lines)
+
+
+def to_markdown(interp: Interpretation) -> str:
+    """The document an expert reviews before the Schema Creator acts on it."""
+    out = [
+        "# Data interpretation", "",
+        f"Folder `{interp.data_dir}`, generated {interp.generated_at}"
+        + (f", descriptions by `{interp.llm_model}`" if interp.llm_model else "") + ".", "",
+        "## Sources", "", sources_table(interp), "",
+        "## Foreign keys", "", f"Confidence >= {HIGH} is acted on without review.", "",
+        foreign_keys_table(interp), "",
+        "## Quality issues", "",
+        "| source | column | kind | count | message | suggested action |", "|---|---|---|---:|---|---|",
+    ]
+    for q in interp.quality_issues:
+        out.append(f"| {q.source} | {q.column or ''} | {q.kind} | {q.count} | {_cell(q.message)} | {_cell(q.suggested_action)} |")
+    if interp.join_paths:
+        out += ["", "## Join paths", ""]
+        out += [f"- {' -> '.join(p.sources)}: `{' AND '.join(p.joins)}`" for p in interp.join_paths if len(p.sources) > 2]
+        out += [f"- {p.sources[0]} <-> {p.sources[1]}: `{p.joins[0]}`" for p in interp.join_paths if len(p.sources) == 2]
+    for src in interp.sources:
+        out += ["", f"## {src.name}", ""]
+        if src.description:
+            out += [f"{src.description} _(LLM)_", ""]
+        parse = src.parse
+        facts = [f"format {src.format}", f"{src.row_count} rows", f"{src.duplicate_rows} exact duplicate rows"]
+        if parse.encoding:
+            facts.append(f"encoding {parse.encoding}")
+        if parse.delimiter:
+            facts.append(f"delimiter {parse.delimiter!r}")
+        if parse.header_row:
+            facts.append(f"header on row {parse.header_row}")
+        if src.parent:
+            facts.append(f"child of {src.parent.source} via {', '.join(src.parent.columns)}")
+        out += ["- " + "; ".join(facts)]
+        if src.primary_key:
+            out += [f"- primary key ({', '.join(src.primary_key.columns)}), confidence "
+                    f"{src.primary_key.confidence:.2f}: {src.primary_key.reason}"]
+        if src.columns:
+            out += ["", _columns_table(src)]
+    return "\n".join(out) + "\n"
+
+
+def summary(interp: Interpretation) -> str:
+    """A few lines for a terminal."""
+    rows = sum(s.row_count for s in interp.sources)
+    bad = [s for s in interp.sources if not s.parse.ok]
+    pks = sum(1 for s in interp.sources if s.primary_key)
+    high = [fk for fk in interp.foreign_keys if fk.confidence >= HIGH]
+    lines = [
+        f"{len(interp.sources)} sources, {rows:,} rows"
+        + (f", {len(bad)} unreadable ({', '.join(s.path for s in bad)})" if bad else ""),
+        f"primary keys: {pks}/{len(interp.sources)}  "
+        + ", ".join(f"{s.name}({', '.join(s.primary_key.columns)})" for s in interp.sources if s.primary_key),
+        f"foreign keys: {len(high)} high confidence, {len(interp.foreign_keys) - len(high)} to review",
+    ]
+    lines += [
+        f"  {fk.from_.source}.{'/'.join(fk.from_.columns)} -> {fk.to.source}.{'/'.join(fk.to.columns)}"
+        f"  coverage {fk.coverage:.3f}, {fk.orphan_count} orphan rows, confidence {fk.confidence:.2f}"
+        for fk in interp.foreign_keys
+    ]
+    by_kind: dict[str, int] = {}
+    for q in interp.quality_issues:
+        by_kind[q.kind] = by_kind.get(q.kind, 0) + 1
+    lines.append(f"quality issues: {len(interp.quality_issues)}  "
+                 + ", ".join(f"{k} {n}" for k, n in sorted(by_kind.items())))
+    return "\n".join(lines)

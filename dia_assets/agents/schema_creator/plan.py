@@ -1,0 +1,324 @@
+"""Plan: interpretation + overrides -> manifest (tables, columns, keys, normalizations)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from sqlglot import exp
+from sqlglot.errors import ParseError
+
+from dia_assets.agents.interpreter.naming import snake_case
+from dia_assets.agents.schema_creator.overrides import (
+    ColumnOverride,
+    FkOverride,
+    OverridesFile,
+    TableOverride,
+)
+from dia_assets.contracts.interpretation import Column, Interpretation, Source
+from dia_assets.contracts.manifest import (
+    Decision,
+    ExcludedColumn,
+    Manifest,
+    ManifestColumn,
+    ManifestForeignKey,
+    ManifestTable,
+)
+
+HIGH_CONFIDENCE = 0.8
+TEXT_TYPES = ("VARCHAR", "TEXT", "STRING", "JSON")
+
+
+def is_text_type(sql_type: str) -> bool:
+    return sql_type.upper().split("(")[0].strip() in TEXT_TYPES
+
+
+def check_type(sql_type: str) -> str:
+    """The type in upper case if DuckDB and sqlglot know it; ValueError otherwise."""
+    try:
+        built = exp.DataType.build(sql_type, dialect="duckdb")
+    except (ParseError, ValueError) as exc:
+        raise ValueError(f"unknown SQL type {sql_type!r}") from exc
+    if built.this == exp.DataType.Type.USERDEFINED:
+        raise ValueError(f"unknown SQL type {sql_type!r}")
+    return sql_type.strip().upper()
+
+
+def plan_manifest(
+    interp: Interpretation, overrides: OverridesFile | None = None, dialect: str = "duckdb"
+) -> Manifest:
+    ov = overrides or OverridesFile()
+    table_ovs = ov.tables
+    known = {s.name for s in interp.sources}
+    for name in table_ovs:
+        if name not in known:
+            raise ov.error(f"unknown table {name!r} (known: {', '.join(sorted(known))})", "tables", name)
+    manifest = Manifest(
+        dialect=dialect,
+        generated_at=datetime.now(UTC).isoformat(timespec="seconds"),
+        data_dir=interp.data_dir,
+        interpretation_generated_at=interp.generated_at,
+        overrides_path=str(ov.path) if ov.path else None,
+    )
+    names: dict[str, str] = {}  # source -> table
+    col_names: dict[tuple[str, str], str] = {}  # (source, source column) -> refined column
+    for source in interp.sources:
+        tov = table_ovs.get(source.name, TableOverride())
+        if not source.parse.ok or not source.columns:
+            manifest.skipped_sources.append(ExcludedColumn(
+                source_column=source.name, reason="; ".join(source.parse.errors) or "no columns"))
+            continue
+        if tov.exclude:
+            manifest.skipped_sources.append(ExcludedColumn(source_column=source.name, reason=tov.exclude))
+            manifest.decisions.append(Decision(table=source.name, what=f"excluded: {tov.exclude}", origin="override"))
+            continue
+        table = _plan_table(source, tov, ov, manifest)
+        names[source.name] = table.name
+        for col in table.columns:
+            col_names[(source.name, col.source_column)] = col.name
+        manifest.tables.append(table)
+    taken = [t.name for t in manifest.tables]
+    dupes = {n for n in taken if taken.count(n) > 1}
+    if dupes:
+        raise ov.error(f"two tables would be named {sorted(dupes)}; rename one", "tables")
+    _plan_foreign_keys(interp, ov, manifest, names, col_names)
+    _order_and_enforce(manifest)
+    return manifest
+
+
+def _plan_table(source: Source, tov: TableOverride, ov: OverridesFile, manifest: Manifest) -> ManifestTable:
+    loc = ("tables", source.name)
+    name = source.name
+    if tov.rename:
+        name = snake_case(tov.rename)
+        manifest.decisions.append(Decision(table=name, what=f"renamed from {source.name}", origin="override"))
+    col_ovs = {k: (v or ColumnOverride()) for k, v in (tov.columns or {}).items()}
+    known_cols = {c.name for c in source.columns}
+    for cname in col_ovs:
+        if cname not in known_cols:
+            raise ov.error(
+                f"table {source.name!r} has no column {cname!r} (columns: {', '.join(sorted(known_cols))})",
+                *loc, "columns", cname,
+            )
+    ref = source.path + (f"#{source.parse.sheet}" if source.parse.sheet else "") + (
+        source.parse.json_path or "")
+    table = ManifestTable(
+        name=name, sources=[source.name], source_path=source.path, source_ref=ref, source_format=source.format,
+        content_hash=source.content_hash, source_rows=source.row_count, bad_rows=source.parse.bad_rows,
+        source_columns=[c.name for c in source.columns], staging_table=f"staging.{name}", reject_table=f"rejects.{name}",
+        dedup=tov.dedup or ("exact_rows" if source.duplicate_rows else "none"),
+    )
+    if source.duplicate_rows and table.dedup == "exact_rows":
+        manifest.decisions.append(Decision(table=name, what=f"drop {source.duplicate_rows} exact duplicate rows"))
+    if tov.max_reject_fraction is not None:
+        table.max_reject_fraction = tov.max_reject_fraction
+    for col in source.columns:
+        cov = col_ovs.get(col.name, ColumnOverride())
+        if cov.exclude:
+            table.excluded_columns.append(ExcludedColumn(source_column=col.name, reason=cov.exclude))
+            manifest.decisions.append(Decision(table=name, column=col.name, what=f"excluded: {cov.exclude}", origin="override"))
+            continue
+        table.columns.append(_plan_column(source, col, cov, ov, (*loc, "columns", col.name), manifest, name))
+    refined = [c.name for c in table.columns]
+    if len(set(refined)) < len(refined):
+        raise ov.error(f"table {source.name!r}: two columns would share a name", *loc, "columns")
+    if "primary_key" in tov.model_fields_set:
+        pk = tov.primary_key or []
+        for cname in pk:
+            if cname not in known_cols:
+                raise ov.error(f"primary key column {cname!r} is not a column of {source.name!r}", *loc, "primary_key")
+        table.primary_key = pk
+        table.primary_key_origin = "override" if pk else "none"
+        manifest.decisions.append(Decision(table=name, what=f"primary key set to {pk}" if pk else "primary key dropped", origin="override"))
+    elif source.primary_key and source.primary_key.confidence >= HIGH_CONFIDENCE and source.primary_key.llm_verdict != "rejected":
+        table.primary_key = list(source.primary_key.columns)
+        table.primary_key_origin = "interpreter"
+    by_source = {c.source_column: c for c in table.columns}
+    for cname in table.primary_key:
+        if cname not in by_source:
+            raise ov.error(f"primary key column {cname!r} of {source.name!r} is excluded", *loc, "primary_key")
+    table.primary_key = [by_source[c].name for c in table.primary_key]
+    for cname in table.primary_key:
+        table.column(cname).nullable = False
+    if table.primary_key:
+        table.constraints.append(f"PRIMARY KEY ({', '.join(table.primary_key)})")
+    return table
+
+
+def _plan_column(
+    source: Source, col: Column, cov: ColumnOverride, ov: OverridesFile, loc: tuple, manifest: Manifest, table: str
+) -> ManifestColumn:
+    sql_type = col.inferred_type
+    if cov.type:
+        try:
+            sql_type = check_type(cov.type)
+        except ValueError as exc:
+            raise ov.error(f"column {source.name}.{col.name}: {exc}", *loc, "type") from exc
+        manifest.decisions.append(Decision(table=table, column=col.name, what=f"type {col.inferred_type} -> {sql_type}", origin="override"))
+    fmt = col.value_format.model_copy(deep=True)
+    if cov.trim is not None:
+        fmt.trim = cov.trim
+    if cov.null_tokens is not None:
+        fmt.null_tokens = [t.lower() for t in cov.null_tokens]
+    name = snake_case(cov.rename) if cov.rename else col.name
+    mc = ManifestColumn(
+        name=name, type=sql_type, source=source.name, source_column=col.name,
+        original_name=col.original_name, renamed_from=col.name if name != col.name else None,
+        semantic_type=col.semantic_type, value_format=fmt,
+        category_map=dict(cov.categories or {}), blank_as_null=bool(cov.blank_as_null),
+    )
+    if mc.renamed_from:
+        manifest.decisions.append(Decision(table=table, column=col.name, what=f"renamed to {name}", origin="override"))
+    if is_text_type(sql_type):
+        if fmt.trim:
+            mc.normalizations.append("trim surrounding whitespace")
+        if fmt.null_tokens:
+            mc.normalizations.append(f"null tokens {fmt.null_tokens} and blanks -> NULL")
+        if mc.blank_as_null:
+            mc.normalizations.append("blank strings -> NULL")
+        if mc.category_map:
+            mc.normalizations.append(f"category mapping of {len(mc.category_map)} spellings")
+    else:
+        mc.normalizations.append(f"parse text as {sql_type}; blanks and null tokens -> NULL")
+        if fmt.decimal_separator != ".":
+            mc.normalizations.append(f"decimal separator {fmt.decimal_separator!r}")
+        if fmt.thousands_separator:
+            mc.normalizations.append(f"thousands separator {fmt.thousands_separator!r} removed")
+        if fmt.currency_symbols:
+            mc.normalizations.append(f"currency symbols {fmt.currency_symbols} removed")
+        if fmt.percent:
+            mc.normalizations.append("percent sign removed")
+        if len(fmt.date_formats) > 1:
+            mc.normalizations.append(f"dates unified from formats {fmt.date_formats}")
+    for step in mc.normalizations:
+        manifest.decisions.append(Decision(
+            table=table, column=name, what=step,
+            origin="override" if (cov.categories or cov.trim is not None or cov.null_tokens or cov.blank_as_null or cov.type) else "interpreter",
+        ))
+    return mc
+
+
+def _plan_foreign_keys(
+    interp: Interpretation, ov: OverridesFile, manifest: Manifest,
+    names: dict[str, str], col_names: dict[tuple[str, str], str],
+) -> None:
+    by_table = {t.sources[0]: t for t in manifest.tables}
+    planned: dict[str, list[tuple[ManifestForeignKey, str, list[str], str]]] = {}
+    for fk in interp.foreign_keys:
+        src, dst = fk.from_.source, fk.to.source
+        if src not in by_table or dst not in by_table or fk.llm_verdict == "rejected":
+            continue
+        if fk.confidence < HIGH_CONFIDENCE:
+            continue
+        planned.setdefault(src, []).append((
+            ManifestForeignKey(columns=list(fk.from_.columns), ref_table=dst, ref_columns=list(fk.to.columns),
+                               confidence=fk.confidence, expected_orphans=fk.orphan_count),
+            src, list(fk.from_.columns), dst,
+        ))
+    for source, tov in ov.tables.items():
+        if source not in by_table:
+            continue
+        for i, fov in enumerate(tov.foreign_keys or []):
+            _apply_fk_override(ov, ("tables", source, "foreign_keys", i), source, fov, planned, by_table, manifest)
+    for source, fks in planned.items():
+        table = by_table[source]
+        for fk, _src, _cols, dst in fks:
+            try:
+                fk.columns = [col_names[(source, c)] for c in fk.columns]
+                fk.ref_columns = [col_names[(dst, c)] for c in fk.ref_columns]
+            except KeyError:
+                continue  # a column of the key was excluded
+            fk.ref_table = names[dst]
+            if fk.expected_orphans and not fk.allow_orphans:
+                manifest.decisions.append(Decision(
+                    table=table.name, what=f"foreign key {fk.columns} -> {fk.ref_table} has "
+                    f"{fk.expected_orphans} orphan rows and no allowance: key_validity will fail"))
+            table.foreign_keys.append(fk)
+
+
+def _apply_fk_override(
+    ov: OverridesFile, loc: tuple, source: str, fov: FkOverride,
+    planned: dict[str, list], by_table: dict[str, ManifestTable], manifest: Manifest,
+) -> None:
+    table = by_table[source]
+    known = {c.source_column for c in table.columns}
+    for c in fov.columns:
+        if c not in known:
+            raise ov.error(f"foreign key column {c!r} is not a column of {source!r}", *loc, "columns")
+    existing = [
+        entry for entry in planned.get(source, [])
+        if entry[2] == fov.columns and (fov.references is None or entry[3] == fov.references.table)
+    ]
+    if fov.drop:
+        if not existing:
+            raise ov.error(f"no foreign key {fov.columns} on {source!r} to drop", *loc)
+        planned[source] = [e for e in planned[source] if e not in existing]
+        manifest.decisions.append(Decision(table=table.name, what=f"foreign key {fov.columns} dropped", origin="override"))
+        return
+    if not existing:
+        if fov.references is None:
+            raise ov.error(f"no foreign key {fov.columns} on {source!r}; give `references` to add one", *loc)
+        ref = fov.references
+        if ref.table not in by_table:
+            raise ov.error(f"foreign key references unknown table {ref.table!r}", *loc, "references", "table")
+        ref_known = {c.source_column for c in by_table[ref.table].columns}
+        for c in ref.columns:
+            if c not in ref_known:
+                raise ov.error(f"table {ref.table!r} has no column {c!r}", *loc, "references", "columns")
+        if len(ref.columns) != len(fov.columns):
+            raise ov.error("foreign key and referenced columns differ in number", *loc, "references")
+        entry = (ManifestForeignKey(columns=list(fov.columns), ref_table=ref.table, ref_columns=list(ref.columns),
+                                    origin="override"), source, list(fov.columns), ref.table)
+        planned.setdefault(source, []).append(entry)
+        existing = [entry]
+        manifest.decisions.append(Decision(table=table.name, what=f"foreign key {fov.columns} -> {ref.table} added", origin="override"))
+    if fov.allow_orphans:
+        for fk, *_ in existing:
+            fk.allow_orphans = True
+            fk.orphan_reason = fov.allow_orphans
+        manifest.decisions.append(Decision(table=table.name, what=f"orphans of {fov.columns} allowed: {fov.allow_orphans}", origin="override"))
+
+
+def _order_and_enforce(manifest: Manifest) -> None:
+    """Order tables parents-first and pick the foreign keys the database can enforce.
+
+    A key is declared when it references the parent's whole primary key, expects no
+    orphans, and does not close a cycle (DuckDB cannot add a key after creation).
+    """
+    tables = {t.name: t for t in manifest.tables}
+    for table in manifest.tables:
+        table.primary_key_enforced = bool(table.primary_key)
+        for fk in table.foreign_keys:
+            parent = tables[fk.ref_table]
+            if fk.ref_table == table.name:
+                fk.not_enforced_reason = "self-reference: rows are checked in insert order"
+            elif fk.ref_columns != parent.primary_key:
+                fk.not_enforced_reason = "does not reference the parent's primary key"
+            elif fk.expected_orphans or fk.allow_orphans:
+                fk.not_enforced_reason = f"{fk.expected_orphans} known orphan rows"
+            else:
+                fk.enforced = True
+    order: list[str] = []
+    state: dict[str, int] = {}
+
+    def visit(name: str) -> None:
+        state[name] = 1
+        for fk in tables[name].foreign_keys:
+            if not fk.enforced:
+                continue
+            if state.get(fk.ref_table) == 1:
+                fk.enforced = False
+                fk.not_enforced_reason = "closes a cycle of foreign keys"
+            elif fk.ref_table not in state:
+                visit(fk.ref_table)
+        state[name] = 2
+        order.append(name)
+
+    for name in sorted(tables):
+        if name not in state:
+            visit(name)
+    manifest.tables = [tables[n] for n in order]
+    for table in manifest.tables:
+        table.constraints = [c for c in table.constraints if not c.startswith("FOREIGN KEY")]
+        for fk in table.foreign_keys:
+            if fk.enforced:
+                table.constraints.append(
+                    f"FOREIGN KEY ({', '.join(fk.columns)}) REFERENCES {fk.ref_table} ({', '.join(fk.ref_columns)})")

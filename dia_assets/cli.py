@@ -1,0 +1,68 @@
+"""`dia`: the command line over the same core the Dagster assets call."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+app = typer.Typer(help="DIA: raw enterprise files to a validated, queryable database.", no_args_is_help=True)
+
+
+def _echo(message: str) -> None:
+    typer.echo(message, err=True)
+
+
+@app.command()
+def interpret(
+    data_dir: Annotated[Path, typer.Argument(help="Folder of raw CSV/JSON/Excel/Parquet files.")],
+    json_out: Annotated[Path | None, typer.Option("--json", help="Write interpretation.json here.")] = None,
+    md_out: Annotated[Path | None, typer.Option("--md", help="Write the review document here.")] = None,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress output.")] = False,
+) -> None:
+    """Profile every source in DATA_DIR and write the interpretation."""
+    from dia_assets.agents.interpreter.render import summary
+    from dia_assets.agents.interpreter.run import interpret_to_files
+
+    if not data_dir.is_dir():
+        _echo(f"error: {data_dir} is not a folder")
+        raise typer.Exit(2)
+    workspace = Path(os.environ.get("DIA_WORKSPACE", "dia_workspace"))
+    json_path = json_out or workspace / "interpretation.json"
+    md_path = md_out or (json_path.with_suffix(".md") if json_out else workspace / "interpretation.md")
+    complete, model = _llm()
+    interp = interpret_to_files(
+        data_dir, json_path, md_path, complete=complete, model=model,
+        progress=(lambda m: None) if quiet else _echo,
+    )
+    typer.echo(summary(interp))
+    typer.echo(f"wrote {json_path} and {md_path}")
+
+
+def _llm():  # noqa: ANN202
+    from resources import LLMResource
+
+    llm = LLMResource()
+    if not llm.enabled:
+        return None, None
+    return (lambda messages: llm.complete(messages)[0]), llm.model
+
+
+@app.command()
+def demo(
+    data_dir: Annotated[Path, typer.Option(help="Raw files.")] = Path("examples/data"),
+    workspace: Annotated[Path, typer.Option(help="Artifact root.")] = Path("dia_workspace"),
+) -> None:
+    """Materialize every asset on the bundled example data and print a summary."""
+    os.environ["DIA_DATA_DIR"] = str(data_dir)
+    os.environ["DIA_WORKSPACE"] = str(workspace)
+    from dia_assets.demo import run_demo
+
+    sys.exit(run_demo(data_dir, workspace, _echo))
+
+
+if __name__ == "__main__":
+    app()

@@ -1,0 +1,120 @@
+"""The schema manifest contract (DESIGN §5): what the Schema Creator plans and loads.
+
+Written to `schema/manifest.json`; the loader, the validator and the Dagster glue all
+read this one model.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from dia_assets.contracts.interpretation import ValueFormat
+
+MANIFEST_VERSION = 1
+
+
+class ManifestColumn(BaseModel):
+    name: str = Field(description="Column name in the refined table.")
+    type: str = Field(description="SQL type (DuckDB spelling; transpiled for other dialects).")
+    nullable: bool = True
+    source: str = Field(description="Interpretation source the column comes from.")
+    source_column: str = Field(description="Column name in the staging table (snake case).")
+    original_name: str | None = Field(None, description="Header as written in the file.")
+    renamed_from: str | None = None
+    semantic_type: str = "unknown"
+    value_format: ValueFormat = ValueFormat()
+    category_map: dict[str, str] = Field(default_factory=dict, description="Raw spelling -> canonical.")
+    blank_as_null: bool = False
+    normalizations: list[str] = Field(default_factory=list, description="Value-changing steps applied, with evidence.")
+
+
+class ExcludedColumn(BaseModel):
+    source_column: str
+    reason: str
+
+
+class ManifestForeignKey(BaseModel):
+    columns: list[str]
+    ref_table: str
+    ref_columns: list[str]
+    confidence: float = 1.0
+    origin: Literal["interpreter", "override"] = "interpreter"
+    allow_orphans: bool = False
+    orphan_reason: str | None = None
+    expected_orphans: int = 0
+    enforced: bool = Field(False, description="Declared as a database constraint.")
+    not_enforced_reason: str | None = None
+
+
+class ManifestTable(BaseModel):
+    name: str
+    sources: list[str]
+    source_path: str = Field(description="Raw file, relative to the data folder.")
+    source_ref: str = Field("", description="File plus sheet or JSON path, as written to _source_file.")
+    source_format: str
+    content_hash: str
+    source_rows: int = Field(0, description="Rows the interpreter read (duplicates included).")
+    bad_rows: int = Field(0, description="Unparseable lines the interpreter found.")
+    source_columns: list[str] = Field(default_factory=list, description="Every source column, in file order (staging).")
+    columns: list[ManifestColumn] = []
+    excluded_columns: list[ExcludedColumn] = []
+    primary_key: list[str] = []
+    primary_key_origin: Literal["interpreter", "override", "none"] = "none"
+    primary_key_enforced: bool = False
+    foreign_keys: list[ManifestForeignKey] = []
+    constraints: list[str] = []
+    dedup: Literal["exact_rows", "none"] = "exact_rows"
+    max_reject_fraction: float = 0.05
+    staging_table: str
+    reject_table: str
+
+    def column(self, name: str) -> ManifestColumn:
+        for col in self.columns:
+            if col.name == name:
+                return col
+        raise KeyError(f"{self.name} has no column {name!r}")
+
+
+class Decision(BaseModel):
+    """One planning decision, so reviewers see what was applied and why."""
+
+    table: str
+    column: str | None = None
+    what: str
+    origin: Literal["interpreter", "override"] = "interpreter"
+
+
+class Manifest(BaseModel):
+    version: int = MANIFEST_VERSION
+    dialect: str = "duckdb"
+    generated_at: str
+    data_dir: str
+    interpretation_generated_at: str | None = None
+    overrides_path: str | None = None
+    tables: list[ManifestTable] = []
+    skipped_sources: list[ExcludedColumn] = Field(
+        default_factory=list, description="Sources not loaded (source name in source_column) and why."
+    )
+    decisions: list[Decision] = []
+
+    def table(self, name: str) -> ManifestTable:
+        for tbl in self.tables:
+            if tbl.name == name:
+                return tbl
+        raise KeyError(f"no table {name!r} in the manifest")
+
+    def to_json(self) -> str:
+        return self.model_dump_json(indent=2)
+
+    def write(self, path: str | Path) -> Path:
+        target = Path(path)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(self.to_json(), encoding="utf-8")
+        return target
+
+    @classmethod
+    def read(cls, path: str | Path) -> Manifest:
+        return cls.model_validate_json(Path(path).read_text(encoding="utf-8"))

@@ -1,0 +1,99 @@
+"""The validation report contract (DESIGN §5): four axes plus test queries."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import BaseModel, Field
+
+REPORT_VERSION = 1
+
+
+class TableRowCounts(BaseModel):
+    table: str
+    source_rows: int = Field(description="Rows in the file: staged + unparseable lines.")
+    interpreted_rows: int = Field(description="Rows plus bad lines the interpreter counted.")
+    staged: int
+    refined: int
+    rejected: int = Field(description="Rows routed to rejects after staging (cast failures).")
+    unparsed_lines: int = Field(0, description="Lines that never reached staging (also in rejects).")
+    duplicates_removed: int = 0
+    passed: bool = True
+    message: str = ""
+
+
+class ColumnCoverage(BaseModel):
+    table: str
+    carried: list[str] = []
+    renamed: dict[str, str] = Field(default_factory=dict, description="source column -> refined column")
+    excluded: dict[str, str] = Field(default_factory=dict, description="source column -> reason")
+    missing: list[str] = Field(default_factory=list, description="Source columns with no trace.")
+    passed: bool = True
+
+
+class KeyResult(BaseModel):
+    table: str
+    kind: str = Field(description="primary_key or foreign_key")
+    columns: list[str]
+    ref_table: str | None = None
+    ref_columns: list[str] = []
+    duplicate_keys: int = 0
+    null_keys: int = 0
+    orphan_rows: int = 0
+    allowed: bool = False
+    reason: str | None = None
+    examples: list[str] = []
+    passed: bool = True
+
+
+class TableRejects(BaseModel):
+    table: str
+    rejected: int
+    reject_fraction: float
+    max_reject_fraction: float
+    reasons: dict[str, int] = Field(default_factory=dict)
+    examples: list[str] = []
+    passed: bool = True
+    message: str = ""
+
+
+class TestQuery(BaseModel):
+    name: str
+    sql: str
+    expected: int
+    actual: int | None = None
+    error: str | None = None
+    passed: bool = True
+
+
+class AxisResult(BaseModel):
+    passed: bool
+    summary: str
+
+
+class ValidationReport(BaseModel):
+    version: int = REPORT_VERSION
+    generated_at: str
+    warehouse: str
+    dialect: str = "duckdb"
+    accepted: bool = False
+    row_counts: list[TableRowCounts] = []
+    column_coverage: list[ColumnCoverage] = []
+    key_validity: list[KeyResult] = []
+    load_integrity: list[TableRejects] = []
+    test_queries: list[TestQuery] = []
+    axes: dict[str, AxisResult] = Field(default_factory=dict)
+    planted_problems: list[str] = Field(default_factory=list, description="What the load did about each quality issue.")
+
+    def to_json(self) -> str:
+        return self.model_dump_json(indent=2)
+
+    def write(self, path: str | Path) -> Path:
+        target = Path(path)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(self.to_json(), encoding="utf-8")
+        return target
+
+    @classmethod
+    def read(cls, path: str | Path) -> ValidationReport:
+        return cls.model_validate_json(Path(path).read_text(encoding="utf-8"))

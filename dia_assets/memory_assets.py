@@ -1,0 +1,63 @@
+"""`memory_lessons`: consolidate, promote and forget lessons, then export them for review."""
+
+from __future__ import annotations
+
+from dagster import AssetExecutionContext, MaterializeResult, MetadataValue, asset
+
+from dia_assets.agents.memory.export import export_lessons
+from dia_assets.agents.memory.maintenance import run_maintenance
+from dia_assets.agents.memory.models import MaintenanceReport
+from resources.memory import MemoryResource
+from resources.workspace import WorkspaceResource
+
+
+def _counts_table(counts: dict[str, dict[str, int]]) -> str:
+    kinds = sorted({k for per_tier in counts.values() for k in per_tier})
+    lines = ["| tier | " + " | ".join(kinds) + " | total |", "|---" * (len(kinds) + 2) + "|"]
+    for tier in ("example", "session", "cross_session"):
+        row = counts.get(tier, {})
+        cells = [str(row.get(k, 0)) for k in kinds]
+        lines.append(f"| {tier} | " + " | ".join(cells) + f" | {sum(row.values())} |")
+    return "\n".join(lines)
+
+
+def _changes_md(report: MaintenanceReport) -> str:
+    if not report.changes:
+        return "No changes."
+    return "\n".join(
+        f"- {c.action} #{c.item_id}"
+        + (f" into #{c.into_id}" if c.into_id else "")
+        + f": {c.reason}"
+        for c in report.changes
+    )
+
+
+@asset(
+    group_name="memory",
+    description="Shared memory maintenance (DIA §3.2, App. F): merges near-duplicate lessons, "
+    "promotes lessons borne out on a second database or by repeated success, archives stale "
+    "ones, and exports memory/lessons.md for expert review.",
+)
+def memory_lessons(
+    context: AssetExecutionContext, memory: MemoryResource, workspace: WorkspaceResource
+) -> MaterializeResult:
+    store = memory.store()
+    before = store.counts()
+    report = run_maintenance(store)
+    path = export_lessons(store, workspace.path("memory", "lessons.md"))
+    context.log.info(f"memory: {len(report.changes)} changes; lessons exported to {path}")
+    return MaterializeResult(
+        metadata={
+            "counts": MetadataValue.md(_counts_table(report.counts)),
+            "counts_json": MetadataValue.json(report.counts),
+            "counts_before_json": MetadataValue.json(before),
+            "status_counts": MetadataValue.json(store.status_counts()),
+            "merged": report.count("merged"),
+            "promoted": report.count("promoted"),
+            "archived": report.count("archived"),
+            "changes": MetadataValue.md(_changes_md(report)),
+            "lessons_path": MetadataValue.path(str(path)),
+            "store": store.describe(),
+            "dagster/row_count": sum(sum(v.values()) for v in report.counts.values()),
+        }
+    )

@@ -1,0 +1,54 @@
+"""Memory-store resource: the shared experience store (DESIGN §6) for assets and sensors."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Literal
+
+from dagster import ConfigurableResource, InitResourceContext
+from pydantic import Field, PrivateAttr
+
+from dia_assets.agents.memory.conflicts import ConflictPolicy
+from dia_assets.agents.memory.connection import default_pgdata
+from dia_assets.agents.memory.store import MemoryStore
+from resources.embeddings import EmbeddingsResource
+
+
+class MemoryResource(ConfigurableResource):
+    """PostgreSQL + pgvector store: the embedded server in `<workspace>/pgdata` unless a URL
+    is configured. The URL is read from DIA_MEMORY_URL at run time when not set here, so a
+    password never shows in the Dagster UI's resource config."""
+
+    embeddings: EmbeddingsResource
+    url: str | None = Field(
+        default=None,
+        description="External PostgreSQL with the `vector` extension; default DIA_MEMORY_URL, "
+        "else the embedded server.",
+    )
+    pgdata: str | None = Field(
+        default=None, description="Embedded server data folder; default <DIA_WORKSPACE>/pgdata."
+    )
+    conflict_strategy: Literal["recency", "confidence", "confirmation"] = Field(
+        default="recency", description="Which version wins a conflict (Data Agents §3-B2)."
+    )
+    ef_search: int = Field(default=80, description="HNSW candidate list size at query time.")
+
+    _store: MemoryStore | None = PrivateAttr(default=None)
+
+    def store(self) -> MemoryStore:
+        """The open store for this process (connected and migrated on first call)."""
+        if self._store is None:
+            self._store = MemoryStore.open(
+                url=self.url or os.environ.get("DIA_MEMORY_URL") or None,
+                pgdata=Path(self.pgdata) if self.pgdata else default_pgdata(),
+                embedder=self.embeddings.get_embedder(),
+                policy=ConflictPolicy(strategy=self.conflict_strategy),
+                ef_search=self.ef_search,
+            )
+        return self._store
+
+    def teardown_after_execution(self, context: InitResourceContext) -> None:
+        if self._store is not None:
+            self._store.close()
+            self._store = None
