@@ -359,9 +359,9 @@ def flatten(
     select = ", ".join(f"{expr} AS {quote_ident(n)}" for (expr, _), n in zip(scalar_exprs, names, strict=True))
     key = _row_key(con, raw, scalar_exprs, names) if lists else None
     if lists and key is None:
-        select = "row_number() OVER () AS _row, " + select
-        names = ["_row", *names]
-        key_expr, key_name = "row_number() OVER ()", "_row"
+        select = "row_number() OVER () AS row_no, " + select
+        names = ["row_no", *names]
+        key_expr, key_name = "row_number() OVER ()", "row_no"
     elif key is not None:
         key_expr, key_name = key
     table = loaded.table or raw
