@@ -19,15 +19,17 @@ $(STAMP): $(BIN)/python pyproject.toml
 
 install: $(STAMP)
 
-demo: $(STAMP)
+$(DAGSTER_HOME)/dagster.yaml:
 	@mkdir -p $(DAGSTER_HOME)
+	@printf 'telemetry:\n  enabled: false\n' > $@
+
+demo: $(STAMP) $(DAGSTER_HOME)/dagster.yaml
 	$(BIN)/dia demo
 
 test: $(STAMP)
 	$(BIN)/python -m pytest
 
-ui: $(STAMP)
-	@mkdir -p $(DAGSTER_HOME)
+ui: $(STAMP) $(DAGSTER_HOME)/dagster.yaml
 	$(BIN)/dagster dev -w workspace.yaml
 
 lint: $(STAMP)
