@@ -96,3 +96,12 @@ def test_unsupported_file_is_named_not_skipped(tmp_path):
 def test_missing_folder_is_a_clear_error(tmp_path):
     with pytest.raises(FileNotFoundError, match="does not exist"):
         interpret(tmp_path / "nope")
+
+
+def test_conflicting_duplicate_keys_keep_the_key_and_are_reported(tmp_path):
+    rows = "\n".join(f"{i},Customer number {i}" for i in range(1, 101))
+    interp = _run(tmp_path, {"c.csv": f"customer_id,name\n{rows}\n7,other name\n"})
+    src = interp.source("c")
+    assert src.primary_key.columns == ["customer_id"] and src.primary_key.confidence < 0.8
+    issue = _issues(interp, "c")["duplicate_keys"]
+    assert issue.count == 1 and issue.examples == ["7"]

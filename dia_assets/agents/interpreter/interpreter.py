@@ -27,6 +27,7 @@ def interpret(data_dir: str | Path, progress: Progress | None = None) -> Interpr
     files = discover(root)
     result = Interpretation(data_dir=str(root), generated_at=datetime.now(UTC).isoformat(timespec="seconds"))
     con = duckdb.connect(config={"preserve_insertion_order": True})
+    con.execute("SET enable_progress_bar = false")
     infos: list[keys.TableInfo] = []
     used: set[str] = set()
     with scratch_dir() as tmp:

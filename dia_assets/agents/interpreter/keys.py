@@ -103,8 +103,35 @@ def find_keys(con: duckdb.DuckDBPyConnection, info: TableInfo) -> None:
         KeyCandidate(columns=cols, confidence=_pk_confidence(cols, score), reason=_pk_reason(src, cols, score))
         for cols, score, _ in ranked[:6]
     ]
-    if ranked:
+    near = _near_key(con, info, distinct_rows) if not ranked or ranked[0][1] < 0.6 else None
+    if near:  # a nearly unique identifier beats a unique name or date
+        src.candidate_keys.insert(0, near)
+    if src.candidate_keys:
         src.primary_key = src.candidate_keys[0]
+
+
+NEAR_UNIQUE = 0.98
+
+
+def _near_key(con: duckdb.DuckDBPyConnection, info: TableInfo, distinct_rows: int) -> KeyCandidate | None:
+    """An identifier with a few conflicting duplicates is still the key; the duplicates are a
+    quality issue for the expert, not a reason to lose the key."""
+    src = info.source
+    for col in src.columns:
+        if not (_complete(col) and id_like_name(col.name) and keyable(col)):
+            continue
+        if col.distinct_count >= NEAR_UNIQUE * distinct_rows:
+            ident = quote_ident(col.name)
+            dupes = con.execute(
+                f"SELECT CAST({ident} AS VARCHAR), count(*) FROM (SELECT DISTINCT * FROM {quote_ident(info.table)}) "
+                f"GROUP BY 1 HAVING count(*) > 1 ORDER BY 2 DESC, 1 LIMIT 5"
+            ).fetchall()
+            return KeyCandidate(
+                columns=[col.name], confidence=0.6,
+                reason=f"identifier {col.name!r} is unique except for {distinct_rows - col.distinct_count} "
+                f"conflicting duplicate(s), e.g. {', '.join(str(v) for v, _ in dupes)}",
+            )
+    return None
 
 
 def _pk_confidence(cols: list[str], score: float) -> float:
@@ -233,18 +260,11 @@ def _single(
         and col.name.startswith(singular(parent.name.split("_")[-1]) + "_")
     ):
         return None  # a table's own key points elsewhere only to the entity its name says
-    if score == 0 and fam == "int" and (col.distinct_count < 3 or col.max is None):
-        return None
-    if fam == "int" and score == 0 and not _ranges_overlap(col, key):
+    if score == 0:
+        # Value inclusion without name evidence scores below MIN_REPORTED whatever the data
+        # says, so it is not worth a query.
         return None
     return _measure(con, info, [col], target, score, why, structural)
-
-
-def _ranges_overlap(col: Column, key: Column) -> bool:
-    try:
-        return int(col.min) >= int(key.min) and int(col.max) <= int(key.max)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
-        return True
 
 
 def _composite(con: duckdb.DuckDBPyConnection, info: TableInfo, target: _Target) -> ForeignKey | None:
@@ -267,17 +287,9 @@ def _measure(
     pexpr = ", ".join(f"{_key_sql(k)} AS k{i}" for i, k in enumerate(target.columns))
     on = " AND ".join(f"c.k{i} = p.k{i}" for i in range(len(cols)))
     notnull = " AND ".join(f"k{i} IS NOT NULL" for i in range(len(cols)))
-    c_distinct, c_covered, orphan_rows, examples = con.execute(
-        f"WITH c AS (SELECT {cexpr} FROM {quote_ident(info.table)}), "
-        f"cv AS (SELECT * FROM c WHERE {notnull}), "
-        f"p AS (SELECT DISTINCT {pexpr} FROM {quote_ident(target.table)}), "
-        f"j AS (SELECT cv.*, p.k0 IS NOT NULL AS hit FROM cv c LEFT JOIN p ON {on} "
-        f"  LEFT JOIN (SELECT 1) x ON true) "
-        f"SELECT (SELECT count(*) FROM (SELECT DISTINCT * FROM cv)), "
-        f"(SELECT count(*) FROM (SELECT DISTINCT * EXCLUDE (hit) FROM j WHERE hit)), "
-        f"(SELECT count(*) FROM j WHERE NOT hit), "
-        f"(SELECT list(DISTINCT CAST(k0 AS VARCHAR))[1:5] FROM j WHERE NOT hit)"
-    ).fetchone() if False else _coverage(con, info.table, cexpr, target.table, pexpr, on, notnull, len(cols))
+    c_distinct, c_covered, orphan_rows, examples = _coverage(
+        con, info.table, cexpr, target.table, pexpr, on, notnull, len(cols)
+    )
     empty = child.row_count == 0
     if c_distinct == 0 and not empty:
         return None

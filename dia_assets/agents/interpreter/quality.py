@@ -103,7 +103,16 @@ def _format_counts(con: duckdb.DuckDBPyConnection, table: str, column: str, form
 
 
 def key_issues(source: Source) -> list[QualityIssue]:
-    if source.primary_key is None and source.row_count and source.columns:
+    pk = source.primary_key
+    if pk is not None and "conflicting duplicate" in pk.reason:
+        count = source.row_count - source.duplicate_rows - source.column(pk.columns[0]).distinct_count
+        return [QualityIssue(
+            source=source.name, column=pk.columns[0], kind="duplicate_keys", count=count,
+            examples=[pk.reason.split("e.g. ", 1)[-1]],
+            message=f"{count} row(s) share a {pk.columns[0]} with a different row",
+            suggested_action="Decide which version wins (dedupe on the key) or reject the conflicting rows.",
+        )]
+    if pk is None and source.row_count and source.columns:
         return [QualityIssue(
             source=source.name, kind="no_primary_key", severity="warning",
             message=f"no column or combination of up to 3 columns identifies {source.name}'s rows",

@@ -63,21 +63,30 @@ def _hint(name: str, *words: str) -> bool:
     return any(w in tokens or name.startswith(w) or name.endswith(w) for w in words)
 
 
-def sample_class_sql(value: str) -> list[tuple[str, str]]:
-    """(stat name, aggregate SQL) pairs over present text `value`, for one column."""
-    stats = [("present", f"count({value})")]
+def sample_class_sql(value: str = "v", weight: str = "n", datelike: str = "dl") -> list[tuple[str, str]]:
+    """(stat name, aggregate SQL) pairs over distinct present values `value` seen `weight`
+    times; `datelike` is a precomputed gate so the date formats are tried only where
+    they can match. Evaluated once per distinct value, not once per row."""
+
+    def share(cond: str) -> str:
+        return f"coalesce(sum({weight}) FILTER ({cond}), 0)"
+
+    stats = [("present", f"sum({weight})")]
     for key, regex in PATTERNS.items():
-        stats.append((key, f"count(*) FILTER (regexp_full_match({value}, {sql_str(regex)}))"))
-    stats.append(("bool", f"count(*) FILTER (lower({value}) IN {sql_list(TRUE_WORDS + FALSE_WORDS)})"))
-    stats.append(("json", f"count(*) FILTER (({value} LIKE '{{%' OR {value} LIKE '[%') AND json_valid({value}))"))
-    stats.append(("spaces", f"count(*) FILTER (contains({value}, ' '))"))
-    stats.append(("avg_len", f"avg(length({value}))"))
-    stats.append(("distinct", f"count(DISTINCT {value})"))
-    gate = f"regexp_full_match({value}, {sql_str(PATTERNS['datelike'])})"
+        if key != "datelike":
+            stats.append((key, share(f"regexp_full_match({value}, {sql_str(regex)})")))
+    stats.append(("bool", share(f"lower({value}) IN {sql_list(TRUE_WORDS + FALSE_WORDS)}")))
+    stats.append(("json", share(f"({value} LIKE '{{%' OR {value} LIKE '[%') AND json_valid({value})")))
+    stats.append(("spaces", share(f"contains({value}, ' ')")))
+    stats.append(("avg_len", f"sum(length({value}) * {weight}) / sum({weight})"))
+    stats.append(("distinct", "count(*)"))
     for i, fmt in enumerate(DATE_FORMATS):
-        stats.append((f"date{i}", f"count(*) FILTER ({gate} AND try_strptime({value}, {sql_str(fmt)}) IS NOT NULL)"))
+        stats.append((f"date{i}", share(f"{datelike} AND try_strptime({value}, {sql_str(fmt)}) IS NOT NULL")))
     for i, fmt in enumerate(TIMESTAMP_FORMATS):
-        stats.append((f"ts{i}", f"count(*) FILTER ({gate} AND try_strptime({value}, {sql_str(fmt)}) IS NOT NULL)"))
+        stats.append((f"ts{i}", share(f"{datelike} AND try_strptime({value}, {sql_str(fmt)}) IS NOT NULL")))
+    stats.append(("currency_symbols", f"list(DISTINCT regexp_extract({value}, '[$€£¥]|USD|EUR|GBP')) "
+                  f"FILTER (regexp_matches({value}, '[$€£¥]|USD|EUR|GBP'))"))
+    stats.append(("currency_comma_decimal", share(f"regexp_full_match({value}, '.*\\d,\\d{{1,2}}\\D*')")))
     return stats
 
 
