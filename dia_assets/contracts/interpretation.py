@@ -65,6 +65,7 @@ class Column(BaseModel):
     max: str | None = None
     mean: float | None = None
     max_length: int | None = None
+    quantiles: list[float] = Field([], description="Deciles of numeric values, for drift checks.")
     unparseable_count: int = Field(0, description="Non-null values the inferred type rejects.")
     unparseable_examples: list[str] = []
     top_values: list[tuple[str | None, int]] = []

@@ -37,6 +37,7 @@ from dia_assets.contracts.interpretation import Column, ValueFormat
 SAMPLE_ROWS = 20_000
 TOP_K = 10
 PASS_B_CHUNK = 48
+DECILES = "[0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9]"
 HUGE_FIELD = 1_000_000
 TEXT_TYPES = ("VARCHAR", "JSON")
 NUMERIC_TYPES = ("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT",
@@ -154,6 +155,7 @@ def profile_table(con: duckdb.DuckDBPyConnection, table: str) -> SourceProfile:
                 nt = numeric_text(value, d.value_format)
                 ok = f"{parsed} IS NOT NULL"
                 add(name, "mean", f"avg({parsed})")
+                add(name, "quantiles", f"approx_quantile(CAST({parsed} AS DOUBLE), {DECILES})")
                 add(name, "int_digits", f"max(length(regexp_extract({nt}, '^[+-]?0*(\\d*)', 1))) FILTER ({ok})")
                 add(name, "frac_digits", f"max(length(regexp_extract({nt}, '\\.(\\d+)$', 1))) FILTER ({ok})")
         else:
@@ -161,6 +163,7 @@ def profile_table(con: duckdb.DuckDBPyConnection, table: str) -> SourceProfile:
             add(name, "max", f"CAST(max({col}) AS VARCHAR)")
             if _is_numeric(physical[name]):
                 add(name, "mean", f"avg({col})")
+                add(name, "quantiles", f"approx_quantile(CAST({col} AS DOUBLE), {DECILES})")
     full: dict[tuple[str, str], object] = {}
     # DuckDB's planning cost grows faster than linearly with the number of aggregates, and
     # a columnar table scans only the columns a query names: a few columns per query.
@@ -190,6 +193,7 @@ def profile_table(con: duckdb.DuckDBPyConnection, table: str) -> SourceProfile:
             min=_s(stat(name, "min", None)), max=_s(stat(name, "max", None)),
             mean=float(stat(name, "mean", None)) if stat(name, "mean", None) is not None else None,
             max_length=stat(name, "max_len", None),
+            quantiles=[round(float(q), 6) for q in stat(name, "quantiles", []) or [] if q is not None],
             unparseable_count=stat(name, "failures"),
         )
         if stat(name, "huge"):

@@ -1,0 +1,197 @@
+"""Compare two interpretations: schema drift, distribution drift, key breakage."""
+
+from __future__ import annotations
+
+import bisect
+import math
+from typing import Literal
+
+from pydantic import BaseModel
+
+from dia_assets.contracts.interpretation import Column, Interpretation, Source
+
+DRIFT_VERSION = 1
+ChangeKind = Literal[
+    "source_added", "source_removed", "column_added", "column_removed", "column_renamed",
+    "type_changed", "null_rate_jump", "distribution_shift", "primary_key_broken", "fk_coverage_drop",
+]
+SCHEMA_KINDS = {"source_added", "source_removed", "column_added", "column_removed", "column_renamed", "type_changed"}
+
+
+class DriftThresholds(BaseModel):
+    """Documented defaults; override through the sensor's config."""
+
+    null_rate_jump: float = 0.10  # absolute change in null fraction
+    psi: float = 0.20  # population stability index; 0.1-0.2 is a moderate shift
+    fk_coverage_drop: float = 0.02
+
+
+class Change(BaseModel):
+    kind: ChangeKind
+    source: str
+    column: str | None = None
+    before: str | None = None
+    after: str | None = None
+    score: float | None = None
+
+    def describe(self) -> str:
+        where = f"{self.source}.{self.column}" if self.column else self.source
+        detail = f": {self.before} -> {self.after}" if self.before is not None or self.after is not None else ""
+        score = f" (score {self.score:.3f})" if self.score is not None else ""
+        return f"{self.kind} {where}{detail}{score}"
+
+
+class DriftReport(BaseModel):
+    version: int = DRIFT_VERSION
+    before: str
+    after: str
+    changes: list[Change] = []
+
+    @property
+    def schema_changed(self) -> bool:
+        return any(c.kind in SCHEMA_KINDS for c in self.changes)
+
+    @property
+    def any(self) -> bool:
+        return bool(self.changes)
+
+    def affected(self) -> dict[str, set[str] | None]:
+        """Source -> affected columns; None means the whole source."""
+        out: dict[str, set[str] | None] = {}
+        for c in self.changes:
+            if c.column is None or c.kind == "primary_key_broken":
+                out[c.source] = None
+            elif out.get(c.source, set()) is not None:
+                cols = out.setdefault(c.source, set())
+                assert cols is not None
+                cols.add(c.column)
+                if c.kind == "column_renamed" and c.before:
+                    cols.add(c.before)
+        return out
+
+
+def compare(before: Interpretation, after: Interpretation, limits: DriftThresholds | None = None) -> DriftReport:
+    limits = limits or DriftThresholds()
+    report = DriftReport(before=before.generated_at, after=after.generated_at)
+    add = report.changes.append
+    old = {s.name: s for s in before.sources}
+    new = {s.name: s for s in after.sources}
+    for name in sorted(set(new) - set(old)):
+        add(Change(kind="source_added", source=name))
+    for name in sorted(set(old) - set(new)):
+        add(Change(kind="source_removed", source=name))
+    for name in sorted(set(old) & set(new)):
+        _compare_source(old[name], new[name], limits, add)
+    _compare_foreign_keys(before, after, limits, add)
+    return report
+
+
+def _compare_source(a: Source, b: Source, limits: DriftThresholds, add) -> None:  # noqa: ANN001
+    acols = {c.name: c for c in a.columns}
+    bcols = {c.name: c for c in b.columns}
+    removed = [acols[n] for n in acols if n not in bcols]
+    added = [bcols[n] for n in bcols if n not in acols]
+    for gone in list(removed):
+        twin = next((c for c in added if _same_column(gone, c)), None)
+        if twin is not None:
+            add(Change(kind="column_renamed", source=a.name, column=twin.name, before=gone.name, after=twin.name))
+            removed.remove(gone)
+            added.remove(twin)
+    for c in removed:
+        add(Change(kind="column_removed", source=a.name, column=c.name))
+    for c in added:
+        add(Change(kind="column_added", source=a.name, column=c.name, after=c.inferred_type))
+    for name in sorted(set(acols) & set(bcols)):
+        ca, cb = acols[name], bcols[name]
+        if ca.inferred_type != cb.inferred_type:
+            add(Change(kind="type_changed", source=a.name, column=name, before=ca.inferred_type, after=cb.inferred_type))
+            continue
+        jump = cb.null_fraction - ca.null_fraction
+        if abs(jump) >= limits.null_rate_jump:
+            add(Change(kind="null_rate_jump", source=a.name, column=name,
+                       before=f"{ca.null_fraction:.3f}", after=f"{cb.null_fraction:.3f}", score=abs(jump)))
+        psi = column_psi(ca, cb, a.row_count, b.row_count)
+        if psi is not None and psi >= limits.psi:
+            add(Change(kind="distribution_shift", source=a.name, column=name, score=psi))
+    if a.primary_key and a.primary_key.confidence >= 0.8 and (
+        b.primary_key is None or b.primary_key.columns != a.primary_key.columns
+        or b.primary_key.confidence < 0.8
+    ):
+        add(Change(kind="primary_key_broken", source=a.name, before=", ".join(a.primary_key.columns),
+                   after=b.primary_key.reason if b.primary_key else "no key"))
+
+
+def _same_column(a: Column, b: Column) -> bool:
+    """A rename keeps type and values: same SQL type, distinct and null counts within 2%."""
+    def close(x: int, y: int) -> bool:
+        return abs(x - y) <= max(1, 0.02 * max(x, y))
+
+    return a.inferred_type == b.inferred_type and close(a.distinct_count, b.distinct_count) and close(a.null_count, b.null_count)
+
+
+def _compare_foreign_keys(before: Interpretation, after: Interpretation, limits: DriftThresholds, add) -> None:  # noqa: ANN001
+    def key(fk) -> tuple:  # noqa: ANN001
+        return fk.from_.source, tuple(fk.from_.columns), fk.to.source, tuple(fk.to.columns)
+
+    now = {key(fk): fk for fk in after.foreign_keys}
+    for fk in before.foreign_keys:
+        if fk.confidence < 0.8:
+            continue
+        cur = now.get(key(fk))
+        coverage = cur.coverage if cur else 0.0
+        if fk.coverage - coverage >= limits.fk_coverage_drop:
+            add(Change(kind="fk_coverage_drop", source=fk.from_.source, column=", ".join(fk.from_.columns),
+                       before=f"{fk.coverage:.3f}", after=f"{coverage:.3f}" if cur else "missing",
+                       score=fk.coverage - coverage))
+
+
+# ------------------------------------------------------------------ PSI
+
+EPS = 1e-4
+
+
+def _psi(p: list[float], q: list[float]) -> float:
+    return sum((b - a) * math.log((b + EPS) / (a + EPS)) for a, b in zip(p, q, strict=True))
+
+
+def column_psi(a: Column, b: Column, rows_a: int, rows_b: int) -> float | None:
+    """PSI over categorical top values, or over numeric deciles; None when not comparable."""
+    if a.quantiles and b.quantiles and len(a.quantiles) == len(b.quantiles):
+        return _psi([0.1] * 10, _decile_mass(a.quantiles, b))
+    if a.top_values and b.top_values and rows_a and rows_b:
+        keys = sorted({str(v) for v, _ in a.top_values} | {str(v) for v, _ in b.top_values})
+        pa = dict((str(v), n / rows_a) for v, n in a.top_values)
+        pb = dict((str(v), n / rows_b) for v, n in b.top_values)
+        p = [pa.get(k, 0.0) for k in keys] + [max(0.0, 1 - sum(pa.values()))]
+        q = [pb.get(k, 0.0) for k in keys] + [max(0.0, 1 - sum(pb.values()))]
+        return _psi(p, q)
+    return None
+
+
+def _decile_mass(edges: list[float], b: Column) -> list[float]:
+    """Share of the new values in each of the old decile bins, from the new deciles."""
+    lo = float(b.min) if _num(b.min) else b.quantiles[0]
+    hi = float(b.max) if _num(b.max) else b.quantiles[-1]
+    xs = [lo, *b.quantiles, hi]
+    ys = [0.0, *[0.1 * (i + 1) for i in range(len(b.quantiles))], 1.0]
+
+    def cdf(x: float) -> float:
+        if x <= xs[0]:
+            return 0.0
+        if x >= xs[-1]:
+            return 1.0
+        i = bisect.bisect_right(xs, x)
+        x0, x1, y0, y1 = xs[i - 1], xs[i], ys[i - 1], ys[i]
+        return y1 if x1 == x0 else y0 + (y1 - y0) * (x - x0) / (x1 - x0)
+
+    cuts = [cdf(e) for e in edges]
+    bounds = [0.0, *cuts, 1.0]
+    return [max(0.0, bounds[i + 1] - bounds[i]) for i in range(len(bounds) - 1)]
+
+
+def _num(text: str | None) -> bool:
+    try:
+        float(text)  # type: ignore[arg-type]
+        return True
+    except (TypeError, ValueError):
+        return False

@@ -1,0 +1,48 @@
+"""What the data folder holds now, and what changed since the last look."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+from pydantic import BaseModel
+
+from dia_assets.agents.interpreter.discover import content_hash, discover
+
+
+class FolderChange(BaseModel):
+    added: list[str] = []
+    changed: list[str] = []
+    deleted: list[str] = []
+
+    @property
+    def any(self) -> bool:
+        return bool(self.added or self.changed or self.deleted)
+
+    def describe(self) -> str:
+        parts = [f"{label}: {', '.join(names)}" for label, names in
+                 (("added", self.added), ("changed", self.changed), ("deleted", self.deleted)) if names]
+        return "; ".join(parts) or "no change"
+
+
+def snapshot(data_dir: Path) -> dict[str, str]:
+    """Relative path -> sha256 of every data file."""
+    out = {}
+    for raw in discover(data_dir):
+        out[str(raw.path.relative_to(data_dir))] = content_hash(raw.path)
+    return out
+
+
+def diff(before: dict[str, str], after: dict[str, str]) -> FolderChange:
+    return FolderChange(
+        added=sorted(set(after) - set(before)),
+        changed=sorted(k for k in set(after) & set(before) if after[k] != before[k]),
+        deleted=sorted(set(before) - set(after)),
+    )
+
+
+def run_key(hashes: dict[str, str]) -> str:
+    """Same set of file contents -> same key, so one change never runs twice."""
+    digest = hashlib.sha256(json.dumps(sorted(hashes.items())).encode()).hexdigest()
+    return f"data-{digest[:16]}"
