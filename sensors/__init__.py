@@ -1,1 +1,13 @@
-"""Sensors and schedules for proactive adaptation (DESIGN §1.5); see issue 'Proactive adaptation'."""
+"""Sensors and schedules: DIA reacts to new data, drift, expert edits and falling quality."""
+
+from sensors.data_sensors import new_data_sensor, review_gate_sensor
+from sensors.drift_sensor import drift_sensor
+from sensors.jobs import build_job, memory_job, replan_job, schema_job
+from sensors.quality_sensor import quality_sensor
+from sensors.schedules import nightly_refresh, weekly_memory
+
+SENSORS = [new_data_sensor, review_gate_sensor, drift_sensor, quality_sensor]
+SCHEDULES = [nightly_refresh, weekly_memory]
+JOBS = [build_job, schema_job, replan_job, memory_job]
+
+__all__ = ["JOBS", "SCHEDULES", "SENSORS"]

@@ -70,3 +70,11 @@ def test_parquet_keeps_its_types(tmp_path: Path):
     src = interpret(tmp_path).source("facts")
     assert [(c.name, c.physical_type) for c in src.columns] == [("id", "BIGINT"), ("amount", "DOUBLE"), ("day", "DATE")]
     assert src.primary_key.columns == ["id"]
+
+
+def test_columns_named_like_internal_aliases(tmp_path: Path):
+    """Profiling SQL must not confuse a source column `v` or `n` with its own aliases."""
+    rows = "".join(f"{i},{'ab'[i % 2]},{i % 3},{i % 5}.5,2024-0{1 + i % 2}-1{i % 9}\n" for i in range(60))
+    (tmp_path / "t.csv").write_text("k,v,n,x,p\n" + rows)
+    src = interpret(tmp_path).source("t")
+    assert src.column("v").top_values[0][1] == 30 and src.column("p").inferred_type == "DATE"

@@ -154,38 +154,46 @@ def _psi(p: list[float], q: list[float]) -> float:
     return sum((b - a) * math.log((b + EPS) / (a + EPS)) for a, b in zip(p, q, strict=True))
 
 
+MIN_ROWS = 50  # fewer rows than this make PSI noise
+
+
 def column_psi(a: Column, b: Column, rows_a: int, rows_b: int) -> float | None:
-    """PSI over categorical top values, or over numeric deciles; None when not comparable."""
+    """PSI over numeric deciles or categorical top values; None when not comparable."""
+    if min(rows_a, rows_b) < MIN_ROWS:
+        return None
     if a.quantiles and b.quantiles and len(a.quantiles) == len(b.quantiles):
-        return _psi([0.1] * 10, _decile_mass(a.quantiles, b))
-    if a.top_values and b.top_values and rows_a and rows_b:
+        edges = sorted(set(a.quantiles))
+        return _psi(_bin_mass(a, edges), _bin_mass(b, edges))
+    if a.top_values and b.top_values:
         keys = sorted({str(v) for v, _ in a.top_values} | {str(v) for v, _ in b.top_values})
-        pa = dict((str(v), n / rows_a) for v, n in a.top_values)
-        pb = dict((str(v), n / rows_b) for v, n in b.top_values)
+        pa = {str(v): n / rows_a for v, n in a.top_values}
+        pb = {str(v): n / rows_b for v, n in b.top_values}
         p = [pa.get(k, 0.0) for k in keys] + [max(0.0, 1 - sum(pa.values()))]
         q = [pb.get(k, 0.0) for k in keys] + [max(0.0, 1 - sum(pb.values()))]
         return _psi(p, q)
     return None
 
 
-def _decile_mass(edges: list[float], b: Column) -> list[float]:
-    """Share of the new values in each of the old decile bins, from the new deciles."""
-    lo = float(b.min) if _num(b.min) else b.quantiles[0]
-    hi = float(b.max) if _num(b.max) else b.quantiles[-1]
-    xs = [lo, *b.quantiles, hi]
-    ys = [0.0, *[0.1 * (i + 1) for i in range(len(b.quantiles))], 1.0]
+def _bin_mass(col: Column, edges: list[float]) -> list[float]:
+    """Share of a column's values in the bins the edges cut, read off its own deciles.
+    Both sides are binned the same way, so ties and identical data give a PSI of 0."""
+    qs = col.quantiles
+    lo = float(col.min) if _num(col.min) else qs[0]
+    hi = float(col.max) if _num(col.max) else qs[-1]
+    xs = [min(lo, qs[0]), *qs, max(hi, qs[-1])]
+    ys = [0.0, *[0.1 * (i + 1) for i in range(len(qs))], 1.0]
 
     def cdf(x: float) -> float:
-        if x <= xs[0]:
+        """Share of values <= x, linear between known quantiles, the upper end at ties."""
+        if x < xs[0]:
             return 0.0
         if x >= xs[-1]:
             return 1.0
         i = bisect.bisect_right(xs, x)
         x0, x1, y0, y1 = xs[i - 1], xs[i], ys[i - 1], ys[i]
-        return y1 if x1 == x0 else y0 + (y1 - y0) * (x - x0) / (x1 - x0)
+        return y0 if x1 == x0 else y0 + (y1 - y0) * (x - x0) / (x1 - x0)
 
-    cuts = [cdf(e) for e in edges]
-    bounds = [0.0, *cuts, 1.0]
+    bounds = [0.0, *[cdf(e) for e in edges], 1.0]
     return [max(0.0, bounds[i + 1] - bounds[i]) for i in range(len(bounds) - 1)]
 
 

@@ -255,8 +255,8 @@ def _pass_c(
         if profile.rows and column.distinct_count < profile.rows - column.null_count:
             column.top_values = [
                 (None if v is None else _s(v), n) for v, n in con.execute(
-                    f"SELECT CAST({col} AS VARCHAR) v, count(*) n FROM {qt} WHERE {col} IS NOT NULL "
-                    f"GROUP BY v ORDER BY n DESC, v LIMIT {TOP_K}"
+                    f"SELECT CAST({col} AS VARCHAR) __v, count(*) __n FROM {qt} WHERE {col} IS NOT NULL "
+                    f"GROUP BY __v ORDER BY __n DESC, __v LIMIT {TOP_K}"
                 ).fetchall()
             ]
         examples = con.execute(
@@ -266,8 +266,8 @@ def _pass_c(
         if text and profile.rows:
             column.patterns = [
                 (p, n) for p, n in con.execute(
-                    f"SELECT {shape_sql(value)} p, count(*) n FROM {sample} WHERE {value} IS NOT NULL "
-                    "GROUP BY p ORDER BY n DESC, p LIMIT 5"
+                    f"SELECT {shape_sql(value)} __p, count(*) __n FROM {sample} WHERE {value} IS NOT NULL "
+                    "GROUP BY __p ORDER BY __n DESC, __p LIMIT 5"
                 ).fetchall()
             ]
         if column.unparseable_count:
@@ -280,10 +280,10 @@ def _pass_c(
             ]
         if text and column.semantic_type == "categorical" and column.distinct_count <= 5000:
             groups = con.execute(
-                f"SELECT lower(regexp_replace(trim({col}), '\\s+', ' ', 'g')) k, "
-                f"list({col} ORDER BY {col}), list(n ORDER BY {col}) FROM "
-                f"(SELECT {col}, count(*) n FROM {qt} WHERE {value} IS NOT NULL GROUP BY {col}) "
-                f"GROUP BY k HAVING count(*) > 1 ORDER BY k"
+                f"SELECT lower(regexp_replace(trim({col}), '\\s+', ' ', 'g')) __k, "
+                f"list({col} ORDER BY {col}), list(__n ORDER BY {col}) FROM "
+                f"(SELECT {col}, count(*) __n FROM {qt} WHERE {value} IS NOT NULL GROUP BY {col}) "
+                f"GROUP BY __k HAVING count(*) > 1 ORDER BY __k"
             ).fetchall()
             if groups:
                 profile.variants[column.name] = [
@@ -305,8 +305,8 @@ def _pass_c(
         iqr = float(q3) - float(q1)
         low, high = float(q1) - 3 * iqr, float(q3) + 3 * iqr
         count, examples = con.execute(
-            f"SELECT count(*), list(DISTINCT CAST(x AS VARCHAR))[1:5] FROM "
-            f"(SELECT {expr} x FROM {qt}) WHERE x < {low} OR x > {high}"
+            f"SELECT count(*), list(DISTINCT CAST(__x AS VARCHAR))[1:5] FROM "
+            f"(SELECT {expr} __x FROM {qt}) WHERE __x < {low} OR __x > {high}"
         ).fetchone()
         if count:
             profile.outliers[column.name] = (count, examples or [])

@@ -97,7 +97,7 @@ def _format_counts(con: duckdb.DuckDBPyConnection, table: str, column: str, form
         f"WHEN try_strptime({value}, {sql_str(f)}) IS NOT NULL THEN {i}" for i, f in enumerate(formats)
     )
     rows = dict(con.execute(
-        f"SELECT CASE {cases} END k, count(*) FROM {quote_ident(table)} WHERE {value} IS NOT NULL GROUP BY k"
+        f"SELECT CASE {cases} END __k, count(*) FROM {quote_ident(table)} WHERE {value} IS NOT NULL GROUP BY __k"
     ).fetchall())
     return [rows.get(i, 0) for i in range(len(formats))]
 

@@ -1,0 +1,70 @@
+"""React to the data folder and to an expert's overrides."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+from dagster import (
+    DefaultSensorStatus,
+    RunRequest,
+    SensorEvaluationContext,
+    SensorResult,
+    SkipReason,
+    sensor,
+)
+
+from dia_assets.agents.adaptation.snapshot import diff, run_key, snapshot
+from resources.workspace import default_data_dir, default_workspace
+from sensors.jobs import build_job, schema_job
+from sensors.settings import SENSOR_INTERVAL_S
+
+
+@sensor(job=build_job, minimum_interval_seconds=SENSOR_INTERVAL_S, default_status=DefaultSensorStatus.RUNNING,
+        description="New, changed or deleted files in DIA_DATA_DIR rebuild the warehouse once per change.")
+def new_data_sensor(context: SensorEvaluationContext) -> SensorResult | SkipReason:
+    data_dir = Path(default_data_dir())
+    if not data_dir.is_dir():
+        return SkipReason(f"data folder {data_dir} does not exist")
+    before = json.loads(context.cursor) if context.cursor else {}
+    after = snapshot(data_dir)
+    change = diff(before, after)
+    if not change.any:
+        return SkipReason("no change in the data folder")
+    if change.deleted:
+        context.log.warning(f"files deleted from {data_dir}: {', '.join(change.deleted)}")
+    return SensorResult(
+        run_requests=[RunRequest(run_key=run_key(after), tags={"dia/change": change.describe()[:4000]})],
+        cursor=json.dumps(after, sort_keys=True),
+    )
+
+
+def overrides_fingerprint(path: Path) -> str | None:
+    """Hash of the lines that say something: a template of comments is no override."""
+    if not path.exists():
+        return None
+    lines = [ln.split("#", 1)[0].rstrip() for ln in path.read_text(encoding="utf-8").splitlines()]
+    meaningful = "\n".join(ln for ln in lines if ln.strip())
+    return hashlib.sha256(meaningful.encode()).hexdigest()[:16]
+
+
+@sensor(job=schema_job, minimum_interval_seconds=SENSOR_INTERVAL_S, default_status=DefaultSensorStatus.RUNNING,
+        description="An edit to review/interpretation_overrides.yaml re-plans the schema and everything downstream.")
+def review_gate_sensor(context: SensorEvaluationContext) -> SensorResult | SkipReason:
+    path = Path(default_workspace()) / "review" / "interpretation_overrides.yaml"
+    current = overrides_fingerprint(path)
+    if current is None:
+        return SkipReason(f"{path} does not exist yet")
+    if context.cursor == current:
+        return SkipReason("overrides unchanged")
+    if context.cursor is None and current == overrides_fingerprint_of_text(""):
+        return SensorResult(cursor=current)  # the untouched template
+    return SensorResult(
+        run_requests=[RunRequest(run_key=f"overrides-{current}", tags={"dia/trigger": "overrides edited"})],
+        cursor=current,
+    )
+
+
+def overrides_fingerprint_of_text(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()[:16]

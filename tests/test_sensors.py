@@ -1,0 +1,128 @@
+"""Sensors evaluated against a real (ephemeral) Dagster instance."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+from dagster import (
+    AssetMaterialization,
+    DagsterInstance,
+    SensorResult,
+    SkipReason,
+    build_sensor_context,
+)
+
+from dia_assets.agents.interpreter.run import interpret_to_files
+from sensors.data_sensors import new_data_sensor, review_gate_sensor
+from sensors.drift_sensor import drift_sensor
+from sensors.quality_sensor import quality_sensor
+
+
+@pytest.fixture
+def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Path]:
+    data, ws = tmp_path / "data", tmp_path / "ws"
+    data.mkdir()
+    monkeypatch.setenv("DIA_DATA_DIR", str(data))
+    monkeypatch.setenv("DIA_WORKSPACE", str(ws))
+    return data, ws
+
+
+def _eval(sensor, instance, cursor=None):  # noqa: ANN001
+    return sensor(build_sensor_context(instance=instance, cursor=cursor))
+
+
+def test_new_data_sensor_runs_once_per_change_and_reports_deletions(env):
+    data, _ = env
+    instance = DagsterInstance.ephemeral()
+    (data / "a.csv").write_text("id\n1\n")
+    first = _eval(new_data_sensor, instance)
+    assert isinstance(first, SensorResult) and len(first.run_requests) == 1
+    assert "added: a.csv" in first.run_requests[0].tags["dia/change"]
+    # the cursor round-trips: the same folder asks for nothing
+    assert isinstance(_eval(new_data_sensor, instance, first.cursor), SkipReason)
+    (data / "a.csv").write_text("id\n2\n")
+    second = _eval(new_data_sensor, instance, first.cursor)
+    assert second.run_requests[0].run_key != first.run_requests[0].run_key
+    # reverting the file restores the first content set: same run key, so Dagster will not run it twice
+    (data / "a.csv").write_text("id\n1\n")
+    third = _eval(new_data_sensor, instance, second.cursor)
+    assert third.run_requests[0].run_key == first.run_requests[0].run_key
+    (data / "a.csv").unlink()
+    (data / "b.csv").write_text("id\n1\n")
+    fourth = _eval(new_data_sensor, instance, third.cursor)
+    assert "deleted: a.csv" in fourth.run_requests[0].tags["dia/change"]
+
+
+def test_review_gate_ignores_the_template_and_reacts_to_an_edit(env):
+    _, ws = env
+    instance = DagsterInstance.ephemeral()
+    overrides = ws / "review" / "interpretation_overrides.yaml"
+    assert isinstance(_eval(review_gate_sensor, instance), SkipReason)
+    overrides.parent.mkdir(parents=True)
+    overrides.write_text("# tables:\n#   staff:\n#     primary_key: [badge]\n")
+    quiet = _eval(review_gate_sensor, instance)
+    assert not quiet.run_requests
+    overrides.write_text("tables:\n  staff:\n    primary_key: [badge]\n")
+    edited = _eval(review_gate_sensor, instance, quiet.cursor)
+    assert len(edited.run_requests) == 1 and edited.run_requests[0].run_key.startswith("overrides-")
+    assert isinstance(_eval(review_gate_sensor, instance, edited.cursor), SkipReason)
+
+
+def test_drift_sensor_observes_and_replans_only_affected_questions(env):
+    data, ws = env
+    instance = DagsterInstance.ephemeral()
+    (data / "orders.csv").write_text("order_id,amount,status\n" + "".join(f"{i},{i}.50,open\n" for i in range(1, 60)))
+    (data / "staff.csv").write_text("badge,name\n" + "".join(f"B{i:03d},n{i}\n" for i in range(1, 30)))
+    interpret_to_files(data, ws / "interpretation.json")
+    for qid, sql in {"revenue": "SELECT sum(amount) FROM orders", "people": "SELECT count(*) FROM staff"}.items():
+        (ws / "queries" / qid).mkdir(parents=True)
+        (ws / "queries" / qid / "query.sql").write_text(sql)
+    first = _eval(drift_sensor, instance)
+    assert not first.run_requests  # nothing to compare with yet
+    assert isinstance(_eval(drift_sensor, instance, first.cursor), SkipReason)
+    (data / "orders.csv").write_text("order_id,amount,status,channel\n" + "".join(
+        f"{i},{'' if i % 2 else f'{i}.50'},open,web\n" for i in range(1, 60)))  # new column, amounts half missing
+    interpret_to_files(data, ws / "interpretation.json")
+    result = _eval(drift_sensor, instance, first.cursor)
+    jobs = sorted((r.job_name, r.partition_key) for r in result.run_requests)
+    assert jobs == [("replan_job", "revenue"), ("schema_job", None)]
+    assert "column_added orders.channel" in result.asset_events[0].metadata["drift/summary"].value
+    assert list((ws / "drift").glob("*.json"))
+
+
+def test_drift_sensor_no_alert_on_unchanged_data(env):
+    data, ws = env
+    instance = DagsterInstance.ephemeral()
+    (data / "t.csv").write_text("id,v,amount\n" + "".join(f"{i},{'ab'[i % 2]},{i % 7}.25\n" for i in range(1, 200)))
+    interpret_to_files(data, ws / "interpretation.json")
+    cursor = _eval(drift_sensor, instance).cursor
+    shutil.copy(data / "t.csv", data / "t.csv.bak")
+    interpret_to_files(data, ws / "interpretation.json")  # new run, same data (the .bak is not read)
+    again = _eval(drift_sensor, instance, cursor)
+    assert not again.run_requests and not again.asset_events
+
+
+def _answer(instance, partition, status, verified):  # noqa: ANN001
+    instance.report_runless_asset_event(AssetMaterialization(
+        asset_key="query_result", partition=partition,
+        metadata={"status": status, "verification_passed": verified, "attempts": 1, "latency_s": 0.5},
+    ))
+
+
+def test_quality_sensor_replans_failed_partitions_when_rates_fall(env):
+    _, ws = env
+    instance = DagsterInstance.ephemeral()
+    for i in range(30):
+        _answer(instance, f"q{i % 5}", "answered", True)
+    healthy = _eval(quality_sensor, instance)
+    assert isinstance(healthy, SensorResult) and not healthy.run_requests
+    for i in range(10):
+        _answer(instance, f"q{i % 5}", "failed" if i % 5 in (1, 2) else "answered", i % 5 not in (1, 2))
+    result = _eval(quality_sensor, instance, healthy.cursor)
+    assert sorted(r.partition_key for r in result.run_requests) == ["q1", "q2"]
+    assert all(r.tags["dia/fresh_memory"] == "true" for r in result.run_requests)
+    report = next((ws / "diagnosis").glob("quality-*.md")).read_text()
+    assert "success rate" in report and "- q1" in report
+    assert isinstance(_eval(quality_sensor, instance, result.cursor), SkipReason)
