@@ -52,6 +52,26 @@ def _llm():  # noqa: ANN202
 
 
 @app.command()
+def build(
+    data_dir: Annotated[Path, typer.Argument(help="Folder of raw files.")],
+    warehouse: Annotated[str | None, typer.Option(help="DuckDB file or postgresql:// URL.")] = None,
+    overrides: Annotated[Path | None, typer.Option(help="Seed review/interpretation_overrides.yaml from this file if absent.")] = None,
+) -> None:
+    """Interpret DATA_DIR, plan the schema, load the warehouse, validate it; print the report."""
+    from dia_assets.agents.schema_creator.build import build as build_warehouse
+    from dia_assets.agents.schema_creator.build import summary
+
+    if not data_dir.is_dir():
+        _echo(f"error: {data_dir} is not a folder")
+        raise typer.Exit(2)
+    workspace = Path(os.environ.get("DIA_WORKSPACE", "dia_workspace"))
+    report = build_warehouse(data_dir, workspace, warehouse=warehouse, overrides_seed=overrides)
+    typer.echo(summary(report))
+    typer.echo(f"report: {workspace / 'validation' / 'report.md'}")
+    raise typer.Exit(0 if report.accepted else 1)
+
+
+@app.command()
 def demo(
     data_dir: Annotated[Path, typer.Option(help="Raw files.")] = Path("examples/data"),
     workspace: Annotated[Path, typer.Option(help="Artifact root.")] = Path("dia_workspace"),

@@ -1,7 +1,8 @@
-"""`make demo`: materialize the whole asset graph in process and summarise the artifacts."""
+"""`make demo`: run the whole pipeline in process, the way the UI would, and summarise it."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from pathlib import Path
 
@@ -10,27 +11,62 @@ from dagster import DagsterInstance
 from dia_assets.agents.interpreter.render import summary
 from dia_assets.contracts.interpretation import Interpretation
 
+Say = Callable[[str], None]
 
-def run_demo(data_dir: Path, workspace: Path, say: Callable[[str], None]) -> int:
+
+def _instance() -> DagsterInstance:
+    return DagsterInstance.get() if os.environ.get("DAGSTER_HOME") else DagsterInstance.ephemeral()
+
+
+def _run_job(defs, name: str, instance: DagsterInstance, say: Say, **kwargs) -> bool:  # noqa: ANN001, ANN003
+    say(f"-- running {name}")
+    result = defs.resolve_job_def(name).execute_in_process(instance=instance, raise_on_error=False, **kwargs)
+    if not result.success:
+        say(f"{name} failed: see the Dagster log above")
+    return result.success
+
+
+def run_demo(data_dir: Path, workspace: Path, say: Say) -> int:
     from dia_assets.definitions import defs
 
-    say(f"materializing every asset on {data_dir} into {workspace}/ ...")
-    instance = DagsterInstance.get() if _has_home() else DagsterInstance.ephemeral()
-    job = defs.resolve_implicit_global_asset_job_def()
-    result = job.execute_in_process(instance=instance, raise_on_error=False)
-    if not result.success:
-        say("demo failed: see the Dagster log above")
-        return 1
-    interp = Interpretation.read(workspace / "interpretation.json")
-    print("\n== Data Interpreter ==")
-    print(summary(interp))
+    instance = _instance()
+    seed_overrides(workspace, say)
+    say(f"materializing the pipeline on {data_dir} into {workspace}/ ...")
+    ok = _run_job(defs, "build_job", instance, say)
+    if (workspace / "interpretation.json").exists():
+        print("\n== Data Interpreter ==")
+        print(summary(Interpretation.read(workspace / "interpretation.json")))
+    report = workspace / "validation" / "report.md"
+    if report.exists():
+        print("\n== Schema Creator ==")
+        print(_report_summary(workspace))
+    for extra in _extra_steps():
+        ok = extra(defs, instance, workspace, say) and ok
     print("\nartifacts:")
     for path in sorted(p for p in workspace.rglob("*") if p.is_file() and "pgdata" not in p.parts):
         print(f"  {path}")
-    return 0
+    return 0 if ok else 1
 
 
-def _has_home() -> bool:
-    import os
+EXAMPLE_OVERRIDES = Path("examples/overrides.yaml")
 
-    return bool(os.environ.get("DAGSTER_HOME"))
+
+def seed_overrides(workspace: Path, say: Say) -> None:
+    """The demo starts from the expert corrections committed with the example data."""
+    target = workspace / "review" / "interpretation_overrides.yaml"
+    if not target.exists() and EXAMPLE_OVERRIDES.exists():
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(EXAMPLE_OVERRIDES.read_text(encoding="utf-8"), encoding="utf-8")
+        say(f"seeded {target} from {EXAMPLE_OVERRIDES}")
+
+
+def _report_summary(workspace: Path) -> str:
+    from dia_assets.agents.schema_creator.build import summary
+    from dia_assets.contracts.report import ValidationReport
+
+    return summary(ValidationReport.read(workspace / "validation" / "report.json"))
+
+
+def _extra_steps() -> list[Callable[..., bool]]:
+    """Later stages join the demo here (memory, questions)."""
+    return []

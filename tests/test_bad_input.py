@@ -105,3 +105,8 @@ def test_conflicting_duplicate_keys_keep_the_key_and_are_reported(tmp_path):
     assert src.primary_key.columns == ["customer_id"] and src.primary_key.confidence < 0.8
     issue = _issues(interp, "c")["duplicate_keys"]
     assert issue.count == 1 and issue.examples == ["7"]
+
+
+def test_a_line_with_several_errors_counts_once(tmp_path):
+    interp = _run(tmp_path, {"r.csv": "a,b,c,d\n1,2,3,4\n5\n6,7,8,9\n"})
+    assert interp.source("r").parse.bad_rows == 1

@@ -28,6 +28,8 @@ class ManifestColumn(BaseModel):
     value_format: ValueFormat = ValueFormat()
     category_map: dict[str, str] = Field(default_factory=dict, description="Raw spelling -> canonical.")
     blank_as_null: bool = False
+    on_error: Literal["reject_row", "null_value"] = Field(
+        "reject_row", description="Unparseable value: reject the row, or keep it with NULL (raw value kept in rejects).")
     normalizations: list[str] = Field(default_factory=list, description="Value-changing steps applied, with evidence.")
 
 
@@ -55,6 +57,7 @@ class ManifestTable(BaseModel):
     source_path: str = Field(description="Raw file, relative to the data folder.")
     source_ref: str = Field("", description="File plus sheet or JSON path, as written to _source_file.")
     source_format: str
+    reader_stem: str = Field("", description="Name the reader gives the file's main source.")
     content_hash: str
     source_rows: int = Field(0, description="Rows the interpreter read (duplicates included).")
     bad_rows: int = Field(0, description="Unparseable lines the interpreter found.")

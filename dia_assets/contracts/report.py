@@ -51,6 +51,7 @@ class TableRejects(BaseModel):
     rejected: int
     reject_fraction: float
     max_reject_fraction: float
+    values_nulled: int = Field(0, description="Rows kept with unparseable values set to NULL (on_error: null_value).")
     reasons: dict[str, int] = Field(default_factory=dict)
     examples: list[str] = []
     passed: bool = True

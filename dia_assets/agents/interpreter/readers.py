@@ -208,17 +208,17 @@ def read_csv_source(
             return loaded.fail(f"cannot parse as CSV: {_first_line(exc)}")
         too_long = con.execute(
             f"SELECT count(*) FROM {quote_ident(rejects)} WHERE error_type = 'LINE SIZE OVER MAXIMUM'"
-        ).fetchone()[0]
+        ).fetchall()[0][0]
         if not too_long:
             break
         con.execute(f"DELETE FROM {quote_ident(rejects)}")  # retried with room for huge fields
-    bad = con.execute(
-        f"SELECT count(*) FROM {quote_ident(rejects)}"
-    ).fetchone()[0]
+    bad = con.execute(  # one line can carry several errors
+        f"SELECT count(DISTINCT line) FROM {quote_ident(rejects)}"
+    ).fetchall()[0][0]
     if bad:
         examples = con.execute(
-            f"SELECT 'line ' || line || ': ' || error_message FROM {quote_ident(rejects)} "
-            "ORDER BY line LIMIT 5"
+            f"SELECT 'line ' || line || ': ' || string_agg(error_message, '; ') FROM {quote_ident(rejects)} "
+            "GROUP BY line ORDER BY line LIMIT 5"
         ).fetchall()
         loaded.parse.bad_rows = bad
         loaded.parse.bad_row_examples = [e[0] for e in examples]
@@ -230,7 +230,7 @@ def read_csv_source(
                 suggested_action="Route these lines to the reject table; fix the export if they matter.",
             )
         )
-    if header and con.execute(f"SELECT count(*) FROM {quote_ident(table)}").fetchone()[0] == 0:
+    if header and con.execute(f"SELECT count(*) FROM {quote_ident(table)}").fetchall()[0][0] == 0:
         loaded.issues.append(
             QualityIssue(
                 source=name, kind="header_only", severity="info",
@@ -303,7 +303,7 @@ def read_json_source(
                     suggested_action="Route these lines to the reject table; fix the export if they matter.",
                 )
             )
-    rows = con.execute(f"SELECT count(*) FROM {quote_ident(raw)}").fetchone()[0]
+    rows = con.execute(f"SELECT count(*) FROM {quote_ident(raw)}").fetchall()[0][0]
     if rows == 0 and not loaded.parse.bad_rows:
         return [loaded.fail("no JSON records found")]
     return flatten(con, loaded, raw)
@@ -387,8 +387,8 @@ def flatten(
         )
         item_type = con.execute(
             f"SELECT typeof(item) FROM {quote_ident(child_raw)} LIMIT 1"
-        ).fetchone()
-        if item_type and _struct_fields(item_type[0]):
+        ).fetchall()
+        if item_type and _struct_fields(item_type[0][0]):
             con.execute(
                 f"CREATE OR REPLACE TABLE {quote_ident(child_raw)} AS SELECT "
                 f"{quote_ident(key_name)}, ordinal, item.* FROM {quote_ident(child_raw)}"
@@ -419,7 +419,7 @@ def _row_key(
         unique, nulls = con.execute(
             f"SELECT count(DISTINCT {expr}) = count(*), count(*) FILTER ({expr} IS NULL) "
             f"FROM {quote_ident(raw)}"
-        ).fetchone()
+        ).fetchall()[0]
         if unique and nulls == 0:
             return expr, name
     return None
@@ -557,7 +557,7 @@ def read_parquet_source(
         con.execute(
             f"CREATE OR REPLACE VIEW {quote_ident(raw)} AS SELECT * FROM read_parquet({sql_str(str(path))})"
         )
-        con.execute(f"SELECT count(*) FROM {quote_ident(raw)}").fetchone()
+        con.execute(f"SELECT count(*) FROM {quote_ident(raw)}").fetchall()
     except duckdb.Error as exc:
         return [loaded.fail(f"cannot read Parquet: {str(exc).splitlines()[0]}")]
     return flatten(con, loaded, raw)

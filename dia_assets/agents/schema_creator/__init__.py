@@ -2,7 +2,8 @@
 -> validation report. Framework-free; the Dagster glue lives in `dia_assets.schema_assets`.
 
 Modules, one concept each: `overrides` (expert YAML), `plan` (manifest), `sqlgen`
-(DDL and load SQL), `load` (staging -> refined -> rejects, atomic swap), `target`
-(DuckDB or PostgreSQL connection), `validate` (four axes + test queries), `lineage`
+(DDL and load SQL), `load` (staging -> refined -> rejects, atomic swap), `postgres`
+(copy of a DuckDB build into PostgreSQL in one transaction), `target` (DuckDB or
+PostgreSQL connection), `validate` (four axes + test queries), `lineage`
 (column lineage from the load SQL), `er` (Mermaid diagram), `build` (all of it).
 """

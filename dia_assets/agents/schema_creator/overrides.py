@@ -36,6 +36,7 @@ class ColumnOverride(_Strict):
     trim: bool | None = None
     null_tokens: list[str] | None = None
     blank_as_null: bool | None = None
+    on_error: Literal["reject_row", "null_value"] | None = None
 
 
 class FkRef(_Strict):
@@ -166,7 +167,7 @@ def render_template(interp: Interpretation) -> str:
         "# columns for columns. Options per table: rename, exclude (reason), primary_key",
         "# ([] drops it), dedup (exact_rows | none), max_reject_fraction, columns, foreign_keys.",
         "# Options per column: rename, type, exclude (reason), categories {raw: canonical},",
-        "# trim, null_tokens, blank_as_null. Foreign keys: columns, references {table, columns},",
+        "# trim, null_tokens, blank_as_null, on_error (reject_row | null_value). Foreign keys: columns, references {table, columns},",
         "# allow_orphans (reason), drop: true.",
         "version: 1",
         "tables:",
@@ -202,9 +203,11 @@ def render_template(interp: Interpretation) -> str:
                     out.append("        # categories:")
                     for raw, canonical in mapping.items():
                         out.append(f"        #   {yaml.safe_dump(raw).splitlines()[0]}: {yaml.safe_dump(canonical).splitlines()[0]}")
+            if col.unparseable_count:
+                out.append("        # on_error: null_value   # keep the row, NULL the value (raw value kept in rejects)")
             if any(n.startswith("blank_strings") for n in notes):
                 out.append("        # blank_as_null: true")
-            out.append(f"        # exclude: \"reason\"")
+            out.append("        # exclude: \"reason\"")
             out.append(f"        # rename: {col.name}")
         fks = [fk for fk in interp.foreign_keys if fk.from_.source == source.name]
         if fks:

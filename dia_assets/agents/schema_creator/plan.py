@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
+
 from sqlglot import exp
 from sqlglot.errors import ParseError
 
@@ -71,6 +72,7 @@ def plan_manifest(
             manifest.decisions.append(Decision(table=source.name, what=f"excluded: {tov.exclude}", origin="override"))
             continue
         table = _plan_table(source, tov, ov, manifest)
+        table.reader_stem = _reader_stem(interp, source)
         names[source.name] = table.name
         for col in table.columns:
             col_names[(source.name, col.source_column)] = col.name
@@ -128,9 +130,16 @@ def _plan_table(source: Source, tov: TableOverride, ov: OverridesFile, manifest:
         table.primary_key = pk
         table.primary_key_origin = "override" if pk else "none"
         manifest.decisions.append(Decision(table=name, what=f"primary key set to {pk}" if pk else "primary key dropped", origin="override"))
-    elif source.primary_key and source.primary_key.confidence >= HIGH_CONFIDENCE and source.primary_key.llm_verdict != "rejected":
+    elif source.primary_key and source.primary_key.llm_verdict != "rejected" and (
+        source.primary_key.confidence >= HIGH_CONFIDENCE or source.row_count == 0
+    ):
+        # An empty table cannot contradict a key named by its columns, so it is declared too.
         table.primary_key = list(source.primary_key.columns)
         table.primary_key_origin = "interpreter"
+    elif source.primary_key:
+        manifest.decisions.append(Decision(
+            table=name, what=f"primary key {source.primary_key.columns} not declared: confidence "
+            f"{source.primary_key.confidence:.2f} < {HIGH_CONFIDENCE} (set it in the overrides)"))
     by_source = {c.source_column: c for c in table.columns}
     for cname in table.primary_key:
         if cname not in by_source:
@@ -164,7 +173,12 @@ def _plan_column(
         original_name=col.original_name, renamed_from=col.name if name != col.name else None,
         semantic_type=col.semantic_type, value_format=fmt,
         category_map=dict(cov.categories or {}), blank_as_null=bool(cov.blank_as_null),
+        on_error=cov.on_error or "reject_row",
     )
+    if cov.on_error == "null_value":
+        manifest.decisions.append(Decision(
+            table=table, column=col.name, what="unparseable values -> NULL, row kept, raw value in rejects",
+            origin="override"))
     if mc.renamed_from:
         manifest.decisions.append(Decision(table=table, column=col.name, what=f"renamed to {name}", origin="override"))
     if is_text_type(sql_type):
@@ -322,3 +336,14 @@ def _order_and_enforce(manifest: Manifest) -> None:
             if fk.enforced:
                 table.constraints.append(
                     f"FOREIGN KEY ({', '.join(fk.columns)}) REFERENCES {fk.ref_table} ({', '.join(fk.ref_columns)})")
+
+
+def _reader_stem(interp: Interpretation, source: Source) -> str:
+    """The name `read_source` must be given so it names this source as the interpreter did."""
+    if source.parse.sheet:
+        suffix = "_" + snake_case(source.parse.sheet)
+        return source.name[: -len(suffix)] if source.name.endswith(suffix) else source.name
+    for other in interp.sources:
+        if other.path == source.path and other.parent is None and not other.parse.sheet:
+            return other.name
+    return source.name

@@ -21,16 +21,14 @@ PROVENANCE = [
     ("_loaded_at", "TIMESTAMP"),
     ("_content_hash", "VARCHAR"),
 ]
-REJECT_EXTRA = [("_reason", "VARCHAR"), ("_raw_line", "VARCHAR")]
+# _row_kept: the row reached the refined table with the failing value(s) set to NULL.
+REJECT_EXTRA = [("_reason", "VARCHAR"), ("_raw_line", "VARCHAR"), ("_row_kept", "BOOLEAN")]
 
 
 def raw_view(table: ManifestTable) -> str:
-    """Name of the temporary view over the reader's table for `table`."""
+    """Name of the temporary view over the reader's table for `table`; it adds the
+    reader table's `rowid` as `__dia_rowid` (record order in the file, from 0)."""
     return f"__raw_{table.name}"
-
-
-def parsed_table(table: ManifestTable) -> str:
-    return f"__parsed_{table.name}"
 
 
 def staging_ref(table: ManifestTable) -> str:
@@ -131,64 +129,76 @@ def ddl_script(manifest: Manifest) -> str:
 def staging_insert_sql(table: ManifestTable, loaded_at: str) -> str:
     cols = [f"CAST({q(c)} AS VARCHAR)" for c in table.source_columns]
     names = ", ".join(q(c) for c in table.source_columns)
-    hashed = f"md5(to_json([{', '.join(cols)}]))" if cols else "md5('')"
+    # Unit separator between fields, record separator for NULL: '' and NULL hash apart.
+    fields = ", ".join(f"coalesce({c}, chr(30))" for c in cols)
+    hashed = f"md5(concat_ws(chr(31), {fields}))" if cols else "md5('')"
     return (
         f"INSERT INTO {staging_ref(table)} ({names}, _source_file, _source_row, _loaded_at, _content_hash) "
         f"SELECT {', '.join(f'{c} AS {q(n)}' for c, n in zip(cols, table.source_columns, strict=True))}, "
-        f"{sql_str(table.source_ref)}, row_number() OVER (), TIMESTAMP {sql_str(loaded_at)}, {hashed} "
+        f"{sql_str(table.source_ref)}, __dia_rowid + 1, TIMESTAMP {sql_str(loaded_at)}, {hashed} "
         f"FROM {q(raw_view(table))}"
     )
 
 
-def parse_sql(table: ManifestTable) -> str:
-    """Typed values, a reject reason ('' when clean) and a duplicate marker per staged row."""
-    values = [f"{value_sql(c, q(c.source_column))} AS {q(c.name)}" for c in table.columns]
-    reasons = [r for c in table.columns if (r := failure_sql(c, q(c.source_column)))]
-    reason = f"concat_ws('; ', {', '.join(reasons)})" if reasons else "''"
-    dup = (
-        "row_number() OVER (PARTITION BY _content_hash ORDER BY _source_row)"
-        if table.dedup == "exact_rows" else "1"
-    )
-    return (
-        f"CREATE TEMP TABLE {q(parsed_table(table))} AS SELECT _source_row, {dup} AS _dup, "
-        f"{reason} AS _reason, {', '.join(values)} FROM {staging_ref(table)}"
-    )
+def _dup_sql(table: ManifestTable) -> str:
+    """1 for the first copy of each exact duplicate row (by content hash), in file order."""
+    if table.dedup == "exact_rows":
+        return "row_number() OVER (PARTITION BY _content_hash ORDER BY _source_row)"
+    return "1"
+
+
+def _reasons(table: ManifestTable, policy: str) -> str:
+    found = [r for c in table.columns if c.on_error == policy and (r := failure_sql(c, q(c.source_column)))]
+    return f"concat_ws('; ', {', '.join(found)})" if found else "''"
 
 
 def reject_insert_sql(table: ManifestTable) -> str:
+    """Staged rows (first copies) with a value that does not parse, raw and with the reason."""
     names = ", ".join(q(c) for c in table.source_columns)
     return (
-        f"INSERT INTO {reject_ref(table)} ({names}, _source_file, _source_row, _loaded_at, _content_hash, _reason) "
-        f"SELECT {', '.join('s.' + q(c) for c in table.source_columns)}, s._source_file, s._source_row, "
-        f"s._loaded_at, s._content_hash, p._reason FROM {staging_ref(table)} s "
-        f"JOIN {q(parsed_table(table))} p ON s._source_row = p._source_row "
-        f"WHERE p._dup = 1 AND p._reason <> ''"
+        f"INSERT INTO {reject_ref(table)} ({names}, _source_file, _source_row, _loaded_at, _content_hash, "
+        f"_reason, _row_kept) "
+        f"SELECT {names}, _source_file, _source_row, _loaded_at, _content_hash, "
+        f"concat_ws('; ', nullif(_reason, ''), nullif(_value_reason, '')), _reason = '' FROM ("
+        f"SELECT *, {_dup_sql(table)} AS _dup, {_reasons(table, 'reject_row')} AS _reason, "
+        f"{_reasons(table, 'null_value')} AS _value_reason FROM {staging_ref(table)}) s "
+        f"WHERE _dup = 1 AND (_reason <> '' OR _value_reason <> '') ORDER BY _source_row"
+    )
+
+
+def refined_select_sql(table: ManifestTable) -> str:
+    """Typed first copies of every staged row whose values all parse (or may be NULLed)."""
+    names = ", ".join(q(c.name) for c in table.columns)
+    inner = [f"{value_sql(c, q(c.source_column))} AS {q(c.name)}" for c in table.columns]
+    where = ["_dup = 1"] if table.dedup == "exact_rows" else []
+    for i, c in enumerate(table.columns):
+        if c.on_error == "reject_row" and not is_text_type(c.type):
+            inner.append(f"{present(q(c.source_column))} IS NOT NULL AS __has_{i}")
+            where.append(f"NOT (__has_{i} AND {q(c.name)} IS NULL)")
+    # Staging is in file order; only the dedup window needs an explicit sort to keep it.
+    order = " ORDER BY _source_row" if table.dedup == "exact_rows" else ""
+    return (
+        f"SELECT {names} FROM (SELECT _source_row, {_dup_sql(table)} AS _dup, {', '.join(inner)} "
+        f"FROM {staging_ref(table)}) p{' WHERE ' + ' AND '.join(where) if where else ''}{order}"
     )
 
 
 def refined_insert_sql(table: ManifestTable) -> str:
     names = ", ".join(q(c.name) for c in table.columns)
-    return (
-        f"INSERT INTO {q(table.name)} ({names}) SELECT {names} FROM {q(parsed_table(table))} "
-        f"WHERE _dup = 1 AND _reason = '' ORDER BY _source_row"
-    )
-
-
-def lineage_select_sql(table: ManifestTable) -> str:
-    """The refined table as one SELECT over staging, for column lineage."""
-    values = [f"{value_sql(c, q(c.source_column))} AS {q(c.name)}" for c in table.columns]
-    return f"SELECT {', '.join(values)} FROM {staging_ref(table)}"
+    return f"INSERT INTO {q(table.name)} ({names}) {refined_select_sql(table)}"
 
 
 def load_script(manifest: Manifest, loaded_at: str = "1970-01-01 00:00:00") -> str:
     out = [
         "-- Generated by the DIA Schema Creator. Each table: raw reader view -> staging",
-        "-- (all text + provenance) -> typed parse -> rejects (reason) and refined (deduplicated).",
+        "-- (all text + provenance) -> rejects (raw values + reason) and refined (typed, deduplicated).",
+        "-- Staging, reject and refined tables are created as in ddl.sql; refined keys the data",
+        "-- contradicts are left out at load time and reported by key_validity.",
     ]
     for table in manifest.tables:
         out.append(f"\n-- {table.name} <- {table.source_ref}")
-        for sql in (staging_insert_sql(table, loaded_at), parse_sql(table),
-                    reject_insert_sql(table), refined_insert_sql(table)):
+        for sql in (staging_insert_sql(table, loaded_at), reject_insert_sql(table),
+                    create_refined_sql(table), refined_insert_sql(table)):
             out.append(sql + ";")
     return "\n".join(out) + "\n"
 

@@ -1,0 +1,282 @@
+"""Load: raw files -> staging (text + provenance) -> refined (typed, deduplicated, keyed)
+and rejects (raw values + provenance + reason). Nothing is dropped silently.
+
+DuckDB loads are atomic: the warehouse is built in a new file beside the old one and
+swapped in with `os.replace`. PostgreSQL targets are built in DuckDB first, then
+copied in one transaction.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+import duckdb
+
+from dia_assets.agents.interpreter.naming import quote_ident as q
+from dia_assets.agents.interpreter.readers import LoadedSource, read_source
+from dia_assets.agents.schema_creator import sqlgen
+from dia_assets.agents.value_parsing import sql_str
+from dia_assets.contracts.manifest import Manifest, ManifestTable
+
+StepHook = Callable[[str], None]
+
+
+class SourceMissingError(FileNotFoundError):
+    """A source file named in the manifest is gone since interpretation."""
+
+
+class LoadError(RuntimeError):
+    """A source could not be read at load time."""
+
+
+@dataclass
+class TableLoad:
+    name: str
+    staged: int = 0
+    refined: int = 0
+    rejected: int = 0
+    unparsed_lines: int = 0
+    duplicates_removed: int = 0
+    values_nulled: int = 0
+    primary_key_enforced: bool = False
+    foreign_keys_enforced: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class LoadResult:
+    warehouse: str
+    dialect: str
+    loaded_at: str
+    tables: dict[str, TableLoad] = field(default_factory=dict)
+    applied_ddl: list[str] = field(default_factory=list)
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), indent=2)
+
+
+def check_sources(manifest: Manifest, data_dir: str | Path) -> None:
+    for table in manifest.tables:
+        path = Path(data_dir) / table.source_path
+        if not path.is_file():
+            raise SourceMissingError(
+                f"source file {table.source_path!r} (table {table.name!r}) is missing from {data_dir}: "
+                "it was interpreted but has vanished since; restore it or re-run the interpreter"
+            )
+
+
+def load_duckdb(
+    manifest: Manifest, data_dir: str | Path, target: str | Path, hook: StepHook | None = None
+) -> LoadResult:
+    """Build the warehouse beside `target`, then swap it in. A failure leaves `target` as it was."""
+    target = Path(target).resolve()
+    target.parent.mkdir(parents=True, exist_ok=True)
+    check_sources(manifest, data_dir)
+    building = target.with_name(f"{target.stem}-building-{os.getpid()}.duckdb")
+    _remove(building)
+    try:
+        con = duckdb.connect(str(building))
+        try:
+            result = build_into(con, manifest, data_dir, hook)
+            _run(con, "CHECKPOINT")
+        finally:
+            con.close()
+        if hook:
+            hook("swap")
+        os.replace(building, target)
+    except BaseException:
+        _remove(building)
+        raise
+    result.warehouse = str(target)
+    return result
+
+
+def _remove(path: Path) -> None:
+    for p in (path, path.with_name(path.name + ".wal")):
+        if p.exists():
+            p.unlink()
+
+
+def build_into(
+    con: duckdb.DuckDBPyConnection, manifest: Manifest, data_dir: str | Path, hook: StepHook | None = None
+) -> LoadResult:
+    """Run the whole load on an open DuckDB connection (an empty database)."""
+    check_sources(manifest, data_dir)
+    loaded_at = datetime.now(UTC).replace(tzinfo=None).isoformat(sep=" ", timespec="seconds")
+    result = LoadResult(warehouse="", dialect="duckdb", loaded_at=loaded_at)
+    _run(con, "SET TimeZone = 'UTC'")
+    home = _run(con, "SELECT current_database()")[0][0]
+    _run(con, "ATTACH ':memory:' AS scratch")
+    with tempfile.TemporaryDirectory(prefix="dia-load-") as tmp:
+        readers = _read_sources(con, manifest, Path(data_dir), Path(tmp), home)
+        _run(con, "CREATE SCHEMA IF NOT EXISTS staging")
+        _run(con, "CREATE SCHEMA IF NOT EXISTS rejects")
+        for table in manifest.tables:
+            result.tables[table.name] = _load_table(con, table, readers[table.name], loaded_at, result, hook)
+    _run(con, f"USE {q(home)}")
+    _run(con, "DETACH scratch")
+    return result
+
+
+def _read_sources(
+    con: duckdb.DuckDBPyConnection, manifest: Manifest, data_dir: Path, tmp: Path, home: str
+) -> dict[str, LoadedSource]:
+    """Read every file once with the interpreter's readers; map table -> reader output."""
+    by_file: dict[tuple[str, str], list[ManifestTable]] = {}
+    for table in manifest.tables:
+        by_file.setdefault((table.source_path, table.source_format), []).append(table)
+    out: dict[str, LoadedSource] = {}
+    _run(con, "USE scratch")
+    try:
+        for index, ((rel, fmt), tables) in enumerate(by_file.items()):
+            loaded = read_source(con, data_dir / rel, fmt, tables[0].reader_stem, f"src_{index}", tmp)
+            # The CSV reader ends on fetchone(); drain so the next reader may register data.
+            _run(con, "SELECT 1")
+            by_name = {entry.name: entry for entry in loaded}
+            for table in tables:
+                entry = by_name.get(table.sources[0])
+                if entry is None or entry.table is None:
+                    errors = "; ".join(e for x in loaded for e in x.parse.errors) or "source not found in file"
+                    raise LoadError(f"cannot read {rel} for table {table.name!r}: {errors}")
+                out[table.name] = entry
+    finally:
+        _run(con, f"USE {q(home)}")
+    for table in manifest.tables:
+        _run(con,
+            f"CREATE OR REPLACE TEMP VIEW {q(sqlgen.raw_view(table))} AS "
+            f"SELECT *, rowid AS __dia_rowid FROM scratch.main.{q(out[table.name].table)}"
+        )
+        have = {r[0] for r in _run(con, f"DESCRIBE {q(sqlgen.raw_view(table))}")}
+        missing = [c for c in table.source_columns if c not in have]
+        if missing:
+            raise LoadError(
+                f"{table.source_path}: column(s) {missing} of table {table.name!r} are gone since "
+                "interpretation; re-run the interpreter"
+            )
+    return out
+
+
+def _run(con: duckdb.DuckDBPyConnection, sql: str, params: list | None = None) -> list:
+    """Execute and drain: DuckDB 2.0 refuses new work while a result is unread."""
+    return con.execute(sql, params).fetchall() if params else con.execute(sql).fetchall()
+
+
+def _count(con: duckdb.DuckDBPyConnection, sql: str) -> int:
+    return int(con.execute(sql).fetchone()[0])
+
+
+def _load_table(
+    con: duckdb.DuckDBPyConnection, table: ManifestTable, reader: LoadedSource, loaded_at: str,
+    result: LoadResult, hook: StepHook | None,
+) -> TableLoad:
+    stats = TableLoad(name=table.name)
+    for sql in (sqlgen.create_staging_sql(table), sqlgen.create_reject_sql(table)):
+        _run(con, sql)
+    _run(con, sqlgen.staging_insert_sql(table, loaded_at))
+    if hook:
+        hook(f"staging:{table.name}")
+    stats.unparsed_lines = _unparsed_lines(con, table, reader, loaded_at)
+    pk_ok = bool(table.primary_key) and table.primary_key_enforced
+    fks = [fk for fk in table.foreign_keys if fk.enforced]
+    for fk in list(fks):
+        parent = result.tables.get(fk.ref_table)
+        if parent is None or not parent.primary_key_enforced:
+            stats.notes.append(f"foreign key {fk.columns} -> {fk.ref_table} not declared: parent key not declared")
+            fks.remove(fk)
+    create = sqlgen.create_refined_sql(table, primary_key=pk_ok, foreign_keys=fks)
+    _run(con, create)
+    try:
+        # Optimistic: the constraints usually hold, and checking them first costs a pass.
+        _run(con, sqlgen.refined_insert_sql(table))
+    except duckdb.ConstraintException:
+        _run(con, f"DROP TABLE {q(table.name)}")
+        pk_ok, fks = _diagnose(con, table, pk_ok, fks, stats)
+        create = sqlgen.create_refined_sql(table, primary_key=pk_ok, foreign_keys=fks)
+        _run(con, create)
+        _run(con, sqlgen.refined_insert_sql(table))
+    result.applied_ddl.append(create)
+    staged = _count(con, f"SELECT count(*) FROM {sqlgen.staging_ref(table)}")
+    refined = _count(con, f"SELECT count(*) FROM {q(table.name)}")
+    if refined < staged or any(c.on_error == "null_value" for c in table.columns):
+        # Rows missing from refined are duplicates or rejects: find the rejects (a full
+        # pass, skipped when every staged row reached the refined table).
+        _run(con, sqlgen.reject_insert_sql(table))
+    if hook:
+        hook(f"refined:{table.name}")
+    stats.primary_key_enforced = pk_ok
+    stats.foreign_keys_enforced = [f"({', '.join(f.columns)}) -> {f.ref_table}" for f in fks]
+    stats.staged, stats.refined = staged, refined
+    total_rejects = _count(con, f"SELECT count(*) FROM {sqlgen.reject_ref(table)}")
+    kept = _count(con, f"SELECT count(*) FROM {sqlgen.reject_ref(table)} WHERE _row_kept")
+    stats.values_nulled = kept
+    stats.rejected = total_rejects - stats.unparsed_lines - kept
+    stats.duplicates_removed = stats.staged - stats.refined - stats.rejected
+    return stats
+
+
+def _diagnose(
+    con: duckdb.DuckDBPyConnection, table: ManifestTable, pk_ok: bool, fks: list, stats: TableLoad
+) -> tuple[bool, list]:
+    """Which declared constraints the data contradicts; those are left out and reported."""
+    rows = f"({sqlgen.refined_select_sql(table)})"
+    if pk_ok:
+        keys = ", ".join(q(c) for c in table.primary_key)
+        nulls = " OR ".join(f"{q(c)} IS NULL" for c in table.primary_key)
+        dupes = _count(con, f"SELECT count(*) FROM (SELECT {keys} FROM {rows} r GROUP BY {keys} HAVING count(*) > 1)")
+        null_keys = _count(con, f"SELECT count(*) FROM {rows} r WHERE {nulls}")
+        if dupes or null_keys:
+            pk_ok = False
+            stats.notes.append(f"primary key {table.primary_key} not declared: {dupes} duplicate and "
+                               f"{null_keys} NULL key values")
+    kept = []
+    for fk in fks:
+        cond = " AND ".join(f"p.{q(pc)} = c.{q(cc)}" for cc, pc in zip(fk.columns, fk.ref_columns, strict=True))
+        present = " AND ".join(f"c.{q(cc)} IS NOT NULL" for cc in fk.columns)
+        orphans = _count(con, f"SELECT count(*) FROM {rows} c WHERE {present} AND NOT EXISTS "
+                              f"(SELECT 1 FROM {q(fk.ref_table)} p WHERE {cond})")
+        if orphans:
+            stats.notes.append(f"foreign key {fk.columns} -> {fk.ref_table} not declared: {orphans} orphan rows")
+        else:
+            kept.append(fk)
+    return pk_ok, kept
+
+
+def _unparsed_lines(
+    con: duckdb.DuckDBPyConnection, table: ManifestTable, reader: LoadedSource, loaded_at: str
+) -> int:
+    """Lines the reader could not split into fields go to rejects with the reader's message."""
+    ref = sqlgen.reject_ref(table)
+    head = f"INSERT INTO {ref} (_source_file, _source_row, _loaded_at, _content_hash, _reason, _raw_line, _row_kept) "
+    if table.source_format == "csv" and reader.parse.bad_rows and reader.table:
+        rejects = q(f"{reader.table}__rejects")
+        _run(con,
+            head + f"SELECT {sql_str(table.source_ref)}, line, TIMESTAMP {sql_str(loaded_at)}, "
+            f"md5(first(csv_line)), 'unparseable line: ' || string_agg(DISTINCT error_message, '; '), "
+            f"first(csv_line), false FROM {rejects} GROUP BY line"
+        )
+    elif table.source_format == "jsonl" and reader.parse.bad_rows and reader.parent is None:
+        rows = []
+        with reader.path.open("r", encoding="utf-8", errors="replace") as fh:
+            for number, line in enumerate(fh, start=1):
+                if not line.strip():
+                    continue
+                try:
+                    ok = isinstance(json.loads(line), dict)
+                except ValueError:
+                    ok = False
+                if not ok:
+                    rows.append((number, line.rstrip("\n")))
+        for number, line in rows:
+            _run(con,
+                head + f"VALUES ({sql_str(table.source_ref)}, ?, TIMESTAMP {sql_str(loaded_at)}, md5(?), "
+                "'unparseable line: not a JSON object', ?, false)", [number, line, line],
+            )
+    else:
+        return 0
+    return _count(con, f"SELECT count(*) FROM {ref} WHERE _raw_line IS NOT NULL")

@@ -1,0 +1,328 @@
+"""Validation on four axes (row counts, column coverage, key validity, load integrity)
+plus generated test queries. Every number is measured on the built warehouse."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from dia_assets.agents.interpreter.naming import quote_ident as q
+from dia_assets.agents.schema_creator.target import Target
+from dia_assets.agents.value_parsing import sql_str
+from dia_assets.contracts.interpretation import Interpretation
+from dia_assets.contracts.manifest import Manifest, ManifestForeignKey, ManifestTable
+from dia_assets.contracts.report import (
+    AxisResult,
+    ColumnCoverage,
+    KeyResult,
+    TableRejects,
+    TableRowCounts,
+    TestQuery,
+    ValidationReport,
+)
+
+AXES = ["row_count_reconciliation", "column_coverage", "key_validity", "load_integrity", "test_queries"]
+
+
+def _n(target: Target, sql: str) -> int:
+    return int(target.scalar(sql) or 0)
+
+
+def staged_counts(target: Target, table: ManifestTable) -> tuple[int, int, int, int, int]:
+    """(staged, refined, rejected after staging, unparsed lines, duplicates removed)."""
+    stg, rej = f"staging.{q(table.name)}", f"rejects.{q(table.name)}"
+    staged = _n(target, f"SELECT count(*) FROM {stg}")
+    refined = _n(target, f"SELECT count(*) FROM {q(table.name)}")
+    rejected = _n(target, f"SELECT count(*) FROM {rej} WHERE _raw_line IS NULL AND NOT _row_kept")
+    unparsed = _n(target, f"SELECT count(*) FROM {rej} WHERE _raw_line IS NOT NULL")
+    dups = 0
+    if table.dedup == "exact_rows":
+        dups = staged - _n(target, f"SELECT count(DISTINCT _content_hash) FROM {stg}")
+    return staged, refined, rejected, unparsed, dups
+
+
+def check_row_counts(target: Target, manifest: Manifest) -> list[TableRowCounts]:
+    out = []
+    for table in manifest.tables:
+        staged, refined, rejected, unparsed, dups = staged_counts(target, table)
+        entry = TableRowCounts(
+            table=table.name, source_rows=staged + unparsed, interpreted_rows=table.source_rows + table.bad_rows,
+            staged=staged, refined=refined, rejected=rejected, unparsed_lines=unparsed, duplicates_removed=dups,
+        )
+        problems = []
+        if entry.source_rows != entry.interpreted_rows:
+            problems.append(f"file has {entry.source_rows} records, the interpretation counted "
+                            f"{entry.interpreted_rows}: the file changed since interpretation")
+        if staged != refined + rejected + dups:
+            problems.append(f"staged {staged} != refined {refined} + rejected {rejected} + duplicates {dups}: "
+                            f"{staged - refined - rejected - dups} rows unaccounted for")
+        entry.passed = not problems
+        entry.message = "; ".join(problems) or (
+            f"{entry.source_rows} = {refined} refined + {rejected} rejected + {dups} duplicates"
+            + (f" + {unparsed} unparseable lines" if unparsed else ""))
+        out.append(entry)
+    return out
+
+
+def check_column_coverage(target: Target, manifest: Manifest) -> list[ColumnCoverage]:
+    out = []
+    for table in manifest.tables:
+        staged = {c for c, _ in target.columns("staging", table.name)}
+        refined = {c for c, _ in target.columns(target.default_schema, table.name)}
+        by_source = {c.source_column: c for c in table.columns}
+        excluded = {e.source_column: e.reason for e in table.excluded_columns}
+        entry = ColumnCoverage(table=table.name)
+        for src in table.source_columns:
+            col = by_source.get(src)
+            if src not in staged:
+                entry.missing.append(f"{src} (not in staging)")
+            elif src in excluded and excluded[src].strip():
+                entry.excluded[src] = excluded[src]
+            elif col is None or col.name not in refined:
+                entry.missing.append(src)
+            elif col.name != src:
+                entry.renamed[src] = col.name
+            else:
+                entry.carried.append(src)
+        entry.passed = not entry.missing
+        out.append(entry)
+    return out
+
+
+def _key_examples(target: Target, sql: str) -> list[str]:
+    return [" | ".join("NULL" if v is None else str(v) for v in row) for row in target.rows(sql)]
+
+
+def primary_key_result(target: Target, table: ManifestTable) -> KeyResult:
+    keys = ", ".join(q(c) for c in table.primary_key)
+    nulls = " OR ".join(f"{q(c)} IS NULL" for c in table.primary_key)
+    dup_sql = f"SELECT {keys}, count(*) AS n FROM {q(table.name)} GROUP BY {keys} HAVING count(*) > 1"
+    result = KeyResult(table=table.name, kind="primary_key", columns=table.primary_key)
+    result.duplicate_keys = _n(target, f"SELECT count(*) FROM ({dup_sql}) d")
+    result.null_keys = _n(target, f"SELECT count(*) FROM {q(table.name)} WHERE {nulls}")
+    if result.duplicate_keys:
+        result.examples = _key_examples(target, f"SELECT {keys} FROM ({dup_sql}) d ORDER BY {keys} LIMIT 10")
+    result.passed = not (result.duplicate_keys or result.null_keys)
+    return result
+
+
+def _orphan_sql(table: ManifestTable, fk: ManifestForeignKey, select: str) -> str:
+    cond = " AND ".join(f"p.{q(pc)} = c.{q(cc)}" for cc, pc in zip(fk.columns, fk.ref_columns, strict=True))
+    present = " AND ".join(f"c.{q(cc)} IS NOT NULL" for cc in fk.columns)
+    return (f"SELECT {select} FROM {q(table.name)} c WHERE {present} AND NOT EXISTS "
+            f"(SELECT 1 FROM {q(fk.ref_table)} p WHERE {cond})")
+
+
+def foreign_key_result(target: Target, table: ManifestTable, fk: ManifestForeignKey) -> KeyResult:
+    result = KeyResult(
+        table=table.name, kind="foreign_key", columns=fk.columns, ref_table=fk.ref_table,
+        ref_columns=fk.ref_columns, allowed=fk.allow_orphans, reason=fk.orphan_reason,
+    )
+    result.orphan_rows = _n(target, _orphan_sql(table, fk, "count(*)"))
+    if result.orphan_rows:
+        cols = ", ".join(f"c.{q(c)}" for c in fk.columns)
+        result.examples = _key_examples(
+            target, f"SELECT DISTINCT {', '.join(q(c) for c in fk.columns)} FROM "
+            f"({_orphan_sql(table, fk, cols)}) o ORDER BY 1 LIMIT 10")
+    result.passed = result.orphan_rows == 0 or (fk.allow_orphans and bool((fk.orphan_reason or "").strip()))
+    return result
+
+
+def check_keys(target: Target, manifest: Manifest) -> list[KeyResult]:
+    out = []
+    for table in manifest.tables:
+        if table.primary_key:
+            out.append(primary_key_result(target, table))
+        for fk in table.foreign_keys:
+            out.append(foreign_key_result(target, table, fk))
+    return out
+
+
+def check_load_integrity(target: Target, manifest: Manifest) -> list[TableRejects]:
+    out = []
+    for table in manifest.tables:
+        rej = f"rejects.{q(table.name)}"
+        total = _n(target, f"SELECT count(*) FROM {rej}")
+        staged_plus = _n(target, f"SELECT count(*) FROM staging.{q(table.name)}") + _n(
+            target, f"SELECT count(*) FROM {rej} WHERE _raw_line IS NOT NULL")
+        reasons = {}
+        for reason, n in target.rows(
+            f"SELECT coalesce(_reason, '(none)'), count(*) FROM {rej} GROUP BY 1 ORDER BY 2 DESC, 1 LIMIT 50"
+        ):
+            reasons[reason] = int(n)
+        blind = _n(target, f"SELECT count(*) FROM {rej} WHERE _reason IS NULL OR _reason = '' "
+                           "OR _source_file IS NULL OR _source_row IS NULL")
+        examples = [f"row {r}: {reason}" for r, reason in target.rows(
+            f"SELECT _source_row, _reason FROM {rej} ORDER BY _source_row LIMIT 5")]
+        fraction = (total - _n(target, f"SELECT count(*) FROM {rej} WHERE _row_kept")) / staged_plus if staged_plus else 0.0
+        entry = TableRejects(
+            table=table.name, rejected=total, reject_fraction=round(fraction, 6),
+            max_reject_fraction=table.max_reject_fraction, reasons=reasons, examples=examples,
+        )
+        kept = _n(target, f"SELECT count(*) FROM {rej} WHERE _row_kept")
+        entry.values_nulled = kept
+        problems = []
+        if blind:
+            problems.append(f"{blind} rejects without reason or provenance")
+        if fraction > table.max_reject_fraction:
+            problems.append(f"{total} rejects ({fraction:.1%}) exceed the allowed {table.max_reject_fraction:.1%}")
+        entry.passed = not problems
+        entry.message = "; ".join(problems) or (f"{total} rejects, all with reason and provenance" if total else "no rejects")
+        out.append(entry)
+    return out
+
+
+def generate_test_queries(target: Target, manifest: Manifest) -> list[TestQuery]:
+    """Per-table counts, one query per foreign-key join, one lookup per primary key.
+    Expected values come from the staging and reject tables, not from the refined one."""
+    out = []
+    for table in manifest.tables:
+        staged, _refined, rejected, _unparsed, dups = staged_counts(target, table)
+        out.append(TestQuery(name=f"count {table.name}", sql=f"SELECT count(*) FROM {q(table.name)}",
+                             expected=staged - rejected - dups))
+        for fk in table.foreign_keys:
+            cond = " AND ".join(f"p.{q(pc)} = c.{q(cc)}" for cc, pc in zip(fk.columns, fk.ref_columns, strict=True))
+            matched = (f"SELECT count(*) FROM {q(table.name)} c WHERE EXISTS "
+                       f"(SELECT 1 FROM {q(fk.ref_table)} p WHERE {cond})")
+            out.append(TestQuery(
+                name=f"join {table.name}({', '.join(fk.columns)}) -> {fk.ref_table}",
+                sql=f"SELECT count(*) FROM {q(table.name)} c JOIN {q(fk.ref_table)} p ON {cond}",
+                expected=_n(target, matched),
+            ))
+        if table.primary_key:
+            keys = ", ".join(q(c) for c in table.primary_key)
+            row = target.rows(f"SELECT {keys} FROM {q(table.name)} ORDER BY {keys} LIMIT 1")
+            if row and all(v is not None for v in row[0]):
+                where = " AND ".join(
+                    f"CAST({q(c)} AS VARCHAR) = {sql_str(str(v) if not isinstance(v, bool) else str(v).lower())}"
+                    for c, v in zip(table.primary_key, row[0], strict=True))
+                out.append(TestQuery(name=f"lookup {table.name} by key",
+                                     sql=f"SELECT count(*) FROM {q(table.name)} WHERE {where}", expected=1))
+    return out
+
+
+def run_test_queries(target: Target, queries: list[TestQuery]) -> list[TestQuery]:
+    for query in queries:
+        try:
+            query.actual = _n(target, query.sql)
+            query.passed = query.actual == query.expected
+            if not query.passed:
+                query.error = f"expected {query.expected}, got {query.actual}"
+        except Exception as exc:  # any driver error is a failed test query
+            query.passed, query.error = False, f"{type(exc).__name__}: {str(exc).splitlines()[0]}"
+            if target.dialect == "postgres":
+                target.con.rollback() if not target.con.autocommit else None
+    return queries
+
+
+def _axis(items: list, what: str) -> AxisResult:
+    failed = [getattr(i, "table", getattr(i, "name", "?")) for i in items if not i.passed]
+    return AxisResult(
+        passed=not failed,
+        summary=f"{len(items) - len(failed)}/{len(items)} {what} pass"
+        + (f"; failing: {', '.join(sorted(set(failed)))}" if failed else ""),
+    )
+
+
+def planted_problems(report: ValidationReport, manifest: Manifest, interp: Interpretation | None) -> list[str]:
+    if interp is None:
+        return []
+    tables = {t.sources[0]: t for t in manifest.tables}
+    rows = {r.table: r for r in report.row_counts}
+    keys = {(k.table, k.kind, tuple(k.columns)): k for k in report.key_validity}
+    out = []
+    for issue in interp.quality_issues:
+        table = tables.get(issue.source)
+        head = f"{issue.source}{'.' + issue.column if issue.column else ''} {issue.kind} ({issue.count})"
+        if table is None:
+            out.append(f"{head}: source not loaded")
+            continue
+        action = ""
+        col = next((c for c in table.columns if c.source_column == issue.column), None)
+        if issue.kind == "duplicate_rows":
+            action = f"{rows[table.name].duplicates_removed} exact duplicate rows removed from {table.name}"
+        elif issue.kind == "unparseable_values" and col is not None:
+            n = sum(v for r, v in next(x for x in report.load_integrity if x.table == table.name).reasons.items()
+                    if r.startswith(f"{issue.column}:"))
+            action = (f"{n} values kept in rejects.{table.name} and set to NULL in {table.name} (on_error: null_value)"
+                      if col.on_error == "null_value" else
+                      f"{n} rows routed to rejects.{table.name} ('{issue.column}: not a {col.type}')")
+        elif issue.kind == "orphan_foreign_keys":
+            fk = next((k for (t, kind, _), k in keys.items() if t == table.name and kind == "foreign_key"
+                       and issue.column in [c.source_column for c in table.columns if c.name in k.columns]), None)
+            if fk:
+                action = (f"{fk.orphan_rows} orphan rows -> {fk.ref_table}; "
+                          + (f"allowed: {fk.reason}" if fk.allowed else "not allowed"))
+        elif issue.column and col is None:
+            action = "column excluded"
+        elif col is not None and col.normalizations:
+            action = "; ".join(col.normalizations)
+        elif col is not None:
+            action = "kept as in the file (no override)"
+        elif issue.kind in ("composite_key", "unique_key_not_named_id"):
+            action = f"primary key {table.primary_key}"
+        out.append(f"{head}: {action or 'noted'}")
+    return out
+
+
+def validate(target: Target, manifest: Manifest, interp: Interpretation | None = None) -> ValidationReport:
+    report = ValidationReport(
+        generated_at=datetime.now(UTC).isoformat(timespec="seconds"),
+        warehouse=target.warehouse if target.dialect == "duckdb" else "postgresql://(redacted)",
+        dialect=target.dialect,
+    )
+    report.row_counts = check_row_counts(target, manifest)
+    report.column_coverage = check_column_coverage(target, manifest)
+    report.key_validity = check_keys(target, manifest)
+    report.load_integrity = check_load_integrity(target, manifest)
+    report.test_queries = run_test_queries(target, generate_test_queries(target, manifest))
+    report.axes = {
+        "row_count_reconciliation": _axis(report.row_counts, "tables"),
+        "column_coverage": _axis(report.column_coverage, "tables"),
+        "key_validity": _axis(report.key_validity, "keys"),
+        "load_integrity": _axis(report.load_integrity, "tables"),
+        "test_queries": _axis(report.test_queries, "queries"),
+    }
+    report.accepted = all(a.passed for a in report.axes.values())
+    report.planted_problems = planted_problems(report, manifest, interp)
+    return report
+
+
+def render_markdown(report: ValidationReport) -> str:
+    out = ["# Validation report\n", f"Warehouse: `{report.warehouse}` ({report.dialect}), {report.generated_at}\n",
+           f"**accepted: {str(report.accepted).lower()}**\n", "| check | passed | summary |", "|---|---|---|"]
+    for name, axis in report.axes.items():
+        out.append(f"| {name} | {'yes' if axis.passed else '**no**'} | {axis.summary} |")
+    out += ["\n## Row counts\n", "| table | source | staged | refined | rejected | duplicates | unparsed lines | ok |",
+            "|---|---|---|---|---|---|---|---|"]
+    for r in report.row_counts:
+        out.append(f"| {r.table} | {r.source_rows} | {r.staged} | {r.refined} | {r.rejected} | "
+                   f"{r.duplicates_removed} | {r.unparsed_lines} | {'yes' if r.passed else '**no**: ' + r.message} |")
+    out += ["\n## Column coverage\n"]
+    for c in report.column_coverage:
+        line = f"- `{c.table}`: {len(c.carried)} carried"
+        if c.renamed:
+            line += ", renamed " + ", ".join(f"{k} -> {v}" for k, v in c.renamed.items())
+        if c.excluded:
+            line += ", excluded " + ", ".join(f"{k} ({v})" for k, v in c.excluded.items())
+        if c.missing:
+            line += f", **missing {c.missing}**"
+        out.append(line)
+    out += ["\n## Keys\n", "| table | key | duplicates | NULL keys | orphans | allowed | ok |", "|---|---|---|---|---|---|---|"]
+    for k in report.key_validity:
+        key = f"{k.kind} ({', '.join(k.columns)})" + (f" -> {k.ref_table}" if k.ref_table else "")
+        ex = f" e.g. {', '.join(k.examples[:5])}" if k.examples else ""
+        out.append(f"| {k.table} | {key} | {k.duplicate_keys} | {k.null_keys} | {k.orphan_rows} | "
+                   f"{k.reason if k.allowed else ''} | {'yes' if k.passed else '**no**'}{ex} |")
+    out += ["\n## Rejects\n"]
+    for r in report.load_integrity:
+        reasons = "; ".join(f"{k}: {v}" for k, v in r.reasons.items())
+        kept = f", {r.values_nulled} of them rows kept with the value set to NULL" if r.values_nulled else ""
+        out.append(f"- `{r.table}`: {r.rejected} in rejects{kept} (rejected rows {r.reject_fraction:.2%})"
+                   f"{' - ' + reasons if reasons else ''}" + ("" if r.passed else f" **{r.message}**"))
+    out += ["\n## Test queries\n"]
+    for t in report.test_queries:
+        out.append(f"- {'ok' if t.passed else '**FAIL**'} {t.name}: expected {t.expected}, got {t.actual}"
+                   + (f" ({t.error})" if t.error and not t.passed else ""))
+    if report.planted_problems:
+        out += ["\n## Data problems and what the load did\n"] + [f"- {p}" for p in report.planted_problems]
+    return "\n".join(out) + "\n"

@@ -1,0 +1,189 @@
+"""Dagster glue for the Schema Creator: schema_manifest -> warehouse (+ five checks)
+-> validation_report. The work happens in `dia_assets.agents.schema_creator`."""
+
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from dagster import (
+    AssetCheckResult,
+    AssetCheckSeverity,
+    AssetExecutionContext,
+    AssetKey,
+    MaterializeResult,
+    MetadataValue,
+    TableColumn,
+    TableColumnDep,
+    TableColumnLineage,
+    TableSchema,
+    asset,
+    asset_check,
+)
+from dagster_duckdb import DuckDBResource
+
+from dia_assets.agents.interpreter.naming import snake_case
+from dia_assets.agents.schema_creator import build as sc
+from dia_assets.agents.schema_creator import validate as v
+from dia_assets.agents.schema_creator.lineage import table_lineage
+from dia_assets.agents.schema_creator.target import Target, is_postgres
+from dia_assets.contracts.interpretation import Interpretation
+from dia_assets.contracts.manifest import Manifest
+from resources.warehouse import warehouse_target
+from resources.workspace import WorkspaceResource
+
+GROUP = "schema_creator"
+
+
+def raw_asset_key(source_path: str) -> AssetKey:
+    """The observable raw-file asset a table loads from (`raw/<file name in snake case>`,
+    as `interpretation_assets.raw_file_key` names it), for column lineage."""
+    return AssetKey(["raw", snake_case(Path(source_path).name)])
+
+
+def _manifest(workspace: WorkspaceResource) -> Manifest:
+    return Manifest.read(workspace.path("schema", "manifest.json"))
+
+
+@contextmanager
+def _target(duckdb: DuckDBResource) -> Iterator[Target]:
+    """A read-only connection: checks run as parallel steps, and DuckDB lets several
+    processes share a file only when all of them only read."""
+    with Target(warehouse_target(duckdb)) as target:
+        yield target
+
+
+@asset(deps=["interpretation"], group_name=GROUP, kinds={"python"})
+def schema_manifest(context: AssetExecutionContext, workspace: WorkspaceResource, duckdb: DuckDBResource) -> MaterializeResult:
+    """Plan the schema from interpretation.json plus the expert's overrides."""
+    interp = Interpretation.read(workspace.path("interpretation.json"))
+    dialect = "postgres" if is_postgres(warehouse_target(duckdb)) else "duckdb"
+    manifest, paths = sc.write_plan(interp, workspace.root_path, dialect)
+    er = paths["er"].read_text(encoding="utf-8")
+    return MaterializeResult(metadata={
+        "tables": len(manifest.tables),
+        "decisions": len(manifest.decisions),
+        "er_diagram": MetadataValue.md(f"```mermaid\n{er}```"),
+        **{f"path/{k}": MetadataValue.path(str(p)) for k, p in paths.items()},
+    })
+
+
+def warehouse_metadata(manifest: Manifest, counts: dict[str, int]) -> dict:
+    """Column schema and lineage (from the load SQL) of every refined table."""
+    columns, deps = [], {}
+    meta: dict = {}
+    for table in manifest.tables:
+        lineage = table_lineage(table)
+        cols = [
+            TableColumn(name=c.name, type=c.type, description=f"{table.source_ref}: {c.source_column}",
+                        constraints=None)
+            for c in table.columns
+        ]
+        meta[f"schema/{table.name}"] = TableSchema(columns=cols)
+        for col in cols:
+            columns.append(TableColumn(name=f"{table.name}.{col.name}", type=col.type, description=col.description))
+        for col, sources in lineage.items():
+            deps[f"{table.name}.{col}"] = [TableColumnDep(asset_key=raw_asset_key(table.source_path), column_name=s)
+                                           for s in sources]
+        meta[f"rows/{table.name}"] = counts.get(table.name, 0)
+    meta["dagster/column_schema"] = TableSchema(columns=columns)
+    meta["dagster/column_lineage"] = TableColumnLineage(deps_by_column=deps)
+    return meta
+
+
+@asset(deps=[schema_manifest], group_name=GROUP, kinds={"duckdb"})
+def warehouse(context: AssetExecutionContext, workspace: WorkspaceResource, duckdb: DuckDBResource) -> MaterializeResult:
+    """Load staging, refined and reject tables; atomic (build beside, then swap)."""
+    manifest = _manifest(workspace)
+    loaded = sc.load_warehouse(manifest, warehouse_target(duckdb))
+    load_path = workspace.path("schema", "load_result.json")
+    load_path.write_text(loaded.to_json(), encoding="utf-8")
+    counts = {name: t.refined for name, t in loaded.tables.items()}
+    # The report is written here too, so a load that fails a blocking check (and so never
+    # reaches `validation_report`) still leaves the expert a report saying why.
+    interp_path = workspace.path("interpretation.json")
+    report = sc.validate_warehouse(manifest, warehouse_target(duckdb), workspace.root_path,
+                                   Interpretation.read(interp_path) if interp_path.exists() else None)
+    return MaterializeResult(metadata={
+        "accepted": report.accepted,
+        "dagster/row_count": sum(counts.values()),
+        "rejected": sum(t.rejected for t in loaded.tables.values()),
+        "duplicates_removed": sum(t.duplicates_removed for t in loaded.tables.values()),
+        "path/warehouse": MetadataValue.path(loaded.warehouse),
+        "path/load_result": MetadataValue.path(str(load_path)),
+        "path/load_sql": MetadataValue.path(str(workspace.path("schema", "load.sql"))),
+        "path/lineage": MetadataValue.path(str(workspace.path("schema", "lineage.json"))),
+        **warehouse_metadata(manifest, counts),
+    })
+
+
+def _result(items: list, summary: str) -> AssetCheckResult:
+    passed = all(i.passed for i in items)
+    return AssetCheckResult(
+        passed=passed, severity=AssetCheckSeverity.ERROR, description=summary,
+        metadata={"details": MetadataValue.json([i.model_dump() for i in items]),
+                  "failing": [getattr(i, "table", getattr(i, "name", "")) for i in items if not i.passed]},
+    )
+
+
+@asset_check(asset=warehouse, blocking=True, description="source rows = staged = refined + rejected + removed duplicates")
+def row_count_reconciliation(workspace: WorkspaceResource, duckdb: DuckDBResource) -> AssetCheckResult:
+    with _target(duckdb) as t:
+        items = v.check_row_counts(t, _manifest(workspace))
+    return _result(items, "; ".join(f"{i.table}: {i.message}" for i in items))
+
+
+@asset_check(asset=warehouse, blocking=True, description="every source column carried, renamed or excluded with a reason")
+def column_coverage(workspace: WorkspaceResource, duckdb: DuckDBResource) -> AssetCheckResult:
+    with _target(duckdb) as t:
+        items = v.check_column_coverage(t, _manifest(workspace))
+    return _result(items, "; ".join(f"{i.table}: missing {i.missing}" for i in items if i.missing) or "all columns covered")
+
+
+@asset_check(asset=warehouse, blocking=True, description="primary keys unique and non-null; orphans only where allowed")
+def key_validity(workspace: WorkspaceResource, duckdb: DuckDBResource) -> AssetCheckResult:
+    with _target(duckdb) as t:
+        items = v.check_keys(t, _manifest(workspace))
+    bad = [f"{i.table} {i.kind} {i.columns}: {i.duplicate_keys} dup, {i.null_keys} null, {i.orphan_rows} orphans"
+           f"{' e.g. ' + ', '.join(i.examples[:5]) if i.examples else ''}" for i in items if not i.passed]
+    return _result(items, "; ".join(bad) or f"{len(items)} keys valid")
+
+
+@asset_check(asset=warehouse, blocking=False, description="reject counts and reasons per table")
+def load_integrity(workspace: WorkspaceResource, duckdb: DuckDBResource) -> AssetCheckResult:
+    with _target(duckdb) as t:
+        items = v.check_load_integrity(t, _manifest(workspace))
+    return _result(items, "; ".join(f"{i.table}: {i.message}" for i in items))
+
+
+@asset_check(asset=warehouse, blocking=True, description="generated counts, joins and key lookups return expected counts")
+def test_queries(workspace: WorkspaceResource, duckdb: DuckDBResource) -> AssetCheckResult:
+    with _target(duckdb) as t:
+        items = v.run_test_queries(t, v.generate_test_queries(t, _manifest(workspace)))
+    failed = [f"{q.name}: {q.error}" for q in items if not q.passed]
+    return _result(items, "; ".join(failed) or f"{len(items)} queries pass")
+
+
+@asset(deps=[warehouse], group_name=GROUP, kinds={"python"})
+def validation_report(context: AssetExecutionContext, workspace: WorkspaceResource, duckdb: DuckDBResource) -> MaterializeResult:
+    """validation/report.json and report.md; `accepted` only when every check passes."""
+    manifest = _manifest(workspace)
+    interp_path = workspace.path("interpretation.json")
+    interp = Interpretation.read(interp_path) if interp_path.exists() else None
+    with _target(duckdb) as t:
+        report = v.validate(t, manifest, interp)
+    report.write(workspace.path("validation", "report.json"))
+    md = v.render_markdown(report)
+    workspace.path("validation", "report.md").write_text(md, encoding="utf-8")
+    return MaterializeResult(metadata={
+        "accepted": report.accepted,
+        "axes": MetadataValue.json({k: a.model_dump() for k, a in report.axes.items()}),
+        "report": MetadataValue.md(md),
+        "path/report_json": MetadataValue.path(str(workspace.path("validation", "report.json"))),
+        "path/report_md": MetadataValue.path(str(workspace.path("validation", "report.md"))),
+    })
+
+
+schema_assets = [schema_manifest, warehouse, validation_report]
+schema_checks = [row_count_reconciliation, column_coverage, key_validity, load_integrity, test_queries]
+__all__ = ["schema_assets", "schema_checks"]

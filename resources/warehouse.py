@@ -1,0 +1,34 @@
+"""The warehouse: DuckDB through dagster-duckdb's `DuckDBResource` by default
+(`<workspace>/warehouse.duckdb`); `DIA_WAREHOUSE` may name another DuckDB file or a
+`postgresql://` URL, in which case the Schema Creator loads PostgreSQL instead."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from dagster_duckdb import DuckDBResource
+
+from resources.workspace import default_workspace
+
+
+def is_postgres_url(value: str | None) -> bool:
+    return bool(value) and str(value).startswith(("postgresql://", "postgres://"))
+
+
+def default_duckdb_path(workspace: str | None = None) -> str:
+    env = os.environ.get("DIA_WAREHOUSE")
+    if env and not is_postgres_url(env):
+        return str(Path(env).resolve())
+    return str((Path(workspace or default_workspace()) / "warehouse.duckdb").resolve())
+
+
+def duckdb_resource(workspace: str | None = None) -> DuckDBResource:
+    """The `duckdb` resource the `warehouse` asset and its checks use."""
+    return DuckDBResource(database=default_duckdb_path(workspace))
+
+
+def warehouse_target(duckdb: DuckDBResource) -> str:
+    """Where to load: the PostgreSQL URL in `DIA_WAREHOUSE` if set, else the DuckDB file."""
+    env = os.environ.get("DIA_WAREHOUSE")
+    return env if is_postgres_url(env) else duckdb.database

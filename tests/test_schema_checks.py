@@ -1,0 +1,127 @@
+"""Each validation axis passes on a clean load and fails on purpose."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from dia_assets.agents.schema_creator import validate as v
+from dia_assets.contracts.interpretation import ForeignKey, SourceRef
+from tests.schema_fixtures import build_ws, csv_source, interpretation, tamper, target
+
+
+def _data(tmp: Path, orphan: bool = False) -> tuple[Path, object]:
+    data = tmp / "data"
+    data.mkdir(parents=True, exist_ok=True)
+    (data / "parents.csv").write_text("id,name\n1,Ann\n2,Bob\n3,Cy\n")
+    kids = "id,parent_id,amount\n10,1,1.50\n11,1,2.00\n12,2,3.25\n13,3,4.00\n" + ("14,9,5.00\n" if orphan else "")
+    (data / "children.csv").write_text(kids)
+    parents = csv_source("parents", data / "parents.csv", {"id": "INTEGER", "name": "VARCHAR"}, rows=3, pk=["id"])
+    children = csv_source("children", data / "children.csv",
+                          {"id": "INTEGER", "parent_id": "INTEGER", "amount": "DECIMAL(18,2)"},
+                          rows=5 if orphan else 4, pk=["id"])
+    fk = ForeignKey(**{"from": SourceRef(source="children", columns=["parent_id"])},
+                    to=SourceRef(source="parents", columns=["id"]), coverage=1.0,
+                    orphan_count=1 if orphan else 0, confidence=1.0)
+    return data, interpretation(data, parents, children, foreign_keys=[fk])
+
+
+def _build(tmp_path, overrides: str | None = None, orphan: bool = False):
+    _, interp = _data(tmp_path, orphan)
+    return build_ws(tmp_path, interp, overrides)
+
+
+def test_clean_load_passes_every_axis(tmp_path):
+    result = _build(tmp_path)
+    assert result.report.accepted
+    assert set(result.report.axes) == set(v.AXES)
+    names = [q.name for q in result.report.test_queries]
+    assert names == ["count parents", "lookup parents by key", "count children",
+                     "join children(parent_id) -> parents", "lookup children by key"]
+    assert result.load.tables["children"].foreign_keys_enforced == ["(parent_id) -> parents"]
+
+
+def test_row_count_reconciliation_fails_when_rows_vanish(tmp_path):
+    result = _build(tmp_path)
+    tamper(result.load.warehouse, "DELETE FROM children WHERE id = 13")
+    with target(result.load.warehouse) as t:
+        rows = {r.table: r for r in v.check_row_counts(t, result.manifest)}
+        queries = v.run_test_queries(t, v.generate_test_queries(t, result.manifest))
+    assert not rows["children"].passed and "1 rows unaccounted" in rows["children"].message
+    assert rows["parents"].passed
+    failed = [q for q in queries if not q.passed]
+    assert [q.name for q in failed] == ["count children"] and failed[0].error == "expected 4, got 3"
+
+
+def test_row_count_reconciliation_fails_when_file_changed_since_interpretation(tmp_path):
+    data, interp = _data(tmp_path)
+    (data / "parents.csv").write_text("id,name\n1,Ann\n2,Bob\n3,Cy\n4,Di\n")
+    result = build_ws(tmp_path, interp)
+    bad = [r for r in result.report.row_counts if not r.passed]
+    assert [r.table for r in bad] == ["parents"] and "changed since interpretation" in bad[0].message
+
+
+def test_column_coverage(tmp_path):
+    result = _build(tmp_path, "tables:\n  children:\n    columns:\n      amount:\n        exclude: 'not needed'\n")
+    cov = {c.table: c for c in result.report.column_coverage}
+    assert cov["children"].passed and cov["children"].excluded == {"amount": "not needed"}
+    other = _build(tmp_path / "other")
+    tamper(other.load.warehouse, "ALTER TABLE children DROP COLUMN amount")
+    with target(other.load.warehouse) as t:
+        cov = {c.table: c for c in v.check_column_coverage(t, other.manifest)}
+    assert not cov["children"].passed and cov["children"].missing == ["amount"]
+
+
+def test_column_coverage_reports_renames(tmp_path):
+    result = _build(tmp_path, "tables:\n  parents:\n    columns:\n      name:\n        rename: full_name\n")
+    cov = {c.table: c for c in result.report.column_coverage}
+    assert cov["parents"].passed and cov["parents"].renamed == {"name": "full_name"}
+
+
+def test_key_validity_fails_on_non_unique_override_key_and_lists_it(tmp_path):
+    result = _build(tmp_path, "tables:\n  children:\n    primary_key: [parent_id]\n")
+    assert not result.report.accepted
+    pk = next(k for k in result.report.key_validity if k.table == "children" and k.kind == "primary_key")
+    assert not pk.passed and pk.duplicate_keys == 1 and pk.examples == ["1"]
+    assert not result.load.tables["children"].primary_key_enforced
+
+
+def test_key_validity_orphans_fail_unless_allowed(tmp_path):
+    result = _build(tmp_path, orphan=True)
+    fk = next(k for k in result.report.key_validity if k.kind == "foreign_key")
+    assert not fk.passed and fk.orphan_rows == 1 and fk.examples == ["9"]
+    assert not result.report.axes["key_validity"].passed
+
+
+def test_key_validity_allowed_orphans_pass_and_are_reported(tmp_path):
+    overrides = ("tables:\n  children:\n    foreign_keys:\n      - columns: [parent_id]\n"
+                 "        allow_orphans: 'parent 9 was archived'\n")
+    result = _build(tmp_path, overrides, orphan=True)
+    fk = next(k for k in result.report.key_validity if k.kind == "foreign_key")
+    assert fk.passed and fk.orphan_rows == 1 and fk.reason == "parent 9 was archived"
+    assert result.report.accepted
+
+
+def test_load_integrity_fails_when_too_many_rows_are_rejected(tmp_path):
+    result = _build(tmp_path, "tables:\n  parents:\n    columns:\n      name:\n        type: INTEGER\n")
+    li = {r.table: r for r in result.report.load_integrity}
+    assert not li["parents"].passed and li["parents"].rejected == 3
+    assert li["parents"].reasons == {"name: not a INTEGER": 3}
+    assert li["children"].passed
+    # The row count still reconciles: rejected rows are accounted for.
+    assert all(r.passed for r in result.report.row_counts)
+
+
+def test_load_integrity_allowance_is_an_override(tmp_path):
+    result = _build(tmp_path, "tables:\n  parents:\n    max_reject_fraction: 1.0\n"
+                              "    columns:\n      name:\n        type: INTEGER\n")
+    assert all(r.passed for r in result.report.load_integrity)
+
+
+def test_test_queries_fail_when_sql_errors(tmp_path):
+    result = _build(tmp_path)
+    tamper(result.load.warehouse, "DROP TABLE children")
+    with target(result.load.warehouse) as t:
+        queries = v.run_test_queries(t, [q for q in result.report.test_queries])
+    failed = [q for q in queries if not q.passed]
+    assert failed and all("children" in q.sql for q in failed)
+    assert all(q.error and "CatalogException" in q.error for q in failed)
