@@ -1,0 +1,50 @@
+"""A new file lands in the data folder: the sensor asks for a run, the run loads it."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import duckdb
+from dagster import DagsterInstance, Definitions, build_sensor_context
+
+from dia_assets.interpretation_assets import interpretation_asset, raw_file_assets
+from dia_assets.schema_assets import schema_assets, schema_checks
+from resources import LLMResource, WorkspaceResource
+from resources.warehouse import duckdb_resource
+from sensors import build_job, new_data_sensor
+from tests.conftest import EXAMPLES
+
+
+def test_dropping_a_file_rebuilds_the_warehouse_with_its_rows(tmp_path: Path, monkeypatch):
+    data, ws = tmp_path / "data", tmp_path / "ws"
+    data.mkdir()
+    shutil.copy(EXAMPLES / "data" / "hospital.xlsx", data)
+    monkeypatch.setenv("DIA_DATA_DIR", str(data))
+    monkeypatch.setenv("DIA_WORKSPACE", str(ws))
+    monkeypatch.delenv("DIA_WAREHOUSE", raising=False)
+    instance = DagsterInstance.ephemeral()
+
+    def run(cursor: str | None) -> str:
+        result = new_data_sensor(build_sensor_context(instance=instance, cursor=cursor))
+        assert len(result.run_requests) == 1
+        raws = raw_file_assets(str(data))
+        defs = Definitions(
+            assets=[*raws, interpretation_asset([r.key for r in raws]), *schema_assets], asset_checks=schema_checks,
+            jobs=[build_job],
+            resources={"workspace": WorkspaceResource(root=str(ws), data_dir=str(data)), "llm": LLMResource(model=None),
+                       "duckdb": duckdb_resource(str(ws))},
+        )
+        outcome = defs.resolve_job_def("build_job").execute_in_process(
+            instance=instance, tags=result.run_requests[0].tags)
+        assert outcome.success
+        return result.cursor
+
+    cursor = run(None)
+    (data / "clinics.csv").write_text("clinic_code,name,department_code\nC1,North,CARD\nC2,South,ONCO\nC3,East,CARD\n")
+    run(cursor)
+    con = duckdb.connect(str(ws / "warehouse.duckdb"), read_only=True)
+    assert con.execute("SELECT count(*) FROM main.clinics").fetchall()[0][0] == 3
+    report = json.loads((ws / "validation" / "report.json").read_text())
+    assert report["accepted"] and "clinics" in {r["table"] for r in report["row_counts"]}
