@@ -11,6 +11,7 @@ from dagster import (
     AssetCheckSeverity,
     AssetExecutionContext,
     AssetKey,
+    AutomationCondition,
     MaterializeResult,
     MetadataValue,
     TableColumn,
@@ -164,7 +165,9 @@ def test_queries(workspace: WorkspaceResource, duckdb: DuckDBResource) -> AssetC
     return _result(items, "; ".join(failed) or f"{len(items)} queries pass")
 
 
-@asset(deps=[warehouse], group_name=GROUP, kinds={"python"})
+@asset(deps=[warehouse], group_name=GROUP, kinds={"python"},
+       # the report follows every new warehouse without a sensor or a click
+       automation_condition=AutomationCondition.eager())
 def validation_report(context: AssetExecutionContext, workspace: WorkspaceResource, duckdb: DuckDBResource) -> MaterializeResult:
     """validation/report.json and report.md; `accepted` only when every check passes."""
     manifest = _manifest(workspace)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from dagster import DagsterInstance, materialize
+from dagster import AssetKey, AutomationCondition, DagsterInstance, materialize
 
 from dia_assets.agents.interpreter.discover import content_hash
 from dia_assets.interpretation_assets import interpretation_asset, raw_file_assets
@@ -46,3 +46,10 @@ def test_definitions_load():
 
     keys = {k.to_user_string() for k in defs.resolve_asset_graph().get_all_asset_keys()}
     assert {"interpretation", "raw/staff_csv", "raw/payroll_parquet"} <= keys
+
+
+def test_validation_report_follows_the_warehouse_declaratively():
+    from dia_assets.definitions import defs
+
+    node = defs.resolve_asset_graph().get(AssetKey("validation_report"))
+    assert node.automation_condition == AutomationCondition.eager()
