@@ -12,6 +12,13 @@ import typer
 app = typer.Typer(help="DIA: raw enterprise files to a validated, queryable database.", no_args_is_help=True)
 
 
+def _mount() -> None:
+    """Subcommands live beside their agents; imported here so `dia --help` lists them."""
+    from dia_assets.cli_memory import memory_app
+
+    app.add_typer(memory_app, name="memory", help="Shared memory: import, list, show, search, export, forget.")
+
+
 def _echo(message: str) -> None:
     typer.echo(message, err=True)
 
@@ -83,6 +90,8 @@ def demo(
 
     sys.exit(run_demo(data_dir, workspace, _echo))
 
+
+_mount()
 
 if __name__ == "__main__":
     app()

@@ -67,6 +67,14 @@ def _report_summary(workspace: Path) -> str:
     return summary(ValidationReport.read(workspace / "validation" / "report.json"))
 
 
+def _memory_step(defs, instance: DagsterInstance, workspace: Path, say: Say) -> bool:  # noqa: ANN001
+    ok = _run_job(defs, "memory_job", instance, say)
+    lessons = workspace / "memory" / "lessons.md"
+    if ok and lessons.exists():
+        print(f"\n== Shared memory ==\nlessons for review: {lessons}")
+    return ok
+
+
 def _extra_steps() -> list[Callable[..., bool]]:
-    """Later stages join the demo here (memory, questions)."""
-    return []
+    """Stages after the warehouse: answering questions, then memory maintenance."""
+    return [_memory_step]

@@ -1,8 +1,15 @@
 """`memory_lessons`: consolidate, promote and forget lessons, then export them for review."""
 
-from __future__ import annotations
+from collections.abc import Sequence
 
-from dagster import AssetExecutionContext, MaterializeResult, MetadataValue, asset
+from dagster import (
+    AssetExecutionContext,
+    AssetKey,
+    AssetsDefinition,
+    MaterializeResult,
+    MetadataValue,
+    asset,
+)
 
 from dia_assets.agents.memory.export import export_lessons
 from dia_assets.agents.memory.maintenance import run_maintenance
@@ -32,32 +39,44 @@ def _changes_md(report: MaintenanceReport) -> str:
     )
 
 
-@asset(
-    group_name="memory",
-    description="Shared memory maintenance (DIA §3.2, App. F): merges near-duplicate lessons, "
-    "promotes lessons borne out on a second database or by repeated success, archives stale "
-    "ones, and exports memory/lessons.md for expert review.",
-)
-def memory_lessons(
-    context: AssetExecutionContext, memory: MemoryResource, workspace: WorkspaceResource
-) -> MaterializeResult:
-    store = memory.store()
-    before = store.counts()
-    report = run_maintenance(store)
-    path = export_lessons(store, workspace.path("memory", "lessons.md"))
-    context.log.info(f"memory: {len(report.changes)} changes; lessons exported to {path}")
-    return MaterializeResult(
-        metadata={
-            "counts": MetadataValue.md(_counts_table(report.counts)),
-            "counts_json": MetadataValue.json(report.counts),
-            "counts_before_json": MetadataValue.json(before),
-            "status_counts": MetadataValue.json(store.status_counts()),
-            "merged": report.count("merged"),
-            "promoted": report.count("promoted"),
-            "archived": report.count("archived"),
-            "changes": MetadataValue.md(_changes_md(report)),
-            "lessons_path": MetadataValue.path(str(path)),
-            "store": store.describe(),
-            "dagster/row_count": sum(sum(v.values()) for v in report.counts.values()),
-        }
+def memory_lessons_asset(
+    deps: Sequence[str | AssetKey | AssetsDefinition] = (),
+) -> AssetsDefinition:
+    """Build the asset; pass `deps=["query_result"]` once answers feed lessons (DESIGN §3)."""
+
+    @asset(
+        name="memory_lessons",
+        group_name="memory",
+        deps=list(deps),
+        description="Shared memory maintenance (DIA §3.2, App. F): merges near-duplicate "
+        "lessons, promotes lessons borne out on a second database or by repeated success, "
+        "archives stale ones, and exports memory/lessons.md for expert review.",
     )
+    def _memory_lessons(
+        context: AssetExecutionContext, memory: MemoryResource, workspace: WorkspaceResource
+    ) -> MaterializeResult:
+        store = memory.store()
+        before = store.counts()
+        report = run_maintenance(store)
+        path = export_lessons(store, workspace.path("memory", "lessons.md"))
+        context.log.info(f"memory: {len(report.changes)} changes; lessons exported to {path}")
+        return MaterializeResult(
+            metadata={
+                "counts": MetadataValue.md(_counts_table(report.counts)),
+                "counts_json": MetadataValue.json(report.counts),
+                "counts_before_json": MetadataValue.json(before),
+                "status_counts": MetadataValue.json(store.status_counts()),
+                "merged": report.count("merged"),
+                "promoted": report.count("promoted"),
+                "archived": report.count("archived"),
+                "changes": MetadataValue.md(_changes_md(report)),
+                "lessons_path": MetadataValue.path(str(path)),
+                "store": store.describe(),
+                "dagster/row_count": sum(sum(v.values()) for v in report.counts.values()),
+            }
+        )
+
+    return _memory_lessons
+
+
+memory_lessons = memory_lessons_asset()

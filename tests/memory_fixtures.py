@@ -80,12 +80,18 @@ def pg_server(request: pytest.FixtureRequest) -> dict[str, Any]:
 
 
 @pytest.fixture
-def db_url(pg_server: dict[str, Any]) -> str:
-    """A fresh, empty database on the shared server; returns its conninfo."""
+def db_url(pg_server: dict[str, Any]) -> Iterator[str]:
+    """A fresh, empty database on the shared server; returns its conninfo.
+
+    Dropped afterwards: its buffers are then discarded instead of written by the
+    shutdown checkpoint, which keeps stopping the server fast.
+    """
     name = f"t{os.getpid()}_{next(_DB_COUNTER)}"
     with psycopg.connect(pg_server["server"].uri(), autocommit=True) as conn:
         conn.execute(f'CREATE DATABASE "{name}"')
-    return make_conninfo(pg_server["server"].uri(), dbname=name)
+    yield make_conninfo(pg_server["server"].uri(), dbname=name)
+    with psycopg.connect(pg_server["server"].uri(), autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 @pytest.fixture
@@ -126,7 +132,12 @@ def make_other_duckdb(path: Path) -> Path:
     return path
 
 
-def run_python(code: str, env: dict[str, str] | None = None, timeout: int = 120, prefix: list[str] | None = None) -> subprocess.CompletedProcess[str]:
+def run_python(
+    code: str,
+    env: dict[str, str] | None = None,
+    timeout: int = 120,
+    prefix: list[str] | None = None,
+) -> subprocess.CompletedProcess[str]:
     """Run a Python snippet in a fresh interpreter at the project root."""
     full_env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True", **(env or {})}
     return subprocess.run(

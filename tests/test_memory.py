@@ -13,6 +13,7 @@ import pytest
 
 from dia_assets.agents.memory import (
     ConflictPolicy,
+    DuckDBProbeRunner,
     EmbeddingMismatch,
     JudgeVerdict,
     Kind,
@@ -21,6 +22,7 @@ from dia_assets.agents.memory import (
     MemoryStore,
     MemoryStoreUnavailable,
     NewMemory,
+    PostgresProbeRunner,
     RetrievalWeights,
     Status,
     Tier,
@@ -28,7 +30,8 @@ from dia_assets.agents.memory import (
     duckdb_probe_runner,
     probe_confirms,
 )
-from dia_assets.agents.memory.conflicts import normalize_sql
+from dia_assets.agents.memory.bulk import copy_examples, is_big
+from dia_assets.agents.memory.conflicts import content_hash, normalize_sql
 from dia_assets.agents.memory.connection import redact
 from dia_assets.agents.memory.examples import infer_kind, read_examples
 from dia_assets.agents.memory.export import export_lessons
@@ -36,22 +39,24 @@ from dia_assets.agents.memory.maintenance import consolidate, forget, promote, r
 from dia_assets.agents.memory.migrations import SCHEMA, migrate, missing_search_indexes
 from dia_assets.agents.memory.models import utcnow
 from dia_assets.agents.memory.retrieval import fuse
-from tests.memory_fixtures import (  # noqa: F401 - fixtures
-    HashEmbedder,
-    db_url,
-    hash_store,
-    make_duckdb,
-    make_other_duckdb,
-    pg_server,
-    run_python,
-    store,
-)
+from tests import memory_fixtures
+from tests.memory_fixtures import HashEmbedder, make_duckdb, make_other_duckdb
+
+# pytest fixtures, shared through the module namespace
+db_url = memory_fixtures.db_url
+hash_store = memory_fixtures.hash_store
+pg_server = memory_fixtures.pg_server
+store = memory_fixtures.store
 
 FANOUT_PROBE = "SELECT count(*) > count(DISTINCT cds_code) FROM scores WHERE cds_code = 'A'"
 
 
-def lesson(body: str = "Count schools through the scores join with COUNT(DISTINCT cds_code), not COUNT(*).",
-           probe: str = FANOUT_PROBE, scope: str = "db-a", **kw: object) -> NewMemory:
+def lesson(
+    body: str = "Count schools through the scores join with COUNT(DISTINCT cds_code), not COUNT(*).",
+    probe: str = FANOUT_PROBE,
+    scope: str = "db-a",
+    **kw: object,
+) -> NewMemory:
     fields = {
         "kind": Kind.AGGREGATION,
         "title": "Count entities through a fan-out join with COUNT(DISTINCT pk)",
@@ -70,14 +75,20 @@ def lesson(body: str = "Count schools through the scores join with COUNT(DISTINC
 def test_lessons_need_a_probe_and_evidence_strings_are_observations() -> None:
     with pytest.raises(ValueError, match="probe_sql"):
         NewMemory(kind=Kind.JOIN, title="t", body="b")
-    item = NewMemory(kind=Kind.JOIN, title="t", body="b", probe_sql="SELECT 1", evidence="seen once")
+    item = NewMemory(
+        kind=Kind.JOIN, title="t", body="b", probe_sql="SELECT 1", evidence="seen once"
+    )
     assert item.evidence[0].text == "seen once" and item.evidence[0].source == "observation"
-    assert NewMemory(tier=Tier.EXAMPLE, kind=Kind.FILTER, title="q", body="SELECT 1").probe_sql is None
+    assert (
+        NewMemory(tier=Tier.EXAMPLE, kind=Kind.FILTER, title="q", body="SELECT 1").probe_sql is None
+    )
 
 
 def test_probe_convention() -> None:
     assert probe_confirms([(True,)]) and probe_confirms([(3, "x")])
-    assert not probe_confirms([]) and not probe_confirms([(False,)]) and not probe_confirms([(None,)])
+    assert (
+        not probe_confirms([]) and not probe_confirms([(False,)]) and not probe_confirms([(None,)])
+    )
     assert not probe_confirms([(0,)])
 
 
@@ -97,7 +108,9 @@ def test_insert_then_pull_body_by_id(store: MemoryStore) -> None:
 def test_duplicate_is_stored_once_and_merges_evidence(store: MemoryStore) -> None:
     first = store.insert(lesson())
     # same rule, same probe modulo case and spacing: a duplicate, its evidence is kept
-    again = store.insert(lesson(probe=FANOUT_PROBE.upper().replace(" ", "  ") + ";", evidence=["seen again on Q7"]))
+    again = store.insert(
+        lesson(probe=FANOUT_PROBE.upper().replace(" ", "  ") + ";", evidence=["seen again on Q7"])
+    )
     assert again.action == "duplicate" and again.id == first.id
     assert [e.text for e in store.get(first.id).evidence][-1] == "seen again on Q7"
     assert store.status_counts() == {"active": 1}
@@ -105,24 +118,36 @@ def test_duplicate_is_stored_once_and_merges_evidence(store: MemoryStore) -> Non
 
 def test_conflict_recency_keeps_both_as_linked_versions(store: MemoryStore) -> None:
     old = store.insert(lesson())
-    new = store.insert(lesson(body="Count schools through the scores join with COUNT(*), rows are schools."))
-    assert [(c.other_id, c.resolution, c.rule) for c in new.conflicts] == [(old.id, "new_wins", "recency")]
-    assert store.get(old.id).status == Status.SUPERSEDED and store.get(new.id).status == Status.ACTIVE
+    new = store.insert(
+        lesson(body="Count schools through the scores join with COUNT(*), rows are schools.")
+    )
+    assert [(c.other_id, c.resolution, c.rule) for c in new.conflicts] == [
+        (old.id, "new_wins", "recency")
+    ]
+    assert (
+        store.get(old.id).status == Status.SUPERSEDED and store.get(new.id).status == Status.ACTIVE
+    )
     items, edges = store.history(new.id)
     assert [i.id for i in items] == [old.id, new.id]
     assert [(e.src_id, e.dst_id, e.relation) for e in edges] == [(old.id, new.id, "version")]
     # a different precondition is not a conflict, even for a similar rule
-    other = store.insert(lesson(body="Use COUNT(*) here.", probe="SELECT count(*) > 0 FROM schools"))
+    other = store.insert(
+        lesson(body="Use COUNT(*) here.", probe="SELECT count(*) > 0 FROM schools")
+    )
     assert other.conflicts == []
 
 
 def test_conflict_confidence_rule_and_ties(store: MemoryStore) -> None:
     policy = ConflictPolicy(strategy="confidence")
     strong = store.insert(lesson(confidence=0.9), policy=policy)
-    weak = store.insert(lesson(body="Use COUNT(*) through the join.", confidence=0.3), policy=policy)
+    weak = store.insert(
+        lesson(body="Use COUNT(*) through the join.", confidence=0.3), policy=policy
+    )
     assert weak.status == Status.SUPERSEDED and weak.conflicts[0].resolution == "old_wins"
     assert store.get(strong.id).status == Status.ACTIVE
-    tie = store.insert(lesson(body="Use COUNT(1) through the join.", confidence=0.85), policy=policy)
+    tie = store.insert(
+        lesson(body="Use COUNT(1) through the join.", confidence=0.85), policy=policy
+    )
     assert tie.conflicts[0].resolution == "keep_both" and tie.status == Status.ACTIVE
     assert store.get(strong.id).status == Status.ACTIVE
 
@@ -143,12 +168,21 @@ def test_conflict_judge_confirms_or_dismisses(store: MemoryStore) -> None:
         return JudgeVerdict.OLD_WINS
 
     third = store.insert(
-        lesson(body="Use COUNT(*) through the join."), judge=prefer_old, policy=ConflictPolicy(strategy="confirmation")
+        lesson(body="Use COUNT(*) through the join."),
+        judge=prefer_old,
+        policy=ConflictPolicy(strategy="confirmation"),
     )
-    assert {c.resolution for c in third.conflicts} == {"old_wins"} and third.status == Status.SUPERSEDED
+    assert {c.resolution for c in third.conflicts} == {
+        "old_wins"
+    } and third.status == Status.SUPERSEDED
     # confirmation without a judge keeps both: the probe decides at use time
-    fourth = store.insert(lesson(body="Use COUNT(pk) through the join."), policy=ConflictPolicy(strategy="confirmation"))
-    assert fourth.status == Status.ACTIVE and all(c.resolution == "keep_both" for c in fourth.conflicts)
+    fourth = store.insert(
+        lesson(body="Use COUNT(pk) through the join."),
+        policy=ConflictPolicy(strategy="confirmation"),
+    )
+    assert fourth.status == Status.ACTIVE and all(
+        c.resolution == "keep_both" for c in fourth.conflicts
+    )
 
 
 # -- retrieval ------------------------------------------------------------------------------------
@@ -156,13 +190,24 @@ def test_conflict_judge_confirms_or_dismisses(store: MemoryStore) -> None:
 
 def _seed_examples(store: MemoryStore) -> None:
     rows = [
-        ("How many schools are in Alameda county?", "SELECT count(*) FROM schools WHERE county = 'Alameda'"),
+        (
+            "How many schools are in Alameda county?",
+            "SELECT count(*) FROM schools WHERE county = 'Alameda'",
+        ),
         ("List patients born in 1982", "SELECT id FROM patients WHERE year(born) = 1982"),
-        ("Average score per county", "SELECT county, avg(score) FROM schools JOIN scores USING (cds_code) GROUP BY 1"),
-        ("Which movie has the highest rating?", "SELECT title FROM movies ORDER BY rating DESC LIMIT 1"),
+        (
+            "Average score per county",
+            "SELECT county, avg(score) FROM schools JOIN scores USING (cds_code) GROUP BY 1",
+        ),
+        (
+            "Which movie has the highest rating?",
+            "SELECT title FROM movies ORDER BY rating DESC LIMIT 1",
+        ),
     ]
     items = [
-        NewMemory(tier=Tier.EXAMPLE, kind=infer_kind(sql), title=q, question=q, body=sql, scope="db-train")
+        NewMemory(
+            tier=Tier.EXAMPLE, kind=infer_kind(sql), title=q, question=q, body=sql, scope="db-train"
+        )
         for q, sql in rows
     ]
     report = store.import_examples(items)
@@ -172,19 +217,25 @@ def _seed_examples(store: MemoryStore) -> None:
 def test_retrieve_hybrid_returns_references_ranked_and_filtered(store: MemoryStore) -> None:
     _seed_examples(store)
     here = store.insert(lesson(scope="db-a")).id
-    elsewhere = store.insert(lesson(scope="db-other", body="Schools: COUNT(DISTINCT cds_code) on db-other.")).id
+    elsewhere = store.insert(
+        lesson(scope="db-other", body="Schools: COUNT(DISTINCT cds_code) on db-other.")
+    ).id
     refs = store.retrieve("how many schools are there in each county", k=3)
     assert refs[0].title == "How many schools are in Alameda county?"
-    assert all(r.score >= s.score for r, s in zip(refs, refs[1:]))
+    assert all(r.score >= s.score for r, s in zip(refs, refs[1:], strict=False))
     assert {"id", "title", "score"} <= set(refs[0].model_dump())
     # pull-based: a reference carries no body
     assert "body" not in refs[0].model_dump()
     # scope: session lessons of another database are not served; examples stay global
-    scoped = store.retrieve("count schools through a join", k=10, filters=MemoryFilter(scope="db-a"))
+    scoped = store.retrieve(
+        "count schools through a join", k=10, filters=MemoryFilter(scope="db-a")
+    )
     ids = [r.id for r in scoped]
     assert here in ids and elsewhere not in ids and any(r.tier == Tier.EXAMPLE for r in scoped)
     # metadata filters
-    only = store.retrieve("schools", k=10, filters=MemoryFilter(tiers=[Tier.EXAMPLE], kinds=[Kind.JOIN]))
+    only = store.retrieve(
+        "schools", k=10, filters=MemoryFilter(tiers=[Tier.EXAMPLE], kinds=[Kind.JOIN])
+    )
     assert [r.title for r in only] == ["Average score per county"]
     assert store.retrieve("schools", filters=MemoryFilter(max_age_days=1))
     # exact words help: the text signal is non-zero only where the terms occur
@@ -195,7 +246,9 @@ def test_retrieve_hybrid_returns_references_ranked_and_filtered(store: MemorySto
 def test_retrieve_skips_superseded_and_archived(store: MemoryStore) -> None:
     old = store.insert(lesson()).id
     new = store.insert(lesson(body="Count schools with COUNT(*) through the join.")).id
-    ids = [r.id for r in store.retrieve("count schools", filters=MemoryFilter(tiers=[Tier.SESSION]))]
+    ids = [
+        r.id for r in store.retrieve("count schools", filters=MemoryFilter(tiers=[Tier.SESSION]))
+    ]
     assert ids == [new]
     store.set_status([new], Status.ARCHIVED)
     assert store.retrieve("count schools", filters=MemoryFilter(tiers=[Tier.SESSION])) == []
@@ -206,7 +259,13 @@ def test_retrieve_skips_superseded_and_archived(store: MemoryStore) -> None:
 def test_selective_filter_falls_back_to_exact_search(hash_store: MemoryStore) -> None:
     """HNSW filters after the scan; a rare tier must still be found."""
     examples = [
-        NewMemory(tier=Tier.EXAMPLE, kind=Kind.FILTER, title=f"q{i}", question=f"count schools number {i}", body=f"SELECT {i}")
+        NewMemory(
+            tier=Tier.EXAMPLE,
+            kind=Kind.FILTER,
+            title=f"q{i}",
+            question=f"count schools number {i}",
+            body=f"SELECT {i}",
+        )
         for i in range(300)
     ]
     hash_store.import_examples(examples)
@@ -223,19 +282,25 @@ def test_fusion_weights_are_applied() -> None:
     assert [r.id for r in fuse(rows, RetrievalWeights(), 2)] == [1, 2]
     heavy = RetrievalWeights(similarity=0.1, text=0.0, recency=0.0, importance=0.9)
     assert [r.id for r in fuse(rows, heavy, 2)] == [2, 1]
-    old = fuse([(3, "old", "session", "join", "s", 0.5, 0.0, 30.0, 0.5, 1)], RetrievalWeights(), 1)[0]
+    old = fuse([(3, "old", "session", "join", "s", 0.5, 0.0, 30.0, 0.5, 1)], RetrievalWeights(), 1)[
+        0
+    ]
     assert old.recency == pytest.approx(0.5)
 
 
 # -- verification -----------------------------------------------------------------------------
 
 
-def test_probe_refuses_a_stale_lesson_after_the_data_changes(store: MemoryStore, tmp_path: Path) -> None:
+def test_probe_refuses_a_stale_lesson_after_the_data_changes(
+    store: MemoryStore, tmp_path: Path
+) -> None:
     db = make_duckdb(tmp_path / "w.duckdb", fanout=True)
     scope = database_fingerprint(db)
     item = store.insert(lesson(scope=scope)).id
     with duckdb_probe_runner(db) as probe:
-        served = store.retrieve_verified("count schools through the scores join", probe, scope=scope)
+        served = store.retrieve_verified(
+            "count schools through the scores join", probe, scope=scope
+        )
     assert [ref.id for ref, _ in served] == [item]
     assert served[0][1].outcome == "confirmed"
 
@@ -245,25 +310,55 @@ def test_probe_refuses_a_stale_lesson_after_the_data_changes(store: MemoryStore,
     con.close()
     assert database_fingerprint(db) == scope  # same schema, same scope
     with duckdb_probe_runner(db) as probe:
-        assert store.retrieve_verified("count schools through the scores join", probe, scope=scope) == []
+        assert (
+            store.retrieve_verified("count schools through the scores join", probe, scope=scope)
+            == []
+        )
         [result] = store.verify([item], probe, scope)
     assert result.outcome == "refuted" and not result.usable
     stored = store.get(item)
     assert (stored.verify_pass_count, stored.verify_fail_count) == (1, 2)
-    assert [e["event"] for e in store.events(item)][-3:] == ["probe_confirmed", "probe_refuted", "probe_refuted"]
+    assert [e["event"] for e in store.events(item)][-3:] == [
+        "probe_confirmed",
+        "probe_refuted",
+        "probe_refuted",
+    ]
 
 
 def test_probe_runner_is_read_only_and_sandboxed(store: MemoryStore, tmp_path: Path) -> None:
     db = make_duckdb(tmp_path / "w.duckdb")
     (tmp_path / "secret.csv").write_text("a\n1\n")
     writer = store.insert(lesson(probe="DELETE FROM scores RETURNING true")).id
-    reader = store.insert(lesson(body="Other rule", probe=f"SELECT count(*) > 0 FROM read_csv('{tmp_path / 'secret.csv'}')")).id
+    reader = store.insert(
+        lesson(
+            body="Other rule",
+            probe=f"SELECT count(*) > 0 FROM read_csv('{tmp_path / 'secret.csv'}')",
+        )
+    ).id
     with duckdb_probe_runner(db) as probe:
         results = store.verify([writer, reader], probe, "db-a")
         assert probe("SELECT count(*) FROM scores")[0][0] == 6
     assert [r.outcome for r in results] == ["error", "error"]
     assert "read-only" in results[0].detail.lower() or "read only" in results[0].detail.lower()
     assert not any(r.usable for r in results)
+
+
+def test_probe_runner_interrupts_a_slow_probe(tmp_path: Path) -> None:
+    db = make_duckdb(tmp_path / "w.duckdb")
+    with DuckDBProbeRunner(path=db, timeout_s=0.2) as probe, pytest.raises(duckdb.Error):
+        probe("SELECT count(*) FROM range(100000000000) a")
+
+
+def test_postgres_probe_runner_is_read_only(db_url: str) -> None:
+    probe = PostgresProbeRunner(db_url)
+    try:
+        assert probe("SELECT true") == [(True,)]
+        with pytest.raises(psycopg.errors.ReadOnlySqlTransaction):
+            probe("CREATE TABLE sneaky (a int)")
+        with psycopg.connect(db_url) as conn:
+            assert database_fingerprint(conn).startswith("db-")
+    finally:
+        probe.close()
 
 
 def test_probe_runner_accepts_objects_with_probe_method(store: MemoryStore) -> None:
@@ -329,7 +424,9 @@ def test_promotion_across_two_databases(store: MemoryStore, tmp_path: Path) -> N
     assert promoted.tier == Tier.CROSS_SESSION
     assert promoted.evidence[-1].source == "promotion" and scope_b in promoted.evidence[-1].text
     # cross-session lessons are served on any database (still behind their probe)
-    refs = store.retrieve("count schools through the join", filters=MemoryFilter(scope="db-elsewhere"))
+    refs = store.retrieve(
+        "count schools through the join", filters=MemoryFilter(scope="db-elsewhere")
+    )
     assert item in [r.id for r in refs]
 
 
@@ -353,19 +450,39 @@ def test_promotion_after_n_successful_uses(store: MemoryStore) -> None:
     store.record_outcome(item, success=True, scope="db-a")
     [change] = promote(store, MaintenancePolicy(promote_min_successes=5))
     assert change.reason.startswith("5 successful uses")
-    failing = store.insert(lesson(body="Another rule entirely about averages.", probe="SELECT true")).id
+    failing = store.insert(
+        lesson(body="Another rule entirely about averages.", probe="SELECT true")
+    ).id
     for ok in (True, False, False, False, False, True, True):
         store.record_outcome(failing, success=ok, scope="db-a")
     assert promote(store, MaintenancePolicy(promote_min_successes=3)) == []  # 3/7 is not borne out
 
 
 def test_consolidate_merges_near_duplicates_and_keeps_versions(store: MemoryStore) -> None:
-    a = store.insert(lesson(body="Count schools through the scores join with COUNT(DISTINCT cds_code) not COUNT(*)")).id
-    b = store.insert(lesson(body="count schools through the scores join with COUNT(DISTINCT cds_code), not COUNT(*) !")).id
+    a = store.insert(
+        lesson(
+            body="Count schools through the scores join with COUNT(DISTINCT cds_code) not COUNT(*)"
+        )
+    ).id
+    b = store.insert(
+        lesson(
+            body="count schools through the scores join with COUNT(DISTINCT cds_code), not COUNT(*) !"
+        )
+    ).id
     store.record_outcome(b, success=True, scope="db-a")
-    unrelated = store.insert(lesson(body="Dates are stored as text YYYYMMDD; cast before comparing.", probe="SELECT 1", kind=Kind.FILTER)).id
+    unrelated = store.insert(
+        lesson(
+            body="Dates are stored as text YYYYMMDD; cast before comparing.",
+            probe="SELECT 1",
+            kind=Kind.FILTER,
+        )
+    ).id
     [change] = consolidate(store)
-    assert (change.action, change.item_id, change.into_id) == ("merged", a, b)  # the proven one survives
+    assert (change.action, change.item_id, change.into_id) == (
+        "merged",
+        a,
+        b,
+    )  # the proven one survives
     assert store.get(a).status == Status.SUPERSEDED and store.get(unrelated).status == Status.ACTIVE
     survivor = store.get(b)
     assert survivor.use_count == 1 and survivor.evidence[-1].source == "merge"
@@ -376,7 +493,10 @@ def test_consolidate_merges_near_duplicates_and_keeps_versions(store: MemoryStor
 
 def test_conflicting_versions_are_not_merged(store: MemoryStore) -> None:
     store.insert(lesson(body="Use COUNT(DISTINCT cds_code) through the scores join."))
-    store.insert(lesson(body="Use COUNT(cds_code) through the scores join."), policy=ConflictPolicy(strategy="confirmation"))
+    store.insert(
+        lesson(body="Use COUNT(cds_code) through the scores join."),
+        policy=ConflictPolicy(strategy="confirmation"),
+    )
     assert consolidate(store, MaintenancePolicy(merge_similarity=0.5, merge_word_overlap=0.1)) == []
 
 
@@ -424,10 +544,25 @@ def test_export_lessons_markdown(store: MemoryStore, tmp_path: Path) -> None:
     assert f"- #{old} [session/aggregation] superseded" in text
 
 
-def test_import_examples_jsonl_bulk_dedupes_and_rebuilds_indexes(hash_store: MemoryStore, tmp_path: Path) -> None:
+def test_import_examples_jsonl_bulk_dedupes_and_rebuilds_indexes(
+    hash_store: MemoryStore, tmp_path: Path
+) -> None:
     path = tmp_path / "ex.jsonl"
-    rows = [{"question": f"How many orders in month {i}?", "SQL": f"SELECT count(*) FROM orders WHERE month = {i}", "db_id": "shop"} for i in range(50)]
-    rows.append({"question": "Customers with orders", "sql": "SELECT c.id FROM customers c JOIN orders o ON o.cid = c.id", "notes": {"orders.cid": "customer id"}})
+    rows = [
+        {
+            "question": f"How many orders in month {i}?",
+            "SQL": f"SELECT count(*) FROM orders WHERE month = {i}",
+            "db_id": "shop",
+        }
+        for i in range(50)
+    ]
+    rows.append(
+        {
+            "question": "Customers with orders",
+            "sql": "SELECT c.id FROM customers c JOIN orders o ON o.cid = c.id",
+            "notes": {"orders.cid": "customer id"},
+        }
+    )
     path.write_text("\n".join(json.dumps(r) for r in rows) + "\n\n")
     items = list(read_examples(path, default_scope="db-x"))
     assert items[0].scope == "shop" and items[-1].scope == "db-x" and items[-1].kind == Kind.JOIN
@@ -438,10 +573,30 @@ def test_import_examples_jsonl_bulk_dedupes_and_rebuilds_indexes(hash_store: Mem
     second = hash_store.import_examples(items[:10], reindex_threshold=10)
     assert (second.inserted, second.duplicates) == (0, 10)
     assert hash_store.counts()["example"] == {"aggregation": 50, "join": 1}
+    # a concurrent writer stored one row between the duplicate check and COPY: the batch
+    # is redone through a stage table with ON CONFLICT DO NOTHING, nothing is lost
+    fresh = NewMemory(
+        tier=Tier.EXAMPLE,
+        kind=Kind.FILTER,
+        title="new",
+        question="A new question?",
+        body="SELECT 2",
+    )
+    seconds = {"embed": 0.0}
+    batch = [items[0], fresh]
+    hashes = [content_hash(i) for i in batch]
+    assert copy_examples(hash_store.connection(), hash_store.embedder, batch, hashes, seconds) == 1
+    assert hash_store.counts()["example"] == {"aggregation": 50, "filter": 1, "join": 1}
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"question": "q", "sql": "SELECT 1"}\n{"question": "no sql"}\n')
     with pytest.raises(ValueError, match="bad.jsonl:2"):
         list(read_examples(bad))
+
+
+def test_bulk_loads_rebuild_indexes_only_when_big() -> None:
+    assert not is_big(999, 0, None) and is_big(1000, 0, None)
+    assert is_big(25_000, 100_000, None) and not is_big(10_000, 100_000, None)
+    assert is_big(10, 10**6, 10)
 
 
 def test_kind_inference() -> None:
@@ -459,8 +614,16 @@ def test_migrations_are_versioned_and_idempotent(store: MemoryStore) -> None:
     assert migrate(conn, store.embedder.name, store.embedder.dim) == []
     versions = [r[0] for r in conn.execute(f"SELECT version FROM {SCHEMA}.migrations ORDER BY 1")]
     assert versions == [1, 2]
-    indexes = {r[0]: r[1] for r in conn.execute("SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = %s", (SCHEMA,))}
-    assert "hnsw" in indexes["items_embedding_hnsw"] and "vector_cosine_ops" in indexes["items_embedding_hnsw"]
+    indexes = {
+        r[0]: r[1]
+        for r in conn.execute(
+            "SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = %s", (SCHEMA,)
+        )
+    }
+    assert (
+        "hnsw" in indexes["items_embedding_hnsw"]
+        and "vector_cosine_ops" in indexes["items_embedding_hnsw"]
+    )
     assert "gin" in indexes["items_tsv_gin"]
 
 
@@ -520,10 +683,15 @@ print("ok")
     import sys
     import time
 
-    start = time.time() + 3
+    start = time.time() + 2
     procs = [
-        subprocess.Popen([sys.executable, "-c", code, str(w), db_url, str(start)], cwd=Path(__file__).parents[1],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        subprocess.Popen(
+            [sys.executable, "-c", code, str(w), db_url, str(start)],
+            cwd=Path(__file__).parents[1],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         for w in range(4)
     ]
     outputs = [p.communicate(timeout=120) for p in procs]
@@ -533,6 +701,10 @@ print("ok")
     titles = sorted(i.title for i in items)
     assert len(items) == 50 and len(set(titles)) == 50
     assert all(i.status == Status.ACTIVE for i in items)
-    dup_events = check.connection().execute(f"SELECT count(*) FROM {SCHEMA}.events WHERE event = 'duplicate'").fetchone()
+    dup_events = (
+        check.connection()
+        .execute(f"SELECT count(*) FROM {SCHEMA}.events WHERE event = 'duplicate'")
+        .fetchone()
+    )
     assert dup_events == (30,)
     check.close()

@@ -13,6 +13,7 @@ import json
 import tempfile
 import zipfile
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import date, datetime, time
 from decimal import Decimal
@@ -309,8 +310,8 @@ def read_json_source(
     return flatten(con, loaded, raw)
 
 
-def _bad_json_lines(path: Path, limit: int = 5) -> tuple[int, list[str]]:
-    bad, examples = 0, []
+def bad_json_lines(path: Path) -> Iterator[tuple[int, str]]:
+    """(line number, text) of every non-blank line that is not a JSON object."""
     with path.open("r", encoding="utf-8", errors="replace") as fh:
         for number, line in enumerate(fh, start=1):
             if not line.strip():
@@ -320,9 +321,15 @@ def _bad_json_lines(path: Path, limit: int = 5) -> tuple[int, list[str]]:
             except ValueError:
                 ok = False
             if not ok:
-                bad += 1
-                if len(examples) < limit:
-                    examples.append(f"line {number}: {line.strip()[:80]}")
+                yield number, line.rstrip("\n")
+
+
+def _bad_json_lines(path: Path, limit: int = 5) -> tuple[int, list[str]]:
+    bad, examples = 0, []
+    for number, line in bad_json_lines(path):
+        bad += 1
+        if len(examples) < limit:
+            examples.append(f"line {number}: {line.strip()[:80]}")
     return bad, examples
 
 

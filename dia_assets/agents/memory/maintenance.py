@@ -133,19 +133,16 @@ def _near_duplicates(
         if len(members) < 2:
             continue
         sims = vectors[members] @ vectors[members].T
-        for a in range(len(members)):
-            for b in range(a + 1, len(members)):
-                i, j = members[a], members[b]
-                if same_scope is False and items[i].scope == items[j].scope:
-                    continue
-                if (
-                    sims[a, b] < policy.merge_similarity
-                    or frozenset((items[i].id, items[j].id)) in skip
-                ):
-                    continue
-                if word_overlap(items[i].body, items[j].body) < policy.merge_word_overlap:
-                    continue
-                pairs.append((i, j, float(sims[a, b])))
+        # only pairs above the threshold reach the Python checks (numpy finds them)
+        for a, b in np.argwhere(np.triu(sims >= policy.merge_similarity, k=1)):
+            i, j = members[a], members[b]
+            if same_scope is False and items[i].scope == items[j].scope:
+                continue
+            if frozenset((items[i].id, items[j].id)) in skip:
+                continue
+            if word_overlap(items[i].body, items[j].body) < policy.merge_word_overlap:
+                continue
+            pairs.append((i, j, float(sims[a, b])))
     return pairs
 
 

@@ -39,60 +39,92 @@ def _pgserver() -> Any:
 
 
 def _is_postgres(pid: int) -> bool:
+    """A live (not zombie) postgres process. A zombie still answers kill(pid, 0), which is
+    why PostgreSQL itself would take its lock file for a running server."""
     try:
-        return psutil.Process(pid).name() in ("postgres", "postmaster")
+        proc = psutil.Process(pid)
+        return proc.name() in ("postgres", "postmaster") and proc.status() != psutil.STATUS_ZOMBIE
     except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
         return False
 
 
+def live_postgres_in(pgdata: Path) -> list[int]:
+    """Pids of live postgres processes working in `pgdata` (postmaster, or orphaned backends
+    of a crashed one): PostgreSQL chdirs to its data folder, so the cwd identifies them."""
+    pids = []
+    for proc in psutil.process_iter(["name", "status"]):
+        if (
+            proc.info["name"] not in ("postgres", "postmaster")
+            or proc.info["status"] == psutil.STATUS_ZOMBIE
+        ):
+            continue
+        try:
+            if Path(proc.cwd()) == pgdata:
+                pids.append(proc.pid)
+        except psutil.Error:
+            continue
+    return pids
+
+
 def _first_pid(path: Path) -> int | None:
+    """The pid in a lock file; PostgreSQL writes it negated for a single-user backend
+    (initdb's bootstrap), which is still a live owner."""
     try:
-        first = path.read_text().splitlines()[0].strip()
-        return int(first)
+        pid = abs(int(path.read_text().splitlines()[0].strip()))
     except (OSError, ValueError, IndexError):
         return None
+    return pid or None
 
 
-def _stale(path: Path, min_lines: int) -> bool:
-    """A lock file is stale when its pid is alive but not a postgres (pid reuse), or when its
-    pid is dead and the file is incomplete (a crash during start-up). A complete file with a
-    dead pid is left to PostgreSQL, whose shared-memory check guards against orphans."""
-    pid = _first_pid(path)
-    if pid is None:
-        return True
-    if psutil.pid_exists(pid):
-        return not _is_postgres(pid)
-    return len(path.read_text(errors="replace").splitlines()) < min_lines
+def owns(pgdata: Path, pid: int | None) -> bool:
+    """`pid` is the live postmaster of `pgdata`."""
+    return pid is not None and _is_postgres(pid) and pid in live_postgres_in(pgdata)
 
 
 def remove_stale_files(pgdata: Path) -> list[str]:
-    """Delete stale lock files and prune dead pids from pgserver's handle list.
+    """Delete lock files no live server owns, and prune dead pids from pgserver's handles.
 
-    Call only while holding pgserver's inter-process lock.
+    A lock file is stale when its pid is dead, a zombie, or another program (pid reuse
+    after a crash is common in containers) *and* no postgres process still works in the
+    folder; orphaned backends of a crashed server keep the files until they exit, so
+    PostgreSQL's own shared-memory interlock still protects the data. Call only while
+    holding pgserver's inter-process lock.
     """
     removed: list[str] = []
-    pidfile = pgdata / "postmaster.pid"
-    if pidfile.exists() and _stale(pidfile, min_lines=8):
-        pidfile.unlink(missing_ok=True)
-        removed.append(str(pidfile))
-    for lock in pgdata.glob(".s.PGSQL.*.lock"):
-        if _stale(lock, min_lines=1):
-            lock.unlink(missing_ok=True)
-            lock.with_suffix("").unlink(missing_ok=True)
-            removed.append(str(lock))
+    lock_files = [pgdata / "postmaster.pid", *pgdata.glob(".s.PGSQL.*.lock")]
+    for path in lock_files:
+        if path.exists() and not owns(pgdata, _first_pid(path)) and not live_postgres_in(pgdata):
+            path.unlink(missing_ok=True)
+            if path.name.startswith(".s.PGSQL"):
+                path.with_suffix("").unlink(missing_ok=True)
+            removed.append(str(path))
     handles = pgdata / ".handle_pids.json"
     if handles.exists():
         try:
             pids = [int(p) for p in json.loads(handles.read_text() or "[]")]
         except (ValueError, TypeError):
             pids = []
-        alive = [p for p in pids if psutil.pid_exists(p)]
+        alive = [
+            p
+            for p in pids
+            if psutil.pid_exists(p) and psutil.Process(p).status() != psutil.STATUS_ZOMBIE
+        ]
         if alive != pids:
             handles.write_text(json.dumps(alive))
             removed.append(f"{handles} pids {sorted(set(pids) - set(alive))}")
     if removed:
         _log.warning("removed stale embedded-PostgreSQL state: %s", removed)
     return removed
+
+
+def wait_for_orphans(pgdata: Path, timeout_s: float = 10.0) -> None:
+    """After a crash, backends exit once they notice the postmaster died; give them time."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        pid = _first_pid(pgdata / "postmaster.pid")
+        if owns(pgdata, pid) or not live_postgres_in(pgdata):
+            return
+        time.sleep(0.1)
 
 
 class EmbeddedServer:
@@ -113,6 +145,7 @@ class EmbeddedServer:
             self.pgdata.parent.mkdir(parents=True, exist_ok=True)
             if self._server is None:
                 if self.pgdata.exists():
+                    wait_for_orphans(self.pgdata)
                     with self._lock():
                         remove_stale_files(self.pgdata)
                 self._server = self._start_with_retry(

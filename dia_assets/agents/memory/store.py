@@ -9,9 +9,7 @@ returns references, `get` pulls bodies.
 from __future__ import annotations
 
 import contextlib
-import json
 import threading
-import time
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
@@ -62,12 +60,26 @@ ITEM_COLUMNS = (
     "status, created_at, updated_at, last_used_at, last_verified_at"
 )
 _ITEM_FIELDS = [c.strip() for c in ITEM_COLUMNS.split(",")]
-_BULK_LOCK = 0x62756C6B  # "bulk": held while a bulk load has the search indexes dropped
+BULK_LOCK = 0x62756C6B  # "bulk": held while a bulk load has the search indexes dropped
 _OUTCOME_RATE = 0.1  # importance moves 10% of the way towards 1 (success) or 0 (failure)
 
 
 def item_from_row(row: Sequence[Any]) -> MemoryItem:
     return MemoryItem.model_validate(dict(zip(_ITEM_FIELDS, row, strict=True)))
+
+
+def write_event(
+    conn: psycopg.Connection,
+    item_id: int | None,
+    event: str,
+    scope: str | None,
+    detail: dict[str, Any],
+) -> None:
+    """Append to the audit trail (`dia memory show` lists an item's events)."""
+    conn.execute(
+        f"INSERT INTO {SCHEMA}.events (item_id, event, scope, detail) VALUES (%s, %s, %s, %s)",
+        (item_id, event, scope, Jsonb(detail)),
+    )
 
 
 def _insert_lock_key(scope: str, kind: str) -> str:
@@ -133,11 +145,11 @@ class MemoryStore:
         """Rebuild search indexes a crashed bulk load left dropped (unless one is running)."""
         if not migrations.missing_search_indexes(conn):
             return
-        if conn.execute("SELECT pg_try_advisory_lock(%s)", (_BULK_LOCK,)).fetchone()[0]:  # type: ignore[index]
+        if conn.execute("SELECT pg_try_advisory_lock(%s)", (BULK_LOCK,)).fetchone()[0]:  # type: ignore[index]
             try:
                 migrations.build_search_indexes(conn)
             finally:
-                conn.execute("SELECT pg_advisory_unlock(%s)", (_BULK_LOCK,))
+                conn.execute("SELECT pg_advisory_unlock(%s)", (BULK_LOCK,))
 
     def with_connection(self, op: Callable[[psycopg.Connection], T]) -> T:
         """Run `op`; on a lost connection (server restarted or crashed) reconnect once and retry."""
@@ -356,120 +368,17 @@ class MemoryStore:
         scope: str | None,
         detail: dict[str, Any],
     ) -> None:
-        conn.execute(
-            f"INSERT INTO {SCHEMA}.events (item_id, event, scope, detail) VALUES (%s, %s, %s, %s)",
-            (item_id, event, scope, Jsonb(detail)),
-        )
+        write_event(conn, item_id, event, scope, detail)
 
     # -- bulk import of examples ----------------------------------------------------------
 
     def import_examples(
-        self, items: Sequence[NewMemory], reindex_threshold: int = 20_000
+        self, items: Sequence[NewMemory], reindex_threshold: int | None = None
     ) -> ImportReport:
-        """Bulk load examples: embed, COPY into a stage table, insert new content only.
+        """Bulk load examples (see `bulk.import_examples`: load first, index after)."""
+        from dia_assets.agents.memory.bulk import import_examples
 
-        Large loads (>= `reindex_threshold` rows) drop the search indexes first and build
-        them after: loading first and indexing after is several times faster than inserting
-        into an HNSW index row by row. Writers are blocked while the indexes build.
-        """
-        seconds: dict[str, float] = {}
-        start = time.perf_counter()
-        vectors = self.embedder.embed([i.embedding_text() for i in items])
-        hashes = [content_hash(i) for i in items]
-        seconds["embed"] = time.perf_counter() - start
-        big = len(items) >= reindex_threshold
-
-        def op(conn: psycopg.Connection) -> ImportReport:
-            conn.execute("SELECT pg_advisory_lock(%s)", (_BULK_LOCK,))
-            try:
-                t = time.perf_counter()
-                if big:
-                    migrations.drop_search_indexes(conn)
-                inserted = self._copy_examples(conn, items, hashes, vectors)
-                seconds["load"] = time.perf_counter() - t
-                t = time.perf_counter()
-                rebuilt = migrations.build_search_indexes(conn)
-                seconds["index"] = time.perf_counter() - t
-            finally:
-                conn.execute("SELECT pg_advisory_unlock(%s)", (_BULK_LOCK,))
-            seconds["total"] = time.perf_counter() - start
-            return ImportReport(
-                read=len(items),
-                inserted=inserted,
-                duplicates=len(items) - inserted,
-                reindexed=bool(rebuilt),
-                seconds={k: round(v, 3) for k, v in seconds.items()},
-            )
-
-        return self.with_connection(op)
-
-    def _copy_examples(
-        self,
-        conn: psycopg.Connection,
-        items: Sequence[NewMemory],
-        hashes: list[str],
-        vectors: np.ndarray,
-    ) -> int:
-        dim = int(self.embedder.dim)
-        cols = (
-            "tier, kind, title, body, probe_sql, question, evidence, notes, scope, "
-            "content_hash, embedding, importance, confidence"
-        )
-        types = [
-            "text",
-            "text",
-            "text",
-            "text",
-            "text",
-            "text",
-            "jsonb",
-            "jsonb",
-            "text",
-            "text",
-            "vector",
-            "float4",
-            "float4",
-        ]
-        with conn.transaction():
-            conn.execute(
-                f"""CREATE TEMP TABLE memory_stage (tier text, kind text, title text, body text,
-                    probe_sql text, question text, evidence jsonb, notes jsonb, scope text,
-                    content_hash text, embedding vector({dim}), importance real, confidence real)
-                    ON COMMIT DROP"""
-            )
-            with (
-                conn.cursor() as cur,
-                cur.copy(f"COPY memory_stage ({cols}) FROM STDIN (FORMAT BINARY)") as copy,
-            ):
-                copy.set_types(types)
-                for item, chash, vec in zip(items, hashes, vectors, strict=True):
-                    copy.write_row(
-                        (
-                            item.tier.value,
-                            item.kind.value,
-                            item.title,
-                            item.body,
-                            item.probe_sql,
-                            item.question,
-                            [e.model_dump(mode="json") for e in item.evidence],
-                            item.notes,
-                            item.scope,
-                            chash,
-                            vec,
-                            item.importance,
-                            item.confidence,
-                        )
-                    )
-            inserted = conn.execute(
-                f"""WITH ins AS (
-                        INSERT INTO {SCHEMA}.items ({cols})
-                        SELECT {cols} FROM memory_stage
-                        ON CONFLICT (tier, kind, scope, content_hash) WHERE status = 'active' DO NOTHING
-                        RETURNING 1)
-                    SELECT count(*) FROM ins"""
-            ).fetchone()[0]  # type: ignore[index]
-            self._event(conn, None, "import", None, {"read": len(items), "inserted": int(inserted)})
-        return int(inserted)
+        return import_examples(self, items, reindex_threshold)
 
     # -- reads --------------------------------------------------------------------------
 
@@ -686,8 +595,3 @@ class MemoryStore:
                 return [r[0] for r in rows]
 
         return self.with_connection(op)
-
-
-def dumps(obj: Any) -> str:
-    """JSON for CLI output and metadata (datetimes as ISO strings)."""
-    return json.dumps(obj, default=str, indent=2)

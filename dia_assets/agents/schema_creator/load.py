@@ -19,7 +19,7 @@ from pathlib import Path
 import duckdb
 
 from dia_assets.agents.interpreter.naming import quote_ident as q
-from dia_assets.agents.interpreter.readers import LoadedSource, read_source
+from dia_assets.agents.interpreter.readers import LoadedSource, bad_json_lines, read_source
 from dia_assets.agents.schema_creator import sqlgen
 from dia_assets.agents.value_parsing import sql_str
 from dia_assets.contracts.manifest import Manifest, ManifestTable
@@ -261,18 +261,7 @@ def _unparsed_lines(
             f"first(csv_line), false FROM {rejects} GROUP BY line"
         )
     elif table.source_format == "jsonl" and reader.parse.bad_rows and reader.parent is None:
-        rows = []
-        with reader.path.open("r", encoding="utf-8", errors="replace") as fh:
-            for number, line in enumerate(fh, start=1):
-                if not line.strip():
-                    continue
-                try:
-                    ok = isinstance(json.loads(line), dict)
-                except ValueError:
-                    ok = False
-                if not ok:
-                    rows.append((number, line.rstrip("\n")))
-        for number, line in rows:
+        for number, line in bad_json_lines(reader.path):
             _run(con,
                 head + f"VALUES ({sql_str(table.source_ref)}, ?, TIMESTAMP {sql_str(loaded_at)}, md5(?), "
                 "'unparseable line: not a JSON object', ?, false)", [number, line, line],
