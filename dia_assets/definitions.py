@@ -6,20 +6,13 @@ from dagster import BetaWarning, Definitions
 
 from dia_assets.interpretation_assets import interpretation_asset, raw_file_assets
 from dia_assets.memory_assets import memory_lessons
+from dia_assets.query_assets import query_job, query_result_asset, question_partitions_sensor
 from dia_assets.schema_assets import schema_assets, schema_checks
 from resources import LLMResource, WorkspaceResource
 from resources.embeddings import EmbeddingsResource
 from resources.memory import MemoryResource
 from resources.warehouse import duckdb_resource
-from sensors import (
-    build_job,
-    memory_job,
-    new_data_sensor,
-    nightly_refresh,
-    review_gate_sensor,
-    schema_job,
-    weekly_memory,
-)
+from sensors import JOBS, SCHEDULES, SENSORS
 
 warnings.filterwarnings("ignore", category=BetaWarning)  # observable_source_asset is beta in 1.13
 
@@ -27,11 +20,11 @@ raw_files = raw_file_assets()
 embeddings = EmbeddingsResource()
 
 defs = Definitions(
-    assets=[*raw_files, interpretation_asset([r.key for r in raw_files]), *schema_assets, memory_lessons],
+    assets=[*raw_files, interpretation_asset([r.key for r in raw_files]), *schema_assets, query_result_asset(), memory_lessons],
     asset_checks=schema_checks,
-    jobs=[build_job, schema_job, memory_job],
-    sensors=[new_data_sensor, review_gate_sensor],
-    schedules=[nightly_refresh, weekly_memory],
+    jobs=[*JOBS, query_job],
+    sensors=[*SENSORS, question_partitions_sensor],
+    schedules=SCHEDULES,
     resources={
         "workspace": WorkspaceResource(),
         "llm": LLMResource(),

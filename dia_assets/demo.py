@@ -77,4 +77,6 @@ def _memory_step(defs, instance: DagsterInstance, workspace: Path, say: Say) -> 
 
 def _extra_steps() -> list[Callable[..., bool]]:
     """Stages after the warehouse: answering questions, then memory maintenance."""
-    return [_memory_step]
+    from dia_assets.query_assets import demo_questions_step
+
+    return [demo_questions_step, _memory_step]

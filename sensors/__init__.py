@@ -9,7 +9,7 @@ from sensors.schedules import nightly_refresh, weekly_memory
 __all__ = ["JOBS", "SCHEDULES", "SENSORS"]
 SENSORS = [new_data_sensor, review_gate_sensor, drift_sensor, quality_sensor]
 SCHEDULES = [nightly_refresh, weekly_memory]
-JOBS = [build_job, schema_job, replan_job, memory_job]
+JOBS = [build_job, schema_job, memory_job]  # replan_job is the Query Generator's query_job
 __all__ += ["build_job", "drift_sensor", "memory_job", "new_data_sensor", "nightly_refresh", "quality_sensor",
             "replan_job", "review_gate_sensor", "schema_job", "weekly_memory"]
 

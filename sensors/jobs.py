@@ -1,7 +1,11 @@
-"""Jobs the sensors and schedules request. Selections name asset keys, so this module
-needs no asset imports."""
+"""Jobs the sensors and schedules request. Re-answering questions uses the Query
+Generator's own partitioned `query_job`."""
 
 from dagster import AssetSelection, define_asset_job
+
+from dia_assets.query_assets import query_job as replan_job  # one partition per question
+
+__all__ = ["build_job", "memory_job", "replan_job", "schema_job"]
 
 BUILD = ["interpretation", "schema_manifest", "warehouse", "validation_report"]
 SCHEMA = ["schema_manifest", "warehouse", "validation_report"]
@@ -13,10 +17,6 @@ build_job = define_asset_job(
 schema_job = define_asset_job(
     "schema_job", selection=AssetSelection.assets(*SCHEMA),
     description="Re-plan the schema from the current interpretation and overrides, reload, validate.",
-)
-replan_job = define_asset_job(
-    "replan_job", selection=AssetSelection.assets("query_result"),
-    description="Re-answer the selected questions (one partition per question).",
 )
 memory_job = define_asset_job(
     "memory_job", selection=AssetSelection.assets("memory_lessons"),

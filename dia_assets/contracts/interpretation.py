@@ -3,10 +3,11 @@ Schema Creator reads. One model shared by writer and reader."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, Field
+
+from dia_assets.contracts.artifact import Artifact
 
 INTERPRETATION_VERSION = 1
 
@@ -139,7 +140,7 @@ class QualityIssue(BaseModel):
     suggested_action: str
 
 
-class Interpretation(BaseModel):
+class Interpretation(Artifact):
     version: int = INTERPRETATION_VERSION
     data_dir: str
     generated_at: str
@@ -155,9 +156,4 @@ class Interpretation(BaseModel):
                 return src
         raise KeyError(f"no source {name!r}")
 
-    def to_json(self) -> str:
-        return self.model_dump_json(indent=2, by_alias=True)
 
-    @classmethod
-    def read(cls, path: str | Path) -> Interpretation:
-        return cls.model_validate_json(Path(path).read_text(encoding="utf-8"))

@@ -6,11 +6,11 @@ read this one model.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from dia_assets.contracts.artifact import Artifact
 from dia_assets.contracts.interpretation import ValueFormat
 
 MANIFEST_VERSION = 1
@@ -90,7 +90,7 @@ class Decision(BaseModel):
     origin: Literal["interpreter", "override"] = "interpreter"
 
 
-class Manifest(BaseModel):
+class Manifest(Artifact):
     version: int = MANIFEST_VERSION
     dialect: str = "duckdb"
     generated_at: str
@@ -109,15 +109,5 @@ class Manifest(BaseModel):
                 return tbl
         raise KeyError(f"no table {name!r} in the manifest")
 
-    def to_json(self) -> str:
-        return self.model_dump_json(indent=2)
 
-    def write(self, path: str | Path) -> Path:
-        target = Path(path)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(self.to_json(), encoding="utf-8")
-        return target
 
-    @classmethod
-    def read(cls, path: str | Path) -> Manifest:
-        return cls.model_validate_json(Path(path).read_text(encoding="utf-8"))

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from pydantic import BaseModel, Field
+
+from dia_assets.contracts.artifact import Artifact
 
 REPORT_VERSION = 1
 
@@ -72,7 +72,7 @@ class AxisResult(BaseModel):
     summary: str
 
 
-class ValidationReport(BaseModel):
+class ValidationReport(Artifact):
     version: int = REPORT_VERSION
     generated_at: str
     warehouse: str
@@ -86,15 +86,5 @@ class ValidationReport(BaseModel):
     axes: dict[str, AxisResult] = Field(default_factory=dict)
     planted_problems: list[str] = Field(default_factory=list, description="What the load did about each quality issue.")
 
-    def to_json(self) -> str:
-        return self.model_dump_json(indent=2)
 
-    def write(self, path: str | Path) -> Path:
-        target = Path(path)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(self.to_json(), encoding="utf-8")
-        return target
 
-    @classmethod
-    def read(cls, path: str | Path) -> ValidationReport:
-        return cls.model_validate_json(Path(path).read_text(encoding="utf-8"))

@@ -1,0 +1,91 @@
+"""Evaluation harness (issue 7): benchmark-grade scoring of the Query Generator.
+
+Framework-free, in the spirit of pydantic_evals: datasets and scorers are plain typed objects.
+
+    from dia_assets.agents.evaluation import AgentSolver, load_instances, run_eval
+    instances = load_instances("examples/eval/questions.jsonl")
+    summary = run_eval(instances, "dia_workspace/warehouse.duckdb", AgentSolver("oracle"), "eval_out")
+
+Modules, one concept each: `models` (instances, predictions, records), `datasets` (BIRD, Spider,
+defog sql-eval, our JSONL), `databases` (read-only SQLite/DuckDB/PostgreSQL with timeouts),
+`metrics` (EX, soft-F1, VES after DIA App. A.2 and BIRD's code), `failures` (App. C classes),
+`evaluators` (the metrics as typed objects applied per instance),
+`solvers` (the `Solver` protocol, `OracleSolver`, `AgentSolver`), `oracle` (the litellm
+provider that answers with the gold SQL), `runner` (parallel, resumable), `report` (JSON and
+Markdown), `sample` (the bundled question set's stand-in warehouse).
+"""
+
+from dia_assets.agents.evaluation.databases import (
+    Database,
+    DatabaseResolver,
+    QueryTimeout,
+    open_database,
+)
+from dia_assets.agents.evaluation.datasets import (
+    default_db,
+    detect_format,
+    load_instances,
+    transpile_gold,
+)
+from dia_assets.agents.evaluation.evaluators import (
+    Evaluator,
+    ExecutionAccuracy,
+    FailureClass,
+    ScoringContext,
+    SoftF1,
+    ValidEfficiency,
+    default_evaluators,
+)
+from dia_assets.agents.evaluation.failures import classify
+from dia_assets.agents.evaluation.metrics import (
+    best_soft_f1,
+    execution_match,
+    results_match,
+    soft_f1,
+    time_ratio,
+    ves,
+    ves_reward,
+)
+from dia_assets.agents.evaluation.models import EvalInstance, InstanceRecord, Prediction, RunConfig
+from dia_assets.agents.evaluation.report import render_markdown, summarize
+from dia_assets.agents.evaluation.runner import EvalError, read_records, run_eval, score_instance
+from dia_assets.agents.evaluation.solvers import AgentSolver, OracleSolver, Solver
+
+__all__ = [
+    "AgentSolver",
+    "Database",
+    "DatabaseResolver",
+    "EvalError",
+    "EvalInstance",
+    "Evaluator",
+    "ExecutionAccuracy",
+    "FailureClass",
+    "InstanceRecord",
+    "OracleSolver",
+    "Prediction",
+    "QueryTimeout",
+    "RunConfig",
+    "ScoringContext",
+    "SoftF1",
+    "Solver",
+    "ValidEfficiency",
+    "best_soft_f1",
+    "classify",
+    "default_evaluators",
+    "default_db",
+    "detect_format",
+    "execution_match",
+    "load_instances",
+    "open_database",
+    "read_records",
+    "render_markdown",
+    "results_match",
+    "run_eval",
+    "score_instance",
+    "soft_f1",
+    "summarize",
+    "time_ratio",
+    "transpile_gold",
+    "ves",
+    "ves_reward",
+]

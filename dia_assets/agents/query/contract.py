@@ -1,0 +1,111 @@
+"""Shape declaration (DIA §3.5): the output contract is a structured tool call, validated
+before anything else runs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import sqlglot
+from pydantic import ValidationError
+from sqlglot import exp
+
+from dia_assets.agents.query.safety import closest_columns
+from dia_assets.contracts.query_result import OutputContract
+
+__all__ = ["OutputContract", "ContractError", "parse_contract"]
+
+
+class ContractError(ValueError):
+    pass
+
+
+def _columns_of(schema: dict[str, dict[str, str]]) -> set[str]:
+    return {c for cols in schema.values() for c in cols} | {f"{t}.{c}" for t, cols in schema.items() for c in cols}
+
+
+def coerce(args: dict[str, Any]) -> dict[str, Any]:
+    """Accept the shorthand models write: `"order": ["n desc"]`, `"filters": ["only ICU"]`,
+    `"granularity": "one row per role"`, `"columns": [{"name": ...}]`."""
+    args = {k: v for k, v in dict(args).items() if v is not None}
+    if isinstance(args.get("granularity"), str):
+        args["granularity"] = {"description": args["granularity"]}
+    if isinstance(args.get("columns"), list):
+        args["columns"] = [c.get("name", "") if isinstance(c, dict) else str(c) for c in args["columns"]]
+    order = args.get("order")
+    if isinstance(order, str):
+        order = [o for o in order.split(",") if o.strip()] if order.strip().lower() not in ("", "none", "unordered") else []
+    if isinstance(order, list):
+        items = []
+        for o in order:
+            if isinstance(o, str):
+                parts = o.strip().split()
+                direction = parts[-1].lower() if len(parts) > 1 and parts[-1].lower() in ("asc", "desc") else "asc"
+                items.append({"column": parts[0], "direction": direction})
+            else:
+                items.append(o)
+        args["order"] = items
+    if isinstance(args.get("filters"), list):
+        args["filters"] = [{"description": f} if isinstance(f, str) else f for f in args["filters"]]
+    for item in args.get("order", []):
+        if isinstance(item, dict) and isinstance(item.get("direction"), str):
+            item["direction"] = item["direction"].lower()
+    return args
+
+
+def parse_contract(args: dict[str, Any], schema: dict[str, dict[str, str]], dialect: str) -> OutputContract:
+    """Validate the declared contract; every problem is reported at once."""
+    args = coerce(args)
+    try:
+        contract = OutputContract.model_validate(args)
+    except ValidationError as err:
+        raise ContractError(f"the contract does not validate: {err.errors(include_url=False)}") from err
+    problems: list[str] = []
+    names = [c.lower() for c in contract.columns]
+    known = _columns_of(schema)
+    if contract.kind == "analytical":
+        if not contract.columns:
+            problems.append("declare the result columns, in order")
+        if len(set(names)) != len(names):
+            problems.append("result column names must be unique")
+        for key in contract.granularity.key_columns:
+            if key.lower() not in names:
+                problems.append(f"granularity key {key!r} is not one of the declared columns")
+        for item in contract.order:
+            if item.column.lower() not in names:
+                problems.append(f"order column {item.column!r} is not one of the declared columns")
+    else:
+        if not contract.targets:
+            problems.append("a modification declares its target objects (targets)")
+        if not contract.post_condition_sql:
+            problems.append("a modification declares post_condition_sql: a SELECT whose first value is true when the change holds")
+        else:
+            try:
+                tree = sqlglot.parse_one(contract.post_condition_sql, read=dialect)
+                if not isinstance(tree, (exp.Select, exp.Union)):
+                    problems.append("post_condition_sql must be a SELECT")
+            except sqlglot.errors.SqlglotError as err:
+                problems.append(f"post_condition_sql does not parse: {str(err)[:200]}")
+    for flt in contract.filters:
+        if flt.column and flt.column.lower() not in known and flt.column.lower() not in names:
+            close = closest_columns(flt.column.split(".")[-1], schema)
+            problems.append(
+                f"filter column {flt.column!r} is not in the schema"
+                + (f" (closest: {', '.join(close)})" if close else "")
+            )
+    if contract.entity_key and ("." not in contract.entity_key or contract.entity_key.lower() not in known):
+        problems.append(f"entity_key {contract.entity_key!r} must be table.column of the schema")
+    if problems:
+        raise ContractError("; ".join(problems))
+    return contract
+
+
+def describe_contract(contract: OutputContract) -> str:
+    if contract.kind == "modification":
+        return f"modification of {', '.join(contract.targets)}; post-condition: {contract.post_condition_sql}"
+    order = ", ".join(f"{o.column} {o.direction}" for o in contract.order) or "unordered"
+    filters = "; ".join(f.description for f in contract.filters) or "none"
+    keys = ", ".join(contract.granularity.key_columns) or "-"
+    return (
+        f"columns [{', '.join(contract.columns)}]; one row per {contract.granularity.description or keys} "
+        f"(keys {keys}); order {order}; filters: {filters}"
+    )

@@ -1,0 +1,481 @@
+"""The Query Generator's agent loop (DIA §3.5): declare, explore, submit, verify, repair.
+
+A plain loop over litellm tool calls. Each turn the model returns tool calls; the loop
+dispatches the ones it allows, in order, and appends their delimited results. Policies
+(App. D.5) gate the dispatch: nothing runs before a valid contract, a repeated submission
+is refused, and after three failures with the same signature only `ask` is accepted.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from dia_assets.agents.query.contract import ContractError, describe_contract, parse_contract
+from dia_assets.agents.query.dialects import Database, QueryOutput, transpile_all
+from dia_assets.agents.query.lineage import column_lineage
+from dia_assets.agents.query.llm import ChatFn, ChatReply, ToolCall
+from dia_assets.agents.query.memory import Lesson, QueryMemory
+from dia_assets.agents.query.modification import run_modification
+from dia_assets.agents.query.policies import (
+    ForcedClarification,
+    PreviousAnswer,
+    ResubmissionControl,
+    apply_carryover,
+    carryover_prompt,
+)
+from dia_assets.agents.query.safety import SQLRefused, check_sql, clean_sql
+from dia_assets.agents.query.schema import SchemaIndex
+from dia_assets.agents.query.tools import (
+    AGENT_TOOLS,
+    Explorer,
+    data_text,
+    fill,
+    jsonable,
+    prompts,
+    tool_specs,
+    wrap,
+)
+from dia_assets.agents.query.verify import signature, verify_result
+from dia_assets.contracts.query_result import (
+    Check,
+    Clarification,
+    MemoryUse,
+    ModificationOutcome,
+    OutputContract,
+    QueryResult,
+    Usage,
+    Verification,
+)
+
+AskUser = Callable[[str], str | None]
+DIALECT_NAMES = {"duckdb": "DuckDB", "postgres": "PostgreSQL", "sqlite": "SQLite"}
+
+
+@dataclass
+class AgentSettings:
+    max_turns: int = 24
+    max_attempts: int = 6
+    max_asks: int = 3
+    probe_rows: int = 50
+    result_rows: int = 100_000
+    preview_rows: int = 20
+    timeout_s: float = 10.0
+    clarify_after: int = 3
+    resubmission_window: int = 5
+    link_tables: int = 6
+    memory_refs: int = 3
+    reflect: bool = True
+    transpile_to: tuple[str, ...] = ("snowflake", "bigquery")
+
+
+@dataclass
+class AgentRun:
+    result: QueryResult
+    output: QueryOutput | None
+    trace: dict[str, Any]
+
+
+@dataclass
+class _State:
+    contract: OutputContract | None = None
+    attempts: int = 0
+    asks: int = 0
+    nudges: int = 0
+    finished: bool = False
+    status: str = "failed"
+    message: str = ""
+    sql: str | None = None
+    answer: str = ""
+    output: QueryOutput | None = None
+    verification: Verification = field(default_factory=Verification)
+    modification: ModificationOutcome | None = None
+    clarifications: list[Clarification] = field(default_factory=list)
+    failures: list[str] = field(default_factory=list)
+
+
+class QueryAgent:
+    """One warehouse, one schema index, one model; `answer` runs the loop for a question."""
+
+    def __init__(
+        self,
+        db: Database,
+        index: SchemaIndex,
+        chat: ChatFn,
+        memory: QueryMemory | None = None,
+        settings: AgentSettings | None = None,
+        ask_user: AskUser | None = None,
+        allow_writes: bool = False,
+    ) -> None:
+        self.db, self.index, self.chat, self.memory = db, index, chat, memory
+        self.settings = settings or AgentSettings()
+        self.ask_user = ask_user
+        self.allow_writes = allow_writes
+
+    # -- the loop -----------------------------------------------------------------------
+
+    def answer(
+        self,
+        question: str,
+        question_id: str = "adhoc",
+        previous: PreviousAnswer | None = None,
+        known_clarifications: list[Clarification] | None = None,
+    ) -> AgentRun:
+        s = self.settings
+        started = time.perf_counter()
+        self._model_s = 0.0
+        self._events: list[dict[str, Any]] = []
+        self._usage = Usage()
+        self._failure_notes: list[str] = []
+        self._started = started
+        self._previous = previous
+        self._question = question
+        explorer = Explorer(self.db, self.index, self.memory, s.probe_rows, s.timeout_s)
+        self._explorer = explorer
+        self._resubmit = ResubmissionControl(self.db.dialect, s.resubmission_window)
+        self._clarify = ForcedClarification(s.clarify_after)
+        state = _State()
+        tools = tool_specs(AGENT_TOOLS, s.probe_rows, s.timeout_s)
+
+        messages = self._opening(question, previous, known_clarifications or [])
+        self._event("start", question=question, question_id=question_id,
+                    prompt_chars=sum(len(m["content"]) for m in messages),
+                    linked_tables=self._linked)
+        turn = 0
+        while not state.finished and turn < s.max_turns:
+            turn += 1
+            try:
+                reply = self._call(messages, tools, turn)
+            except Exception as err:  # provider down, auth, rate limit: keep the trace, say why
+                self._finish(state, "failed", f"model call failed: {type(err).__name__}: {err}"[:500])
+                break
+            messages.append(reply.as_message())
+            if not reply.tool_calls:
+                state.nudges += 1
+                if state.nudges > 3:
+                    self._finish(state, "failed", "the model stopped calling tools")
+                    break
+                messages.append({"role": "user", "content": fill(prompts()["nudge"], tools=", ".join(AGENT_TOOLS))})
+                continue
+            for call in reply.tool_calls:
+                # every tool call gets a result (providers require it); none runs after the end
+                content = (wrap(call.name, {"skipped": "the loop has already finished"}) if state.finished
+                           else self._dispatch(call, state))
+                messages.append({"role": "tool", "tool_call_id": call.id, "name": call.name, "content": content})
+        if not state.finished:
+            self._finish(state, "failed", f"no accepted answer within {s.max_turns} turns")
+
+        lessons = self._after(question, state, messages)
+        return self._result(question, question_id, state, lessons, messages, started)
+
+    def _opening(self, question: str, previous: PreviousAnswer | None,
+                 clarifications: list[Clarification]) -> list[dict[str, Any]]:
+        p = prompts()
+        dialect = self.db.dialect
+        system = fill(p["system"],
+            dialect_name=DIALECT_NAMES.get(dialect, dialect),
+            dialect_notes=p["dialect_notes"].get(dialect, "").strip(),
+        )
+        self._linked = self.index.link(question, self.settings.link_tables)
+        memory = ""
+        if self.memory is not None and self.settings.memory_refs:
+            refs = self.memory.recall(question, self.settings.memory_refs)
+            self._event("recall", query=question, refs=[r.__dict__ for r in refs], auto=True)
+            if refs:
+                memory = fill(p["memory_refs"],
+                    refs="\n".join(data_text(f"[{r.id}] {r.title} (kind {r.kind}, score {r.score})") for r in refs)
+                ) + "\n"
+        carry = carryover_prompt(previous) + "\n" if previous else ""
+        known = ""
+        if clarifications:
+            known = "Earlier clarifications from the user (short-term memory):\n<data>\n" + "\n".join(
+                data_text(f"Q: {c.question}\nA: {c.answer}") for c in clarifications if c.answer
+            ) + "\n</data>\n"
+        user = fill(p["user"],
+            question=question, schema=data_text(self.index.render(self._linked)),
+            all_tables=", ".join(sorted(self.index.tables)), memory=memory, carryover=carry,
+            clarifications=known,
+        )
+        return [{"role": "system", "content": system}, {"role": "user", "content": user}]
+
+    def _call(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], turn: int) -> ChatReply:
+        t0 = time.perf_counter()
+        reply = self.chat(messages, tools)
+        elapsed = time.perf_counter() - t0
+        self._model_s += elapsed
+        usage = {**reply.usage, "latency_s": round(reply.usage.get("latency_s", elapsed), 4)}
+        self._usage.add(usage)
+        self._event("model_call", turn=turn, usage=usage, content=reply.content,
+                    tool_calls=[{"name": c.name, "arguments": c.arguments} for c in reply.tool_calls])
+        return reply
+
+    def _event(self, event_name: str, /, **data: Any) -> None:
+        self._events.append({"t": round(time.perf_counter() - self._started, 4), "event": event_name, **jsonable(data)})
+
+    # -- dispatch -----------------------------------------------------------------------
+
+    def _dispatch(self, call: ToolCall, state: _State) -> str:
+        name = call.name
+        if name not in AGENT_TOOLS:
+            return self._tool(call, {"error": f"unknown tool {name!r}; allowed: {', '.join(AGENT_TOOLS)}"}, refused=True)
+        try:
+            args = call.args()
+        except ValueError as err:
+            return self._tool(call, {"error": str(err)}, refused=True)
+        if self._clarify.must_ask and name != "ask":
+            return self._tool(call, {"error": (
+                f"policy (forced clarification): {self.settings.clarify_after} consecutive failures "
+                f"with the same signature ({self._clarify.last_signature}); your next action must be "
+                "ask: put one precise question to the user")}, refused=True)
+        if state.contract is None and name not in ("declare_contract", "ask"):
+            return self._tool(call, {"error": "declare the output contract first (declare_contract); nothing else runs before it"}, refused=True)
+        handler = getattr(self, f"_tool_{name}", None)
+        if handler is not None:
+            return handler(call, args, state)
+        ex = self._explorer
+        if name == "probe":
+            payload = ex.probe(str(args.get("sql", "")))
+        elif name == "describe_table":
+            payload = ex.describe_table(str(args.get("name", "")))
+        elif name == "search_schema":
+            payload = ex.search_schema(str(args.get("term", "")))
+        elif name == "recall":
+            payload = ex.recall(str(args.get("query", "")))
+        else:  # read_memory
+            payload = ex.read_memory(str(args.get("id", "")))
+        return self._tool(call, payload)
+
+    def _tool(self, call: ToolCall, payload: Any, refused: bool = False, **extra: Any) -> str:
+        text = wrap(call.name, payload)
+        self._event("tool", name=call.name, arguments=call.arguments, refused=refused,
+                    result=text[:4000], **extra)
+        return text
+
+    def _tool_declare_contract(self, call: ToolCall, args: dict[str, Any], state: _State) -> str:
+        try:
+            contract = parse_contract(args, self.index.qualify_schema(), self.db.dialect)
+        except ContractError as err:
+            return self._tool(call, {"error": str(err)}, refused=True)
+        revised = state.contract is not None
+        state.contract = contract
+        self._event("contract", contract=contract.model_dump(), revised=revised)
+        return self._tool(call, {"accepted": True, "contract": describe_contract(contract)})
+
+    def _tool_ask(self, call: ToolCall, args: dict[str, Any], state: _State) -> str:
+        question = str(args.get("question", "")).strip()
+        self._clarify.asked()
+        state.asks += 1
+        if not question:
+            return self._tool(call, {"error": "ask needs a question"}, refused=True)
+        if self.ask_user is None:
+            state.clarifications.append(Clarification(question=question))
+            self._finish(state, "needs_clarification", question)
+            return self._tool(call, {"note": "no user is available; the question is returned to the caller"})
+        if state.asks > self.settings.max_asks:
+            return self._tool(call, {"error": f"at most {self.settings.max_asks} questions per answer; decide with the information you have"}, refused=True)
+        answer = self.ask_user(question)
+        state.clarifications.append(Clarification(question=question, answer=answer or None))
+        if not answer:
+            return self._tool(call, {"user_answer": None, "note": "the user gave no answer: choose the most plausible reading and say so in the answer"})
+        return self._tool(call, {"user_answer": answer})
+
+    def _tool_submit(self, call: ToolCall, args: dict[str, Any], state: _State) -> str:
+        s = self.settings
+        contract = state.contract
+        assert contract is not None
+        raw = clean_sql(str(args.get("sql", "")))
+        sql = apply_carryover(raw, self._previous, self.db.dialect)
+        if self._resubmit.is_repeat(sql):
+            return self._tool(call, {"error": (
+                "policy (resubmission control): this SQL equals a recent submission after "
+                "normalization; change the structural approach or ask")}, refused=True, policy="resubmission")
+        self._resubmit.remember(sql)
+        state.attempts += 1
+        if contract.kind == "modification":
+            return self._modify(call, sql, contract, state)
+        schema = self.index.qualify_schema()
+        try:
+            checked = check_sql(sql, self.db.dialect, schema, allow_write=False)
+        except SQLRefused as err:
+            return self._fail(call, state, err.signature, {"refused_before_execution": str(err)})
+        try:
+            output = self.db.query(sql, s.result_rows, max(s.timeout_s, 30.0))
+        except Exception as err:
+            return self._fail(call, state, f"execution_error:{type(err).__name__}",
+                              {"execution_error": f"{type(err).__name__}: {err}"[:600]})
+        assert checked.qualified is not None
+        verification = verify_result(contract, sql, checked.qualified, output, self.db, self.index, s.timeout_s)
+        self._event("verification", attempt=state.attempts, sql=sql, passed=verification.passed,
+                    checks=[c.model_dump() for c in verification.checks])
+        if not verification.passed:
+            return self._fail(call, state, signature(verification), {
+                "result": {"columns": output.columns, "row_count": output.row_count,
+                           "first_rows": [list(r) for r in output.rows[:5]]},
+                "verification_failed": [f"{c.name}: {c.detail}" for c in verification.failed()],
+            }, verification=verification)
+        state.sql, state.output, state.verification = sql, output, verification
+        state.answer = str(args.get("answer") or "")
+        capped = f" (result capped at {output.row_count} rows)" if output.truncated else ""
+        self._finish(state, "answered", "verified against the contract" + capped)
+        return self._tool(call, {"accepted": True, "row_count": output.row_count,
+                                 "checks": [c.name for c in verification.checks]})
+
+    def _modify(self, call: ToolCall, sql: str, contract: OutputContract, state: _State) -> str:
+        schema = self.index.qualify_schema()
+        try:
+            checked = check_sql(sql, self.db.dialect, schema, allow_write=True)
+        except SQLRefused as err:
+            return self._fail(call, state, err.signature, {"refused_before_execution": str(err)})
+        if not checked.is_write:
+            return self._fail(call, state, "not_a_modification",
+                              {"error": "this is a modification task: submit the DDL/DML statement itself"})
+        assert contract.post_condition_sql
+        outcome = run_modification(self.db, [sql], contract.post_condition_sql, self.allow_writes, max(self.settings.timeout_s, 30.0))
+        state.modification = outcome
+        checks = [
+            Check(name="post_condition", passed=outcome.scratch_passed, detail=outcome.detail),
+            Check(name="applied", passed=True, detail="applied" if outcome.applied else "not applied"),
+        ]
+        verification = Verification(passed=outcome.scratch_passed, checks=checks)
+        self._event("modification", sql=sql, outcome=outcome.model_dump())
+        if not outcome.scratch_passed:
+            return self._fail(call, state, "post_condition", {"modification": outcome.detail}, verification=verification)
+        state.sql, state.verification = sql, verification
+        self._finish(state, "answered", outcome.detail)
+        return self._tool(call, {"accepted": True, "modification": outcome.detail})
+
+    def _fail(self, call: ToolCall, state: _State, sig: str, payload: dict[str, Any],
+              verification: Verification | None = None) -> str:
+        s = self.settings
+        state.failures.append(sig)
+        self._failure_notes.append(f"{sig}: {json.dumps(jsonable(payload), ensure_ascii=False)[:300]}")
+        if verification is not None:
+            state.verification = verification
+        must_ask = self._clarify.failure(sig)
+        payload = {**payload, "attempt": f"{state.attempts} of {s.max_attempts}", "signature": sig}
+        if state.attempts >= s.max_attempts:
+            self._finish(state, "failed", f"no verified answer after {state.attempts} attempts (last: {sig})")
+        elif must_ask:
+            payload["policy"] = (f"forced clarification: {s.clarify_after} consecutive failures with "
+                                 f"signature {sig}; your next action must be ask")
+        self._event("failure", attempt=state.attempts, signature=sig, must_ask=must_ask)
+        return self._tool(call, payload, refused=True)
+
+    def _finish(self, state: _State, status: str, message: str) -> None:
+        state.finished, state.status, state.message = True, status, message
+        self._event("finish", status=status, message=message)
+
+    # -- after the answer: outcomes, reflection, preference lessons -------------------------
+
+    def _after(self, question: str, state: _State, messages: list[dict[str, Any]]) -> list[str]:
+        written: list[str] = []
+        if self.memory is None:
+            return written
+        for item_id, (usable, _detail, _title) in self._explorer.memory_checked.items():
+            if usable:
+                self.memory.record_outcome(item_id, state.status == "answered")
+        if state.status != "answered":
+            return written
+        if self.settings.reflect:
+            written += self._reflect(question, state, messages)
+        tables = sorted(self._tables_of(state.sql))
+        for c in state.clarifications:
+            if not c.answer or not tables:
+                continue
+            lesson = Lesson(
+                kind="preference",
+                title=f"User preference: {c.question}"[:200],
+                rule=f"Asked '{c.question}', the user answered: {c.answer}. It led to a verified answer to: {question}",
+                probe_sql=f"SELECT COUNT(*) > 0 FROM {tables[0]}",
+                evidence=[f"question: {question}", f"accepted SQL: {state.sql}"],
+                question=question,
+            )
+            written.append(self.memory.write_lesson(lesson))
+            self._event("lesson", kind="preference", title=lesson.title)
+        return written
+
+    def _tables_of(self, sql: str | None) -> set[str]:
+        if not sql:
+            return set()
+        import sqlglot
+        from sqlglot import exp
+
+        try:
+            tree = sqlglot.parse_one(sql, read=self.db.dialect)
+        except sqlglot.errors.SqlglotError:
+            return set()
+        ctes = {c.alias_or_name.lower() for c in tree.find_all(exp.CTE)}
+        return {t.name for t in tree.find_all(exp.Table) if t.name.lower() not in ctes and t.name in self.index.tables}
+
+    def _reflect(self, question: str, state: _State, messages: list[dict[str, Any]]) -> list[str]:
+        assert self.memory is not None
+        failures = "\n".join(data_text(f) for f in self._failure_notes) or "none"
+        convo = [*messages, {"role": "user", "content": fill(prompts()["reflect"], failures=failures)}]
+        written: list[str] = []
+        try:
+            reply = self._call(convo, tool_specs(("write_lesson",)), turn=0)
+        except Exception as err:
+            self._event("lesson_refused", reason=f"reflection call failed: {type(err).__name__}: {err}"[:300])
+            return written
+        for call in reply.tool_calls:
+            if call.name != "write_lesson":
+                continue
+            try:
+                args = call.args()
+                lesson = Lesson(
+                    kind=str(args.get("kind", "aggregation")), title=str(args["title"]),
+                    rule=str(args["rule"]), probe_sql=str(args["probe_sql"]),
+                    evidence=[*map(str, args.get("evidence") or []), f"question: {question}",
+                              f"accepted SQL: {state.sql}"],
+                    question=question,
+                )
+                rows = self._explorer.probe_rows(lesson.probe_sql)
+            except Exception as err:
+                self._event("lesson_refused", reason=f"{type(err).__name__}: {err}"[:300])
+                continue
+            from dia_assets.agents.query.memory import probe_confirms
+
+            if not probe_confirms(rows):
+                self._event("lesson_refused", reason="its precondition probe does not confirm here", title=lesson.title)
+                continue
+            written.append(self.memory.write_lesson(lesson))
+            self._event("lesson", kind=lesson.kind, title=lesson.title, probe_sql=lesson.probe_sql)
+        return written
+
+    # -- result ------------------------------------------------------------------------------
+
+    def _result(self, question: str, question_id: str, state: _State, lessons: list[str],
+                messages: list[dict[str, Any]], started: float) -> AgentRun:
+        s = self.settings
+        total = time.perf_counter() - started
+        out = state.output
+        result = QueryResult(
+            question_id=question_id, question=question, status=state.status,  # type: ignore[arg-type]
+            message=state.message, sql=state.sql, dialect=self.db.dialect,
+            transpiled=transpile_all(state.sql, self.db.dialect, s.transpile_to) if state.sql else {},
+            contract=state.contract, verification=state.verification, attempts=state.attempts,
+            row_count=out.row_count if out else 0, columns=out.columns if out else [],
+            preview=[list(jsonable(list(r))) for r in out.rows[: s.preview_rows]] if out else [],
+            answer=state.answer,
+            lineage=(column_lineage(state.sql, self.index.qualify_schema(), self.db.dialect)
+                     if state.sql and out is not None else {}),
+            memory_used=[MemoryUse(id=i, title=t, verified=u, detail=d)
+                         for i, (u, d, t) in self._explorer.memory_checked.items()],
+            lessons_written=lessons, clarifications=state.clarifications,
+            modification=state.modification, tokens=self._usage,
+            latency_s=round(total, 4), overhead_s=round(total - self._model_s, 4),
+        )
+        trace = {
+            "version": 1, "question_id": question_id, "question": question,
+            "dialect": self.db.dialect, "warehouse": self.db.location,
+            "settings": jsonable(s.__dict__), "status": state.status, "failures": state.failures,
+            "contract": state.contract.model_dump() if state.contract else None,
+            "sql": state.sql, "verification": state.verification.model_dump(),
+            "events": self._events, "messages": jsonable(messages),
+            "usage": self._usage.model_dump(), "latency_s": result.latency_s,
+            "overhead_s": result.overhead_s,
+        }
+        return AgentRun(result=result, output=out, trace=trace)

@@ -1,0 +1,211 @@
+"""One question end to end: open the warehouse, link the schema, run the loop, write the
+artifacts `queries/<id>/` (query.sql, result.parquet, trace.json, answer.md). Used by the
+`query_result` asset, `dia ask` and the benchmark."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from dia_assets.agents.query.dialects import Database, QueryOutput, open_database
+from dia_assets.agents.query.llm import NO_MODEL_MESSAGE, ChatFn, litellm_chat
+from dia_assets.agents.query.loop import AgentRun, AgentSettings, AskUser, QueryAgent
+from dia_assets.agents.query.memory import QueryMemory
+from dia_assets.agents.query.policies import PreviousAnswer
+from dia_assets.agents.query.schema import SchemaIndex
+from dia_assets.contracts.query_result import Clarification, QueryResult
+
+_INDEX_CACHE: dict[tuple[str, float], SchemaIndex] = {}
+
+
+def default_questions_path() -> Path:
+    """DIA_QUESTIONS, else examples/questions.yaml (from the working folder or the project root)."""
+    if os.environ.get("DIA_QUESTIONS"):
+        return Path(os.environ["DIA_QUESTIONS"])
+    local = Path("examples/questions.yaml")
+    return local if local.exists() else Path(__file__).resolve().parents[3] / "examples" / "questions.yaml"
+
+
+def load_questions(path: str | Path | None = None) -> list[dict[str, str]]:
+    """[{id, question}] from a YAML list; ids must be unique partition keys. An item may name
+    `follows: <id>`: it is then a follow-up built on that question's accepted SQL."""
+    target = Path(path) if path else default_questions_path()
+    if not target.exists():
+        return []
+    items = yaml.safe_load(target.read_text(encoding="utf-8")) or []
+    out, seen = [], set()
+    for item in items:
+        qid = str(item.get("id") or slug(item["question"]))
+        if qid in seen:
+            raise ValueError(f"duplicate question id {qid!r} in {target}")
+        seen.add(qid)
+        entry = {"id": qid, "question": str(item["question"]).strip()}
+        if item.get("follows"):
+            entry["follows"] = str(item["follows"])
+        out.append(entry)
+    return out
+
+
+def slug(text: str, limit: int = 60) -> str:
+    return re.sub(r"[^a-z0-9]+", "_", text.lower()).strip("_")[:limit] or "question"
+
+
+def schema_index(db: Database, manifest_path: str | Path | None = None) -> SchemaIndex:
+    """Built once per warehouse file version and reused across questions."""
+    key = (db.location, _mtime(db.location))
+    if key[1] and key in _INDEX_CACHE:
+        return _INDEX_CACHE[key]
+    index = SchemaIndex.build(db, manifest=SchemaIndex.load_manifest(manifest_path))
+    if key[1]:
+        _INDEX_CACHE[key] = index
+    return index
+
+
+def _mtime(location: str) -> float:
+    try:
+        return Path(location).stat().st_mtime
+    except OSError:
+        return 0.0
+
+
+def previous_answer(workspace: str | Path, question_id: str) -> PreviousAnswer | None:
+    """The accepted SQL of an earlier question, from its queries/<id>/result.json."""
+    path = Path(workspace) / "queries" / question_id / "result.json"
+    if not path.exists():
+        return None
+    result = QueryResult.read(path)
+    if result.status != "answered" or not result.sql:
+        return None
+    return PreviousAnswer(result.question, result.sql)
+
+
+def no_model_result(question_id: str, question: str) -> QueryResult:
+    return QueryResult(question_id=question_id, question=question, status="no_model", message=NO_MODEL_MESSAGE)
+
+
+def answer_question(
+    question: str,
+    warehouse: str | Path,
+    *,
+    question_id: str | None = None,
+    model: str | None = None,
+    chat: ChatFn | None = None,
+    memory: QueryMemory | None = None,
+    manifest_path: str | Path | None = None,
+    workspace: str | Path | None = None,
+    ask_user: AskUser | None = None,
+    allow_writes: bool = False,
+    previous: PreviousAnswer | None = None,
+    clarifications: list[Clarification] | None = None,
+    settings: AgentSettings | None = None,
+) -> tuple[QueryResult, AgentRun | None]:
+    """Answer one question; writes artifacts when `workspace` is given."""
+    qid = question_id or slug(question)
+    if chat is None:
+        model = model or os.environ.get("DIA_MODEL") or None
+        if not model:
+            result = no_model_result(qid, question)
+            if workspace:
+                write_artifacts(result, None, None, Path(workspace) / "queries" / qid)
+            return result, None
+        chat = litellm_chat(model)
+    db = open_database(warehouse)
+    try:
+        index = schema_index(db, manifest_path)
+        agent = QueryAgent(db, index, chat, memory=memory, settings=settings,
+                           ask_user=ask_user, allow_writes=allow_writes)
+        run = agent.answer(question, qid, previous=previous, known_clarifications=clarifications)
+    finally:
+        db.close()
+    if workspace:
+        write_artifacts(run.result, run.output, run.trace, Path(workspace) / "queries" / qid)
+    return run.result, run
+
+
+def write_artifacts(result: QueryResult, output: QueryOutput | None, trace: dict[str, Any] | None,
+                    folder: Path) -> QueryResult:
+    folder.mkdir(parents=True, exist_ok=True)
+    paths = {"answer": folder / "answer.md", "result_json": folder / "result.json"}
+    if result.sql:
+        paths["sql"] = folder / "query.sql"
+        paths["sql"].write_text(result.sql.rstrip() + ";\n", encoding="utf-8")
+    if output is not None and output.columns:
+        paths["parquet"] = folder / "result.parquet"
+        _write_parquet(output, paths["parquet"])
+    if trace is not None:
+        paths["trace"] = folder / "trace.json"
+        paths["trace"].write_text(json.dumps(trace, indent=2, default=str), encoding="utf-8")
+    result.artifacts = {k: str(v) for k, v in paths.items()}
+    paths["answer"].write_text(render_answer(result), encoding="utf-8")
+    paths["result_json"].write_text(result.to_json(), encoding="utf-8")
+    return result
+
+
+def _write_parquet(output: QueryOutput, path: Path) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    names = _unique(output.columns)
+    columns = list(zip(*output.rows, strict=True)) if output.rows else [[] for _ in names]
+    arrays = []
+    for col in columns:
+        try:
+            arrays.append(pa.array(list(col)))
+        except (pa.ArrowInvalid, pa.ArrowTypeError):
+            arrays.append(pa.array([None if v is None else str(v) for v in col], type=pa.string()))
+    pq.write_table(pa.table(dict(zip(names, arrays, strict=True))), path)
+
+
+def _unique(names: list[str]) -> list[str]:
+    seen: dict[str, int] = {}
+    out = []
+    for n in names:
+        seen[n] = seen.get(n, 0) + 1
+        out.append(n if seen[n] == 1 else f"{n}_{seen[n]}")
+    return out
+
+
+def markdown_table(columns: list[str], rows: list[list[Any]], limit: int = 20) -> str:
+    if not columns:
+        return ""
+    def cell(v: Any) -> str:
+        return "" if v is None else str(v).replace("|", "\\|").replace("\n", " ")
+    lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+    lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in rows[:limit]]
+    return "\n".join(lines)
+
+
+def render_answer(result: QueryResult) -> str:
+    lines = [f"# {result.question}", "", f"- status: **{result.status}**"]
+    if result.message:
+        lines.append(f"- {result.message}")
+    if result.status == "no_model":
+        return "\n".join(lines) + "\n"
+    lines += [f"- dialect: {result.dialect}; attempts: {result.attempts}; rows: {result.row_count}",
+              f"- tokens: {result.tokens.total_tokens} (cost USD {result.tokens.cost_usd:.4f}); "
+              f"latency {result.latency_s:.2f} s, agent overhead {result.overhead_s:.3f} s"]
+    if result.contract:
+        from dia_assets.agents.query.contract import describe_contract
+
+        lines.append(f"- contract: {describe_contract(result.contract)}")
+    if result.answer:
+        lines += ["", result.answer]
+    if result.sql:
+        lines += ["", "## SQL", "", "```sql", result.sql.rstrip(), "```"]
+    if result.preview:
+        lines += ["", "## Result (preview)", "", markdown_table(result.columns, result.preview)]
+    if result.verification.checks:
+        lines += ["", "## Verification", ""]
+        lines += [f"- {'PASS' if c.passed else 'FAIL'} {c.name}: {c.detail}" for c in result.verification.checks]
+    if result.clarifications:
+        lines += ["", "## Clarifications", ""]
+        lines += [f"- {c.question} -> {c.answer or '(no answer)'}" for c in result.clarifications]
+    if result.memory_used:
+        lines += ["", "## Memory", ""]
+        lines += [f"- [{m.id}] {m.title}: {'used' if m.verified else 'refused'} ({m.detail})" for m in result.memory_used]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,193 @@
+"""The agent's tools: JSON schemas for litellm tool calling, the exploration tools, and the
+delimiting of tool results.
+
+Tool results are JSON inside `<tool_result name=...>` blocks; every `<` inside is escaped
+(`\\u003c`), so a data value can never close the block or open another one. The loop acts
+only on the structured tool calls it allows, never on text.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from decimal import Decimal
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from dia_assets.agents.query.dialects import Database, QueryOutput
+from dia_assets.agents.query.memory import QueryMemory
+from dia_assets.agents.query.safety import SQLRefused, check_sql, clean_sql
+from dia_assets.agents.query.schema import SchemaIndex
+
+PROMPTS = Path(__file__).resolve().parents[2] / "prompts" / "query_agent.yaml"
+
+_STR = {"type": "string"}
+_PARAMETERS: dict[str, dict[str, Any]] = {
+    "declare_contract": {
+        "type": "object",
+        "properties": {
+            "kind": {"type": "string", "enum": ["analytical", "modification"]},
+            "columns": {"type": "array", "items": _STR},
+            "granularity": {
+                "type": "object",
+                "properties": {"description": _STR, "key_columns": {"type": "array", "items": _STR}},
+            },
+            "order": {
+                "type": "array",
+                "items": {"type": "object", "properties": {
+                    "column": _STR, "direction": {"type": "string", "enum": ["asc", "desc"]}},
+                    "required": ["column"]},
+            },
+            "filters": {
+                "type": "array",
+                "items": {"type": "object", "properties": {
+                    "description": _STR, "column": _STR, "op": _STR, "value": {}},
+                    "required": ["description"]},
+            },
+            "entity_key": _STR,
+            "allow_empty": {"type": "boolean"},
+            "targets": {"type": "array", "items": _STR},
+            "post_condition_sql": _STR,
+        },
+        "required": ["kind"],
+    },
+    "probe": {"type": "object", "properties": {"sql": _STR}, "required": ["sql"]},
+    "describe_table": {"type": "object", "properties": {"name": _STR}, "required": ["name"]},
+    "search_schema": {"type": "object", "properties": {"term": _STR}, "required": ["term"]},
+    "recall": {"type": "object", "properties": {"query": _STR}, "required": ["query"]},
+    "read_memory": {"type": "object", "properties": {"id": _STR}, "required": ["id"]},
+    "submit": {"type": "object", "properties": {"sql": _STR, "answer": _STR}, "required": ["sql"]},
+    "ask": {"type": "object", "properties": {"question": _STR}, "required": ["question"]},
+    "write_lesson": {
+        "type": "object",
+        "properties": {
+            "kind": {"type": "string", "enum": ["join", "aggregation", "filter", "output_convention",
+                                                "grounding", "formula", "preference"]},
+            "title": _STR, "rule": _STR, "probe_sql": _STR,
+            "evidence": {"type": "array", "items": _STR},
+        },
+        "required": ["kind", "title", "rule", "probe_sql"],
+    },
+}
+AGENT_TOOLS = ("declare_contract", "probe", "describe_table", "search_schema", "recall",
+               "read_memory", "submit", "ask")
+
+
+@lru_cache(maxsize=1)
+def prompts() -> dict[str, Any]:
+    return yaml.safe_load(PROMPTS.read_text(encoding="utf-8"))
+
+
+def fill(template: str, **values: Any) -> str:
+    """Replace `{name}` placeholders only; other braces in prompt text stay as written."""
+    for key, value in values.items():
+        template = template.replace("{" + key + "}", str(value))
+    return template
+
+
+def tool_specs(names: tuple[str, ...], max_rows: int = 50, timeout_s: float = 10.0) -> list[dict[str, Any]]:
+    texts = prompts()["tools"]
+    return [
+        {"type": "function", "function": {
+            "name": name,
+            "description": fill(texts[name], max_rows=max_rows, timeout_s=timeout_s).strip(),
+            "parameters": _PARAMETERS[name],
+        }}
+        for name in names
+    ]
+
+
+def jsonable(value: Any) -> Any:
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, Decimal):
+        return float(value)
+    if isinstance(value, (dt.date, dt.datetime, dt.time)):
+        return value.isoformat()
+    if isinstance(value, (list, tuple)):
+        return [jsonable(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    return str(value)
+
+
+def data_text(text: Any) -> str:
+    """Text placed inside a <data> block of a prompt: it can never close or open a tag."""
+    return str(text).replace("<", "\\u003c")
+
+
+def wrap(name: str, payload: Any) -> str:
+    """Delimit a tool result; data can never close the block."""
+    body = json.dumps(jsonable(payload), ensure_ascii=False).replace("<", "\\u003c").replace(">", "\\u003e")
+    return f'<tool_result name="{name}">\n{body}\n</tool_result>'
+
+
+def table_payload(output: QueryOutput, limit: int = 20) -> dict[str, Any]:
+    return {
+        "columns": output.columns,
+        "rows": [list(r) for r in output.rows[:limit]],
+        "row_count": output.row_count if not output.truncated else f">{output.row_count}",
+        "shown": min(limit, output.row_count),
+    }
+
+
+class Explorer:
+    """The read-only exploration tools over one warehouse, schema index and memory."""
+
+    def __init__(self, db: Database, index: SchemaIndex, memory: QueryMemory | None,
+                 max_rows: int = 50, timeout_s: float = 10.0) -> None:
+        self.db, self.index, self.memory = db, index, memory
+        self.max_rows, self.timeout_s = max_rows, timeout_s
+        self.memory_checked: dict[str, tuple[bool, str, str]] = {}  # id -> (usable, detail, title)
+
+    def probe(self, sql: str) -> dict[str, Any]:
+        sql = clean_sql(sql)
+        try:
+            check_sql(sql, self.db.dialect, self.index.qualify_schema())
+        except SQLRefused as err:
+            return {"error": str(err), "refused": True}
+        try:
+            out = self.db.query(sql, self.max_rows, self.timeout_s)
+        except Exception as err:
+            return {"error": f"{type(err).__name__}: {err}"[:500]}
+        return table_payload(out, self.max_rows)
+
+    def probe_rows(self, sql: str) -> list[tuple[Any, ...]]:
+        """For memory probes: the same checks, raising on refusal."""
+        check_sql(sql, self.db.dialect, self.index.qualify_schema())
+        return self.db.query(sql, 5, self.timeout_s).rows
+
+    def describe_table(self, name: str) -> dict[str, Any]:
+        info = self.index.describe(name)
+        if info is None:
+            from difflib import get_close_matches
+
+            close = get_close_matches(name, list(self.index.tables), n=3, cutoff=0.4)
+            return {"error": f"no table {name!r}", "closest": close}
+        return info
+
+    def search_schema(self, term: str) -> dict[str, Any]:
+        return {"term": term, "matches": self.index.search(term)}
+
+    def recall(self, query: str) -> dict[str, Any]:
+        if self.memory is None:
+            return {"refs": [], "note": "no memory configured"}
+        return {"refs": [{"id": r.id, "title": r.title, "score": r.score, "kind": r.kind}
+                         for r in self.memory.recall(query, k=5)]}
+
+    def read_memory(self, item_id: str) -> dict[str, Any]:
+        if self.memory is None:
+            return {"error": "no memory configured"}
+        item = self.memory.pull(str(item_id))
+        if item is None:
+            return {"error": f"no memory item {item_id}"}
+        usable, detail = self.memory.verify(item, self.probe_rows)
+        self.memory_checked[item.id] = (usable, detail, item.title)
+        if not usable:
+            return {"id": item.id, "title": item.title, "refused": True,
+                    "detail": f"stale: its precondition does not hold on this database ({detail}); do not use it"}
+        return {"id": item.id, "title": item.title, "kind": item.kind, "rule": item.body,
+                "probe_sql": item.probe_sql, "verified": detail}

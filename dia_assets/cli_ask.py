@@ -1,0 +1,132 @@
+"""`dia ask "QUESTION"`: answer one question on the terminal with the Query Generator.
+
+Mount with `app.command()(ask)` in dia_assets/cli.py. The agent may ask a clarification
+question on the terminal; answers are kept for the session (`queries/_session.json`) as
+short-term memory, and become preference lessons in shared memory when they led to a
+verified answer. `--follow-up` builds on the previous accepted SQL (context carryover).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+SESSION_FILE = "_session.json"
+
+
+def _workspace() -> Path:
+    return Path(os.environ.get("DIA_WORKSPACE", "dia_workspace"))
+
+
+def _default_warehouse(workspace: Path) -> str:
+    return os.environ.get("DIA_WAREHOUSE") or str(workspace / "warehouse.duckdb")
+
+
+def _echo(message: str) -> None:
+    typer.echo(message, err=True)
+
+
+def ask(
+    question: Annotated[str, typer.Argument(help="The question, in plain language.")],
+    warehouse: Annotated[str | None, typer.Option(
+        "--warehouse", "-w",
+        help="DuckDB file (default DIA_WAREHOUSE or <workspace>/warehouse.duckdb), SQLite file or postgresql:// URL.",
+    )] = None,
+    question_id: Annotated[str | None, typer.Option("--id", help="Artifact folder name under queries/.")] = None,
+    follow_up: Annotated[bool, typer.Option("--follow-up", help="Build on the previous accepted answer.")] = False,
+    allow_writes: Annotated[bool, typer.Option(
+        "--allow-writes", help="Apply a verified modification (DDL/DML) to the warehouse.")] = False,
+    memory: Annotated[bool, typer.Option("--memory/--no-memory", help="Use the shared memory store.")] = True,
+    interactive: Annotated[bool, typer.Option(
+        "--interactive/--no-interactive", help="Let the agent ask clarification questions here.")] = True,
+    model: Annotated[str | None, typer.Option("--model", help="litellm model (default DIA_MODEL).")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the query result as JSON.")] = False,
+    to: Annotated[list[str] | None, typer.Option(
+        "--to", help="Also print the SQL transpiled to this dialect (snowflake, bigquery, postgres, sqlite, ...).")] = None,
+) -> None:
+    """Answer QUESTION with verified SQL against the warehouse."""
+    from dia_assets.agents.query.llm import NO_MODEL_MESSAGE
+
+    model = model or os.environ.get("DIA_MODEL") or None
+    if not model:
+        _echo(NO_MODEL_MESSAGE)
+        raise typer.Exit(2)
+    workspace = _workspace()
+    target = warehouse or _default_warehouse(workspace)
+    from dia_assets.agents.query.dialects import is_postgres
+
+    if not is_postgres(target) and not Path(target).exists():
+        _echo(f"error: no warehouse at {target}; build it first (make demo) or pass --warehouse")
+        raise typer.Exit(2)
+
+    from dia_assets.agents.query.llm import litellm_chat
+    from dia_assets.agents.query.memory import open_store_memory
+    from dia_assets.agents.query.policies import PreviousAnswer
+    from dia_assets.agents.query.run import answer_question, markdown_table
+    from dia_assets.contracts.query_result import Clarification
+
+    session_path = workspace / "queries" / SESSION_FILE
+    session = json.loads(session_path.read_text()) if session_path.exists() else {}
+    previous = None
+    if follow_up:
+        if not session.get("sql"):
+            _echo("note: no previous accepted answer in this session; answering from scratch")
+        else:
+            previous = PreviousAnswer(session["question"], session["sql"])
+    known = [Clarification(**c) for c in session.get("clarifications", [])]
+
+    store = None
+    if memory:
+        store = open_store_memory(target, str(workspace))
+        if store is None:
+            _echo("note: shared memory unavailable; answering without it (--no-memory to silence)")
+
+    def ask_user(q: str) -> str | None:
+        typer.echo(f"\nThe agent asks: {q}")
+        answer = typer.prompt("Your answer (empty to skip)", default="", show_default=False)
+        return answer.strip() or None
+
+    result, _ = answer_question(
+        question, target, question_id=question_id, chat=litellm_chat(model), memory=store,
+        manifest_path=workspace / "schema" / "manifest.json", workspace=workspace,
+        ask_user=ask_user if interactive else None, allow_writes=allow_writes,
+        previous=previous, clarifications=known,
+    )
+    if result.status == "answered":
+        session = {
+            "question": question, "sql": result.sql,
+            "clarifications": [c.model_dump() for c in [*known, *result.clarifications] if c.answer],
+        }
+        session_path.parent.mkdir(parents=True, exist_ok=True)
+        session_path.write_text(json.dumps(session, indent=2))
+    if as_json:
+        typer.echo(result.to_json())
+    else:
+        typer.echo(f"status: {result.status} ({result.message})")
+        if result.sql:
+            typer.echo(f"\n{result.sql}\n")
+            from dia_assets.agents.query.dialects import transpile
+
+            for dialect in to or []:
+                typer.echo(f"-- {dialect}:\n{transpile(result.sql, result.dialect, dialect)}\n")
+        if result.preview:
+            typer.echo(markdown_table(result.columns, result.preview))
+            if result.row_count > len(result.preview):
+                typer.echo(f"... {result.row_count} rows in all")
+        if result.answer:
+            typer.echo(f"\n{result.answer}")
+        if result.modification:
+            typer.echo(f"modification: {result.modification.detail}")
+        failed = result.verification.failed()
+        typer.echo(f"\nverification: {'passed' if result.verification.passed else 'FAILED'}"
+                   + (f" ({', '.join(c.name for c in failed)})" if failed else ""))
+        typer.echo(f"attempts {result.attempts}; tokens {result.tokens.total_tokens}; "
+                   f"cost USD {result.tokens.cost_usd:.4f}; {result.latency_s:.1f} s")
+        if "answer" in result.artifacts:
+            typer.echo(f"artifacts: {Path(result.artifacts['answer']).parent}")
+    if result.status == "failed":
+        raise typer.Exit(1)

@@ -1,0 +1,182 @@
+"""`dia eval QUESTIONS --db ... [--model ...] [--workers N] [--out DIR]`: score the Query
+Generator on a question set (ours, BIRD, Spider, defog sql-eval). Mount with
+`app.command("eval")(eval)`; imports are lazy so `dia --help` stays fast."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+ORACLE_HELP = (
+    "litellm model name (default $DIA_MODEL). `oracle` answers every question with its gold SQL "
+    "through the full agent path (a plumbing check that must score 100% EX); `oracle-direct` "
+    "skips the agent."
+)
+
+
+def _err(message: str) -> None:
+    typer.echo(message, err=True)
+
+
+def _default_db(questions: Path, fmt: str) -> str | None:
+    from dia_assets.agents.evaluation.datasets import default_db
+
+    try:
+        found = default_db(questions, fmt)
+    except ValueError:
+        found = None
+    if found:
+        return str(found)
+    warehouse = Path(os.environ.get("DIA_WORKSPACE", "dia_workspace")) / "warehouse.duckdb"
+    return str(warehouse) if warehouse.exists() else None
+
+
+def _no_model_message() -> str:
+    try:
+        from dia_assets.agents.query.llm import NO_MODEL_MESSAGE
+    except Exception:  # the Query Generator is optional for this message
+        NO_MODEL_MESSAGE = "No model is configured: set DIA_MODEL to a litellm model name and its API key."  # noqa: N806
+    return (f"{NO_MODEL_MESSAGE}\nTo check the evaluation plumbing without a model, run with "
+            "`--model oracle` (gold SQL through the agent) or `--model oracle-direct`.")
+
+
+def _progress(quiet: bool) -> tuple[Any, Any]:
+    """A rich progress bar on stderr (or nothing when quiet): (callback, context)."""
+    if quiet:
+        from contextlib import nullcontext
+
+        return (lambda done, total, record: None), nullcontext()
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    progress = Progress(TextColumn("eval"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[score]}"),
+                        TimeElapsedColumn(), console=Console(stderr=True))
+    task = progress.add_task("eval", total=None, score="")
+    state = {"correct": 0, "scored": 0}
+
+    def update(done: int, total: int, record: Any) -> None:
+        if record is not None and record.status != "broken":
+            state["scored"] += 1
+            state["correct"] += record.ex
+        score = f"EX {100 * state['correct'] / state['scored']:.1f}% (this session)" if state["scored"] else ""
+        progress.update(task, total=total, completed=done, score=score)
+
+    return update, progress
+
+
+def _memory_factory() -> Any:
+    """One shared-memory adapter per database, opened on first use."""
+    from dia_assets.agents.query.memory import open_store_memory
+
+    opened: dict[str, Any] = {}
+
+    def factory(db: Any) -> Any:
+        if db.target not in opened:
+            opened[db.target] = open_store_memory(db.target, os.environ.get("DIA_WORKSPACE", "dia_workspace"))
+            if opened[db.target] is None:
+                _err(f"warning: the memory store could not be opened; {db.target} runs without memory")
+        return opened[db.target]
+
+    return factory
+
+
+def eval(  # noqa: A001 - the command is `dia eval`
+    questions: Annotated[Path, typer.Argument(help="Question set: our JSONL, BIRD/Spider dev.json or a defog sql-eval CSV.")],
+    db: Annotated[str | None, typer.Option("--db", help=(
+        "Database(s): a SQLite/DuckDB file, a folder of per-db files (BIRD dev_databases/, Spider database/), "
+        "or a postgresql:// URL ({db} is replaced by each question's db id). Default: the benchmark's own "
+        "folder next to QUESTIONS, else $DIA_WORKSPACE/warehouse.duckdb."))] = None,
+    model: Annotated[str | None, typer.Option("--model", help=ORACLE_HELP)] = None,
+    workers: Annotated[int, typer.Option("--workers", "-w", min=1, help="Instances scored in parallel.")] = 4,
+    out: Annotated[Path | None, typer.Option("--out", help="Output folder (default $DIA_WORKSPACE/eval); instances already scored there are skipped.")] = None,
+    fmt: Annotated[str, typer.Option("--format", help="auto, bird, spider, defog or jsonl.")] = "auto",
+    limit: Annotated[int | None, typer.Option("--limit", help="Only the first N instances.")] = None,
+    gold_dialect: Annotated[str | None, typer.Option("--gold-dialect", help="Dialect of the gold SQL when the format's default is wrong (e.g. BIRD mini-dev's postgres or mysql files).")] = None,
+    timeout: Annotated[float, typer.Option("--timeout", help="Seconds per SQL execution (gold and predicted).")] = 30.0,
+    ves_iterations: Annotated[int, typer.Option("--ves-iterations", help="Timing runs per correct instance for VES (BIRD uses 100; 0 skips VES).")] = 10,
+    decimals: Annotated[int | None, typer.Option("--decimals", help="Default decimal precision for comparisons (per-instance values win).")] = None,
+    soft_f1_order: Annotated[str, typer.Option("--soft-f1-order", help="sorted (deterministic) or executed (BIRD's code: rows as the engine returned them).")] = "sorted",
+    score_unverified: Annotated[bool, typer.Option("--score-unverified", help="Score the agent's last submitted SQL when it accepted none.")] = False,
+    memory: Annotated[bool, typer.Option("--memory", help="Give the agent the shared memory store ($DIA_MEMORY_URL or the embedded one); runs one worker.")] = False,
+    traces: Annotated[bool, typer.Option("--traces", help="Write each question's agent trace to OUT/traces/<id>.json.")] = False,
+    fail_under: Annotated[float | None, typer.Option("--fail-under", help="Exit 1 when EX (percent) is below this.")] = None,
+    force: Annotated[bool, typer.Option("--force", help="Reuse an --out folder written by another model.")] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
+) -> None:
+    """Run the Query Generator over QUESTIONS and score it: EX, soft-F1, VES, failure classes."""
+    from dia_assets.agents.evaluation.datasets import load_instances
+    from dia_assets.agents.evaluation.models import RunConfig
+    from dia_assets.agents.evaluation.runner import EvalError, run_eval
+    from dia_assets.agents.evaluation.solvers import AgentSolver, OracleSolver
+
+    if soft_f1_order not in ("sorted", "executed"):
+        _err("error: --soft-f1-order is sorted or executed")
+        raise typer.Exit(2)
+    model = model or os.environ.get("DIA_MODEL") or None
+    if not model:
+        _err(_no_model_message())
+        raise typer.Exit(2)
+    try:
+        instances = load_instances(questions, fmt, limit, gold_dialect)
+    except (OSError, ValueError, KeyError) as err:
+        _err(f"error: cannot read {questions}: {err}")
+        raise typer.Exit(2) from err
+    db = db or _default_db(questions, fmt)
+    if not db:
+        _err("error: no database: pass --db (a SQLite/DuckDB file, a folder of databases or a postgresql:// URL). "
+             "For the bundled sample build the warehouse first (`dia build`, or "
+             "`python -m dia_assets.agents.evaluation.sample dia_workspace/warehouse.duckdb` for a stand-in).")
+        raise typer.Exit(2)
+    out = out or Path(os.environ.get("DIA_WORKSPACE", "dia_workspace")) / "eval"
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    if memory and workers > 1:
+        _err("note: --memory runs one worker (the store's lessons depend on question order)")
+        workers = 1
+    solver = OracleSolver() if model == "oracle-direct" else AgentSolver(
+        model, score_unverified=score_unverified, timeout_s=timeout, trace_dir=out / "traces" if traces else None,
+        memory=_memory_factory() if memory else None)
+    config = RunConfig(questions=str(questions), db=str(db), solver=solver.name, model=model, workers=workers,
+                       timeout_s=timeout, ves_iterations=ves_iterations, decimals=decimals,
+                       soft_f1_order=soft_f1_order)  # type: ignore[arg-type]
+    callback, context = _progress(quiet)
+    try:
+        with context:
+            summary = run_eval(instances, db, solver, out, workers=workers, timeout_s=timeout,
+                               ves_iterations=ves_iterations, decimals=decimals, progress=callback,
+                               config=config, force=force, soft_f1_order=soft_f1_order)
+    except EvalError as err:
+        _err(f"error: {err}")
+        raise typer.Exit(2) from err
+    except KeyboardInterrupt:
+        _err(f"interrupted: scored instances are kept in {out}/results.jsonl; run the same command to resume")
+        raise typer.Exit(130) from None
+
+    def pct(v: float | None) -> str:
+        return "-" if v is None else f"{v:.2f}"
+
+    typer.echo(f"EX {pct(summary['ex'])}%  soft-F1 {pct(summary['soft_f1'])}%  VES {pct(summary['ves'])}  "
+               f"({summary['correct']}/{summary['scored']} correct, {summary['broken']} broken)")
+    lat = summary["latency_s"]
+    typer.echo(f"tokens {summary['tokens_total']}, cost USD {summary['cost_usd_total']:.4f}, "
+               f"latency p50 {lat['p50']} s p90 {lat['p90']} s")
+    typer.echo(f"wrote {out / 'results.jsonl'}, {out / 'summary.json'} and {out / 'report.md'}")
+    crashed = summary["status_counts"].get("error", 0)
+    if crashed:
+        _err(f"warning: the solver raised an error on {crashed} instance(s); see failure_detail in "
+             f"{out / 'results.jsonl'} (they count as execution failures)")
+    if fail_under is not None and (summary["ex"] or 0.0) < fail_under:
+        _err(f"EX {pct(summary['ex'])}% is below --fail-under {fail_under}")
+        raise typer.Exit(1)
+
+
+def main() -> None:  # `python -m dia_assets.cli_eval ...` before the command is mounted
+    app = typer.Typer(add_completion=False)
+    app.command("eval")(eval)
+    app()
+
+
+if __name__ == "__main__":
+    main()

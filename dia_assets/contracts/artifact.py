@@ -1,0 +1,25 @@
+"""Base for every JSON artifact in the workspace: versioned, written and read one way."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Self
+
+from pydantic import BaseModel
+
+
+class Artifact(BaseModel):
+    """Subclasses declare `version: int = N`; readers validate against the same model."""
+
+    def to_json(self) -> str:
+        return self.model_dump_json(indent=2, by_alias=True)
+
+    def write(self, path: str | Path) -> Path:
+        target = Path(path)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(self.to_json(), encoding="utf-8")
+        return target
+
+    @classmethod
+    def read(cls, path: str | Path) -> Self:
+        return cls.model_validate_json(Path(path).read_text(encoding="utf-8"))

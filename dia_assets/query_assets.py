@@ -1,0 +1,226 @@
+"""Dagster glue for the Query Generator: the `query_result` asset, one dynamic partition per
+question (`examples/questions.yaml` or the file DIA_QUESTIONS names), and the ways to
+register partitions (a function and a sensor). The agent itself lives in
+dia_assets/agents/query/ and knows nothing about Dagster."""
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from dagster import (
+    AssetExecutionContext,
+    AssetKey,
+    Config,
+    DagsterInstance,
+    DynamicPartitionsDefinition,
+    Failure,
+    MaterializeResult,
+    MetadataValue,
+    RunRequest,
+    SensorEvaluationContext,
+    SensorResult,
+    SkipReason,
+    TableColumn,
+    TableColumnDep,
+    TableColumnLineage,
+    TableSchema,
+    asset,
+    define_asset_job,
+    sensor,
+)
+from pydantic import Field
+
+from dia_assets.agents.query.dialects import is_postgres
+from dia_assets.agents.query.llm import NO_MODEL_MESSAGE, litellm_chat
+from dia_assets.agents.query.loop import AgentSettings
+from dia_assets.agents.query.memory import QueryMemory
+from dia_assets.agents.query.run import (
+    answer_question,
+    load_questions,
+    markdown_table,
+    no_model_result,
+    previous_answer,
+    write_artifacts,
+)
+from dia_assets.contracts.query_result import QueryResult
+from resources import LLMResource, WorkspaceResource
+from resources.memory import MemoryResource
+
+GROUP = "query"
+QUESTIONS = DynamicPartitionsDefinition(name="questions")
+QUERY_RESULT_KEY = AssetKey("query_result")
+
+
+query_job = define_asset_job("query_job", selection=[QUERY_RESULT_KEY], partitions_def=QUESTIONS,
+                              description="Answer one question (a `questions` partition).")
+
+
+class QueryConfig(Config):
+    allow_writes: bool = Field(False, description="Apply verified modifications (DDL/DML) to the warehouse.")
+    questions_file: str | None = Field(None, description="Default DIA_QUESTIONS or examples/questions.yaml.")
+    max_attempts: int = Field(6, description="Submissions before the question fails.")
+    max_turns: int = Field(24, description="Model calls before the question fails.")
+
+
+def warehouse_location(workspace: WorkspaceResource) -> str:
+    """DIA_WAREHOUSE (a DuckDB file or a postgresql:// URL), else <workspace>/warehouse.duckdb."""
+    return os.environ.get("DIA_WAREHOUSE") or str(workspace.root_path / "warehouse.duckdb")
+
+
+def register_question_partitions(instance: DagsterInstance, path: str | Path | None = None) -> list[str]:
+    """Add a partition for every question not registered yet; returns the new keys."""
+    existing = set(instance.get_dynamic_partitions(QUESTIONS.name))
+    new = [q["id"] for q in load_questions(path) if q["id"] not in existing]
+    if new:
+        instance.add_dynamic_partitions(QUESTIONS.name, new)
+    return new
+
+
+@sensor(name="question_partitions", minimum_interval_seconds=60, asset_selection=[QUERY_RESULT_KEY],
+        description="Registers a `questions` partition for each new question in the questions "
+        "file and, when a model is configured, requests a run for it.")
+def question_partitions_sensor(context: SensorEvaluationContext) -> "SensorResult | SkipReason":
+    existing = set(context.instance.get_dynamic_partitions(QUESTIONS.name))
+    new = [q["id"] for q in load_questions() if q["id"] not in existing]
+    if not new:
+        return SkipReason("no new questions")
+    runs = [RunRequest(partition_key=k, run_key=f"question:{k}") for k in new] if os.environ.get("DIA_MODEL") else []
+    return SensorResult(dynamic_partitions_requests=[QUESTIONS.build_add_request(new)], run_requests=runs)
+
+
+def _memory(context: AssetExecutionContext, memory_resource: Any, warehouse: str) -> QueryMemory | None:
+    if memory_resource is None:
+        return None
+    try:
+        from dia_assets.agents.query.memory import StoreMemory, warehouse_fingerprint
+
+        return StoreMemory(memory_resource.store(), warehouse_fingerprint(warehouse))
+    except Exception as err:  # memory is an aid: answer without it rather than fail
+        context.log.warning(f"shared memory unavailable, answering without it: {err}")
+        return None
+
+
+def materialize_question(
+    context: AssetExecutionContext, config: QueryConfig, workspace: WorkspaceResource,
+    llm: LLMResource, memory_resource: Any = None,
+) -> MaterializeResult:
+    qid = context.partition_key
+    questions = {q["id"]: q for q in load_questions(config.questions_file)}
+    if qid not in questions:
+        raise Failure(f"no question with id {qid!r} in the questions file")
+    question = questions[qid]["question"]
+    follows = questions[qid].get("follows")
+    folder = workspace.path("queries", qid, "x").parent
+    if not llm.enabled:
+        context.log.warning(NO_MODEL_MESSAGE)
+        result = write_artifacts(no_model_result(qid, question), None, None, folder)
+        return MaterializeResult(metadata={
+            "status": "no_model", "question": question, "message": NO_MODEL_MESSAGE,
+            "answer_path": MetadataValue.path(result.artifacts["answer"]),
+        })
+    warehouse = warehouse_location(workspace)
+    if not is_postgres(warehouse) and not Path(warehouse).exists():
+        raise Failure(f"no warehouse at {warehouse}: materialize `warehouse` first (dia build / make demo)")
+    assert llm.model
+    previous = previous_answer(workspace.root_path, follows) if follows else None
+    if follows and previous is None:
+        raise Failure(f"{qid} follows {follows!r}, which has no accepted answer yet: materialize it first")
+    result, run = answer_question(
+        question, warehouse, question_id=qid,
+        chat=litellm_chat(llm.model, temperature=llm.temperature, timeout_s=llm.timeout_s),
+        memory=_memory(context, memory_resource, warehouse),
+        manifest_path=workspace.root_path / "schema" / "manifest.json",
+        workspace=workspace.root_path, allow_writes=config.allow_writes, previous=previous,
+        settings=AgentSettings(max_attempts=config.max_attempts, max_turns=config.max_turns),
+    )
+    log = context.log.info if result.status == "answered" else context.log.warning
+    log(f"{qid}: {result.status} after {result.attempts} attempt(s): {result.message}")
+    return MaterializeResult(metadata=result_metadata(result))
+
+
+def result_metadata(result: QueryResult) -> dict[str, Any]:
+    checks = "\n".join(
+        ["| check | passed | detail |", "|---|---|---|"]
+        + [f"| {c.name} | {'yes' if c.passed else 'NO'} | {c.detail.replace('|', '/')} |" for c in result.verification.checks]
+    )
+    meta: dict[str, Any] = {
+        "status": result.status,
+        "question": result.question,
+        "message": result.message,
+        "sql": MetadataValue.md(f"```sql\n{result.sql or ''}\n```"),
+        "contract": MetadataValue.json(result.contract.model_dump() if result.contract else {}),
+        "verification_passed": result.verification.passed,
+        "verification_checks": MetadataValue.md(checks),
+        "attempts": result.attempts,
+        "dagster/row_count": result.row_count,
+        "preview": MetadataValue.md(markdown_table(result.columns, result.preview) or "(no rows)"),
+        "tokens": MetadataValue.json(result.tokens.model_dump()),
+        "total_tokens": result.tokens.total_tokens,
+        "cost_usd": result.tokens.cost_usd,
+        "latency_s": result.latency_s,
+        "agent_overhead_s": result.overhead_s,
+        "memory_used": MetadataValue.json([m.model_dump() for m in result.memory_used]),
+        "lessons_written": len(result.lessons_written),
+        "dialect": result.dialect,
+    }
+    for name, path in result.artifacts.items():
+        meta[f"path/{name}"] = MetadataValue.path(path)
+    if result.columns:
+        meta["dagster/column_schema"] = TableSchema(columns=[TableColumn(name=c) for c in result.columns])
+    if result.lineage:
+        deps = {out: [TableColumnDep(asset_key=AssetKey("warehouse"), column_name=src) for src in srcs]
+                for out, srcs in result.lineage.items() if srcs}
+        if deps:
+            meta["dagster/column_lineage"] = TableColumnLineage(deps_by_column=deps)
+    return meta
+
+
+def query_result_asset(deps: Sequence[str | AssetKey] = ("warehouse",), with_memory: bool = True):  # noqa: ANN201
+    """The `query_result` asset; `with_memory` adds the `memory` resource (MemoryResource)."""
+    kwargs = dict(
+        name="query_result", partitions_def=QUESTIONS, deps=list(deps), group_name=GROUP, kinds={"python", "sql"},
+        description="Query Generator (DIA §3.5): answers one question per partition with verified SQL; "
+        "artifacts in queries/<id>/ (query.sql, result.parquet, trace.json, answer.md).",
+    )
+    if with_memory:
+
+        @asset(**kwargs)
+        def query_result(context: AssetExecutionContext, config: QueryConfig, workspace: WorkspaceResource,
+                         llm: LLMResource, memory: MemoryResource) -> MaterializeResult:
+            return materialize_question(context, config, workspace, llm, memory)
+
+        return query_result
+
+    @asset(**kwargs)
+    def query_result_no_memory(context: AssetExecutionContext, config: QueryConfig, workspace: WorkspaceResource,
+                               llm: LLMResource) -> MaterializeResult:
+        return materialize_question(context, config, workspace, llm)
+
+    return query_result_no_memory
+
+
+def demo_questions_step(defs: Any, instance: DagsterInstance, workspace: Path, say: Any) -> bool:
+    """`make demo` step: register the example questions and answer each one with the model in
+    DIA_MODEL; without a model, say what is missing and succeed."""
+    keys = [q["id"] for q in load_questions()]
+    register_question_partitions(instance)
+    print("\n== Query Generator ==")
+    if not os.environ.get("DIA_MODEL"):
+        print(f"{len(keys)} questions registered as `questions` partitions; not answered.")
+        print(NO_MODEL_MESSAGE)
+        return True
+    job = defs.resolve_job_def(query_job.name)
+    ok = True
+    for key in keys:
+        say(f"-- answering {key}")
+        run = job.execute_in_process(instance=instance, partition_key=key, raise_on_error=False)
+        ok = run.success and ok
+        path = Path(workspace) / "queries" / key / "result.json"
+        if path.exists():
+            result = QueryResult.read(path)
+            print(f"{key}: {result.status}, {result.row_count} rows, {result.attempts} attempt(s), "
+                  f"{result.tokens.total_tokens} tokens, USD {result.tokens.cost_usd:.4f}")
+        else:
+            print(f"{key}: no result (see the Dagster log)")
+    return ok
