@@ -5,7 +5,7 @@ import warnings
 from dagster import BetaWarning, Definitions
 
 from dia_assets.interpretation_assets import interpretation_asset, raw_file_assets
-from dia_assets.memory_assets import memory_lessons
+from dia_assets.memory_assets import memory_lessons_asset
 from dia_assets.query_assets import query_job, query_result_asset, question_partitions_sensor
 from dia_assets.schema_assets import schema_assets, schema_checks
 from resources import LLMResource, WorkspaceResource
@@ -20,7 +20,13 @@ raw_files = raw_file_assets()
 embeddings = EmbeddingsResource()
 
 defs = Definitions(
-    assets=[*raw_files, interpretation_asset([r.key for r in raw_files]), *schema_assets, query_result_asset(), memory_lessons],
+    assets=[
+        *raw_files,
+        interpretation_asset([r.key for r in raw_files]),
+        *schema_assets,
+        query_result_asset(),
+        memory_lessons_asset(deps=["query_result"]),
+    ],
     asset_checks=schema_checks,
     jobs=[*JOBS, query_job],
     sensors=[*SENSORS, question_partitions_sensor],

@@ -12,6 +12,8 @@ from dia_assets.agents.interpreter.render import summary
 from dia_assets.contracts.interpretation import Interpretation
 
 Say = Callable[[str], None]
+# Step-by-step events stay in the Dagster instance (`make ui`); the terminal gets warnings.
+QUIET = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
 
 
 def _instance() -> DagsterInstance:
@@ -20,7 +22,8 @@ def _instance() -> DagsterInstance:
 
 def _run_job(defs, name: str, instance: DagsterInstance, say: Say, **kwargs) -> bool:  # noqa: ANN001, ANN003
     say(f"-- running {name}")
-    result = defs.resolve_job_def(name).execute_in_process(instance=instance, raise_on_error=False, **kwargs)
+    result = defs.resolve_job_def(name).execute_in_process(
+        instance=instance, raise_on_error=False, run_config=QUIET, **kwargs)
     if not result.success:
         say(f"{name} failed: see the Dagster log above")
     return result.success

@@ -214,7 +214,8 @@ def demo_questions_step(defs: Any, instance: DagsterInstance, workspace: Path, s
     ok = True
     for key in keys:
         say(f"-- answering {key}")
-        run = job.execute_in_process(instance=instance, partition_key=key, raise_on_error=False)
+        run = job.execute_in_process(instance=instance, partition_key=key, raise_on_error=False,
+                                   run_config={"loggers": {"console": {"config": {"log_level": "WARNING"}}}})
         ok = run.success and ok
         path = Path(workspace) / "queries" / key / "result.json"
         if path.exists():

@@ -6,10 +6,11 @@ Dagster asset, the CLI and downstream agents read.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
+
+from dia_assets.contracts.artifact import Artifact
 
 QUERY_RESULT_VERSION = 1
 
@@ -110,7 +111,7 @@ class ModificationOutcome(BaseModel):
     detail: str = ""
 
 
-class QueryResult(BaseModel):
+class QueryResult(Artifact):
     version: int = QUERY_RESULT_VERSION
     question_id: str
     question: str
@@ -138,9 +139,3 @@ class QueryResult(BaseModel):
     overhead_s: float = Field(0.0, description="Agent time outside model calls.")
     artifacts: dict[str, str] = Field(default_factory=dict)
 
-    def to_json(self) -> str:
-        return self.model_dump_json(indent=2)
-
-    @classmethod
-    def read(cls, path: str | Path) -> QueryResult:
-        return cls.model_validate_json(Path(path).read_text(encoding="utf-8"))

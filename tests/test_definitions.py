@@ -1,0 +1,51 @@
+"""The whole code location against a stored snapshot: a change to the asset graph shows
+up in review. Regenerate with DIA_UPDATE_SNAPSHOTS=1 after an intended change."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from dagster import Definitions
+
+SNAPSHOT = Path(__file__).parent / "snapshots" / "definitions.json"
+
+
+def _shape() -> dict:
+    from dia_assets.definitions import defs
+
+    Definitions.validate_loadable(defs)
+    graph = defs.resolve_asset_graph()
+    assets = {}
+    for key in sorted(graph.get_all_asset_keys(), key=lambda k: k.to_user_string()):
+        node = graph.get(key)
+        assets[key.to_user_string()] = {
+            "deps": sorted(p.to_user_string() for p in node.parent_keys),
+            "partitioned": node.partitions_def is not None,
+            "checks": sorted(c.name for c in node.check_keys),
+            "automation": node.automation_condition.get_label() if node.automation_condition else None,
+        }
+    return {
+        "assets": assets,
+        "jobs": sorted(j.name for j in defs.jobs or []),
+        "sensors": sorted(s.name for s in defs.sensors or []),
+        "schedules": sorted(s.name for s in defs.schedules or []),
+        "resources": sorted((defs.resources or {}).keys()),
+    }
+
+
+def test_definitions_match_snapshot():
+    shape = _shape()
+    if os.environ.get("DIA_UPDATE_SNAPSHOTS") or not SNAPSHOT.exists():
+        SNAPSHOT.write_text(json.dumps(shape, indent=2) + "\n")
+    assert shape == json.loads(SNAPSHOT.read_text())
+
+
+def test_every_refined_stage_is_downstream_of_the_raw_files():
+    shape = _shape()["assets"]
+    assert "interpretation" in shape["schema_manifest"]["deps"]
+    assert shape["query_result"]["partitioned"] and "warehouse" in shape["query_result"]["deps"]
+    assert all(d.startswith("raw/") for d in shape["interpretation"]["deps"])
+    assert sorted(shape["warehouse"]["checks"]) == [
+        "column_coverage", "key_validity", "load_integrity", "row_count_reconciliation", "test_queries"]
