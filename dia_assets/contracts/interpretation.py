@@ -61,6 +61,7 @@ class Column(BaseModel):
     null_token_count: int = Field(0, description="Values such as NA, null, - .")
     null_fraction: float = Field(0.0, description="(null + blank + null tokens) / rows.")
     distinct_count: int = 0
+    distinct_approximate: bool = Field(False, description="HyperLogLog estimate (high-cardinality non-key columns).")
     unique: bool = False
     min: str | None = None
     max: str | None = None

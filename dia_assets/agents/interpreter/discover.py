@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import codecs
 import hashlib
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,6 +43,27 @@ def discover(data_dir: Path) -> list[RawFile]:
             continue
         files.append(RawFile(path=path, format=FORMATS.get(suffix)))
     return files
+
+
+def hash_and_check_utf8(path: Path, chunk: int = 1 << 22) -> tuple[str, bool]:
+    """sha256 and whether every byte decodes as UTF-8, in one read of the file."""
+    digest = hashlib.sha256()
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    utf8 = True
+    with path.open("rb") as fh:
+        while block := fh.read(chunk):
+            digest.update(block)
+            if utf8:
+                try:
+                    decoder.decode(block)
+                except UnicodeDecodeError:
+                    utf8 = False
+    if utf8:
+        try:
+            decoder.decode(b"", final=True)
+        except UnicodeDecodeError:
+            utf8 = False
+    return digest.hexdigest(), utf8
 
 
 def content_hash(path: Path, chunk: int = 1 << 20) -> str:

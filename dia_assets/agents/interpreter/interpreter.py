@@ -10,7 +10,7 @@ from pathlib import Path
 import duckdb
 
 from dia_assets.agents.interpreter import keys, quality
-from dia_assets.agents.interpreter.discover import content_hash, discover
+from dia_assets.agents.interpreter.discover import discover, hash_and_check_utf8
 from dia_assets.agents.interpreter.naming import snake_case
 from dia_assets.agents.interpreter.profile import SourceProfile, profile_table
 from dia_assets.agents.interpreter.readers import LoadedSource, read_source, scratch_dir
@@ -43,8 +43,9 @@ def interpret(data_dir: str | Path, progress: Progress | None = None) -> Interpr
                 ))
                 continue
             say(f"[{index + 1}/{len(files)}] reading {rel}")
-            digest, size = content_hash(raw.path), raw.path.stat().st_size
-            for loaded in read_source(con, raw.path, raw.format, name, f"src_{index}", Path(tmp)):
+            digest, utf8_ok = hash_and_check_utf8(raw.path)
+            size = raw.path.stat().st_size
+            for loaded in read_source(con, raw.path, raw.format, name, f"src_{index}", Path(tmp), utf8_ok):
                 source, profile = _profile(con, loaded, rel, digest, size, say)
                 used.add(source.name)
                 result.sources.append(source)

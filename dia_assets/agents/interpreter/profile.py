@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 import duckdb
 
+from dia_assets.agents.interpreter.keys import NOT_KEYABLE
 from dia_assets.agents.interpreter.naming import quote_ident
 from dia_assets.agents.interpreter.semantic import (
     PATTERNS,
@@ -34,7 +35,7 @@ from dia_assets.agents.value_parsing import (
 )
 from dia_assets.contracts.interpretation import Column, ValueFormat
 
-SAMPLE_ROWS = 20_000
+SAMPLE_ROWS = 5_000
 TOP_K = 10
 PASS_B_CHUNK = 48
 DECILES = "[0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9]"
@@ -124,8 +125,10 @@ def profile_table(con: duckdb.DuckDBPyConnection, table: str) -> SourceProfile:
                 else TypeDecision("unknown", "VARCHAR", ValueFormat())
             )
 
-    # Pass B: one aggregate over the full table.
-    exprs, keys = [f"count(DISTINCT hash({', '.join(quote_ident(n) for n in names)}))"], [("", "distinct_rows")]
+    # Pass B: aggregates over the full table.
+    exprs: list[str] = []
+    keys: list[tuple[str, str]] = []
+
     def add(name: str, stat: str, sql: str) -> None:
         exprs.append(sql)
         keys.append((name, stat))
@@ -134,13 +137,13 @@ def profile_table(con: duckdb.DuckDBPyConnection, table: str) -> SourceProfile:
         col = quote_ident(name)
         d = decisions[name]
         add(name, "nulls", f"count(*) FILTER ({col} IS NULL)")
-        add(name, "distinct", f"count(DISTINCT {col})")
+        add(name, "distinct", f"approx_count_distinct({col})")  # exact where it matters, below
         if _is_text(physical[name]):
             value = present(col)
             parsed = parse_expression(value, _validation_type(d), d.value_format)
             add(name, "blanks", f"count(*) FILTER (trim({col}) = '')")
             add(name, "tokens", f"count(*) FILTER (lower(trim({col})) IN {sql_list(NULL_TOKENS)})")
-            add(name, "token_list", f"list(DISTINCT lower(trim({col}))) FILTER (lower(trim({col})) IN {sql_list(NULL_TOKENS)})")
+            add(name, "token_bits", token_bits_sql(col))
             add(name, "padded", f"count(*) FILTER ({col} <> trim({col}))")
             add(name, "max_len", f"max(length({col}))")
             add(name, "huge", f"count(*) FILTER (length({col}) > {HUGE_FIELD})")
@@ -156,8 +159,8 @@ def profile_table(con: duckdb.DuckDBPyConnection, table: str) -> SourceProfile:
                 ok = f"{parsed} IS NOT NULL"
                 add(name, "mean", f"avg({parsed})")
                 add(name, "quantiles", f"approx_quantile(CAST({parsed} AS DOUBLE), {DECILES})")
-                add(name, "int_digits", f"max(length(regexp_extract({nt}, '^[+-]?0*(\\d*)', 1))) FILTER ({ok})")
-                add(name, "frac_digits", f"max(length(regexp_extract({nt}, '\\.(\\d+)$', 1))) FILTER ({ok})")
+                # integer digits follow from min and max; fraction digits need the text
+                add(name, "frac_digits", f"max(length({nt}) - strpos({nt}, '.')) FILTER ({ok} AND strpos({nt}, '.') > 0)")
         else:
             add(name, "min", f"CAST(min({col}) AS VARCHAR)")
             add(name, "max", f"CAST(max({col}) AS VARCHAR)")
@@ -172,24 +175,31 @@ def profile_table(con: duckdb.DuckDBPyConnection, table: str) -> SourceProfile:
         values = con.execute(f"SELECT {', '.join(exprs[chunk])} FROM {qt}").fetchone()
         full.update(zip(keys[chunk], values, strict=True))
     stat = lambda name, key, default=0: full.get((name, key), default) or default  # noqa: E731
+    exact = _exact_distinct(con, qt, names, decisions, rows, stat)
+    complete_unique = any(
+        exact.get(n) == rows and not stat(n, "nulls") for n in names
+    )  # a complete unique column rules out duplicate rows without hashing every row
+    distinct_rows = rows if complete_unique or not rows else con.execute(
+        f"SELECT count(DISTINCT hash({', '.join(quote_ident(n) for n in names)})) FROM {qt}"
+    ).fetchall()[0][0]
 
-    profile = SourceProfile(rows=rows, columns=[], duplicate_rows=rows - (full[("", "distinct_rows")] or 0))
+    profile = SourceProfile(rows=rows, columns=[], duplicate_rows=rows - distinct_rows)
     for name in names:
         d = decisions[name]
-        inferred = _final_type(d, stat(name, "int_digits"), stat(name, "frac_digits"),
-                               stat(name, "min", None), stat(name, "max", None))
+        inferred = _final_type(d, stat(name, "frac_digits"), stat(name, "min", None), stat(name, "max", None))
         nulls, blanks, tokens = stat(name, "nulls"), stat(name, "blanks"), stat(name, "tokens")
         non_null = rows - nulls
-        distinct = stat(name, "distinct")
+        distinct = exact.get(name, stat(name, "distinct"))
         fmt = d.value_format.model_copy()
-        fmt.null_tokens = sorted(stat(name, "token_list", []) or [])
+        fmt.null_tokens = sorted(t for i, t in enumerate(NULL_TOKENS) if stat(name, "token_bits") & (1 << i))
         fmt.trim = stat(name, "padded") > 0
         column = Column(
             name=name, original_name=name, physical_type=physical[name],
             semantic_type=d.semantic_type, inferred_type=inferred, value_format=fmt,
             null_count=nulls, blank_count=blanks, null_token_count=tokens,
             null_fraction=round((nulls + blanks + tokens) / rows, 6) if rows else 0.0,
-            distinct_count=distinct, unique=non_null > 0 and distinct == non_null,
+            distinct_count=distinct, distinct_approximate=name not in exact,
+            unique=name in exact and non_null > 0 and distinct == non_null,
             min=_s(stat(name, "min", None)), max=_s(stat(name, "max", None)),
             mean=float(stat(name, "mean", None)) if stat(name, "mean", None) is not None else None,
             max_length=stat(name, "max_len", None),
@@ -203,6 +213,36 @@ def profile_table(con: duckdb.DuckDBPyConnection, table: str) -> SourceProfile:
     _pass_c(con, qt, sample, profile, decisions)
     con.execute("DROP TABLE IF EXISTS __sample")
     return profile
+
+
+EXACT_BELOW = 100_000  # small hash tables: exact distinct counts cost little
+
+
+def token_bits_sql(col: str) -> str:
+    """Which null tokens occur, as a bitmask: far cheaper than a DISTINCT list."""
+    cases = " ".join(f"WHEN {sql_str(t)} THEN {1 << i}" for i, t in enumerate(NULL_TOKENS))
+    return f"bit_or(CASE lower(trim({col})) {cases} ELSE 0 END)"
+
+
+def _exact_distinct(
+    con: duckdb.DuckDBPyConnection, qt: str, names: list[str], decisions: dict[str, TypeDecision],
+    rows: int, stat,  # noqa: ANN001
+) -> dict[str, int]:
+    """Exact distinct counts where they decide something: small cardinalities, and columns
+    that could be keys (uniqueness must be exact). Free text, amounts and timestamps keep
+    the HyperLogLog estimate."""
+    wanted = []
+    for name in names:
+        approx, non_null = stat(name, "distinct"), rows - stat(name, "nulls")
+        could_key = decisions[name].semantic_type not in NOT_KEYABLE and approx >= 0.5 * non_null
+        if approx <= EXACT_BELOW or could_key:
+            wanted.append(name)
+    if not wanted:
+        return {}
+    values = con.execute(
+        f"SELECT {', '.join(f'count(DISTINCT {quote_ident(n)})' for n in wanted)} FROM {qt}"
+    ).fetchall()[0]
+    return dict(zip(wanted, values, strict=True))
 
 
 def _s(value: object) -> str | None:
@@ -221,7 +261,14 @@ def _validation_type(d: TypeDecision) -> str:
     return d.inferred_type
 
 
-def _final_type(d: TypeDecision, int_digits: int, frac_digits: int, lo: str | None, hi: str | None) -> str:
+def _int_digits(lo: str | None, hi: str | None) -> int:
+    try:
+        return max(len(str(abs(int(float(v))))) for v in (lo, hi) if v is not None)
+    except (TypeError, ValueError, OverflowError):
+        return 38
+
+
+def _final_type(d: TypeDecision, frac_digits: int, lo: str | None, hi: str | None) -> str:
     """The narrowest SQL type that keeps every parsed value exactly."""
     if d.inferred_type == "BIGINT":
         try:
@@ -235,7 +282,7 @@ def _final_type(d: TypeDecision, int_digits: int, frac_digits: int, lo: str | No
         return "HUGEINT" if low >= -(2**127) and high < 2**127 else "VARCHAR"
     if d.inferred_type == "DECIMAL":
         scale = int(frac_digits or 0)
-        precision = max(int(int_digits or 0) + scale, scale + 1, 1)
+        precision = max(_int_digits(lo, hi) + scale, scale + 1, 1)
         if precision > 38:
             return "DOUBLE"
         # Room to sum a column without overflow: at least 18 digits of precision.
@@ -243,70 +290,86 @@ def _final_type(d: TypeDecision, int_digits: int, frac_digits: int, lo: str | No
     return d.inferred_type
 
 
+GROUPED_MAX = 5_000  # up to this many distinct values, one GROUP BY serves top values and variants
+NUMERIC_SEMANTICS = ("integer", "decimal", "currency", "percentage")
+
+
 def _pass_c(
     con: duckdb.DuckDBPyConnection, qt: str, sample: str, profile: SourceProfile,
     decisions: dict[str, TypeDecision],
 ) -> None:
-    numeric_cols = []
     for column in profile.columns:
         col = quote_ident(column.name)
         text = _is_text(column.physical_type)
         value = present(col) if text else col
-        if profile.rows and column.distinct_count < profile.rows - column.null_count:
-            column.top_values = [
-                (None if v is None else _s(v), n) for v, n in con.execute(
-                    f"SELECT CAST({col} AS VARCHAR) __v, count(*) __n FROM {qt} WHERE {col} IS NOT NULL "
-                    f"GROUP BY __v ORDER BY __n DESC, __v LIMIT {TOP_K}"
-                ).fetchall()
-            ]
-        examples = con.execute(
-            f"SELECT DISTINCT CAST({value} AS VARCHAR) FROM {sample} WHERE {value} IS NOT NULL LIMIT 5"
-        ).fetchall()
-        column.examples = [_s(e[0]) for e in examples]
-        if text and profile.rows:
-            column.patterns = [
-                (p, n) for p, n in con.execute(
-                    f"SELECT {shape_sql(value)} __p, count(*) __n FROM {sample} WHERE {value} IS NOT NULL "
-                    "GROUP BY __p ORDER BY __n DESC, __p LIMIT 5"
-                ).fetchall()
-            ]
-        if column.unparseable_count:
-            parsed = parse_expression(value, _validation_type(decisions[column.name]), decisions[column.name].value_format)
-            column.unparseable_examples = [
-                _s(e[0]) for e in con.execute(
-                    f"SELECT DISTINCT {col} FROM {qt} WHERE {value} IS NOT NULL AND {parsed} IS NULL "
-                    f"ORDER BY 1 LIMIT 5"
-                ).fetchall()
-            ]
-        if text and column.semantic_type == "categorical" and column.distinct_count <= 5000:
-            groups = con.execute(
-                f"SELECT lower(regexp_replace(trim({col}), '\\s+', ' ', 'g')) __k, "
-                f"list({col} ORDER BY {col}), list(__n ORDER BY {col}) FROM "
-                f"(SELECT {col}, count(*) __n FROM {qt} WHERE {value} IS NOT NULL GROUP BY {col}) "
-                f"GROUP BY __k HAVING count(*) > 1 ORDER BY __k"
+        non_null = profile.rows - column.null_count
+        # near-unique columns have no informative top values; skip their GROUP BY
+        if profile.rows and column.distinct_count < non_null and column.distinct_count <= 0.5 * non_null:
+            limit = "" if column.distinct_count <= GROUPED_MAX else f" LIMIT {TOP_K}"
+            counts = con.execute(
+                f"SELECT CAST({col} AS VARCHAR) __v, count(*) __n FROM {qt} WHERE {col} IS NOT NULL "
+                f"GROUP BY __v ORDER BY __n DESC, __v{limit}"
             ).fetchall()
-            if groups:
-                profile.variants[column.name] = [
-                    (k, list(zip(spellings, counts, strict=True))) for k, spellings, counts in groups
-                ]
-        if column.semantic_type in ("integer", "decimal", "currency", "percentage") and column.inferred_type != "VARCHAR":
-            numeric_cols.append(column)
-    for column in numeric_cols:
-        col = quote_ident(column.name)
-        expr = (
-            parse_expression(present(col), column.inferred_type, column.value_format)
-            if _is_text(column.physical_type) else col
-        )
-        q1, q3 = con.execute(
-            f"SELECT quantile_cont({expr}, 0.25), quantile_cont({expr}, 0.75) FROM {sample}"
-        ).fetchone()
-        if q1 is None or q3 is None or q3 == q1:
+            column.top_values = [(_s(v), n) for v, n in counts[:TOP_K]]
+            if text and column.semantic_type == "categorical" and not limit:
+                groups = spelling_variants(counts)
+                if groups:
+                    profile.variants[column.name] = groups
+        column.examples = [_s(e[0]) for e in con.execute(
+            f"SELECT DISTINCT CAST({value} AS VARCHAR) FROM {sample} WHERE {value} IS NOT NULL LIMIT 5"
+        ).fetchall()]
+        if text and profile.rows:
+            column.patterns = list(con.execute(
+                f"SELECT {shape_sql(value)} __p, count(*) __n FROM {sample} WHERE {value} IS NOT NULL "
+                "GROUP BY __p ORDER BY __n DESC, __p LIMIT 5"
+            ).fetchall())
+        if column.unparseable_count:
+            d = decisions[column.name]
+            parsed = parse_expression(value, _validation_type(d), d.value_format)
+            column.unparseable_examples = [_s(e[0]) for e in con.execute(
+                f"SELECT DISTINCT {col} FROM {qt} WHERE {value} IS NOT NULL AND {parsed} IS NULL ORDER BY 1 LIMIT 5"
+            ).fetchall()]
+    _outliers(con, qt, sample, profile)
+
+
+def spelling_variants(counts: list[tuple[str | None, int]]) -> list[tuple[str, list[tuple[str, int]]]]:
+    """Values that differ only in case or whitespace, grouped under their folded form."""
+    groups: dict[str, list[tuple[str, int]]] = {}
+    for v, n in counts:
+        if v is None or not v.strip() or v.strip().lower() in NULL_TOKENS:
             continue
-        iqr = float(q3) - float(q1)
-        low, high = float(q1) - 3 * iqr, float(q3) + 3 * iqr
-        count, examples = con.execute(
-            f"SELECT count(*), list(DISTINCT CAST(__x AS VARCHAR))[1:5] FROM "
-            f"(SELECT {expr} __x FROM {qt}) WHERE __x < {low} OR __x > {high}"
-        ).fetchone()
+        groups.setdefault(" ".join(v.split()).lower(), []).append((v, n))
+    return [(k, sorted(spellings)) for k, spellings in sorted(groups.items()) if len(spellings) > 1]
+
+
+def _outliers(con: duckdb.DuckDBPyConnection, qt: str, sample: str, profile: SourceProfile) -> None:
+    """Values beyond 3 IQR, all numeric columns in one pass; fences come from the sample."""
+    exprs = {
+        c.name: parse_expression(present(quote_ident(c.name)), c.inferred_type, c.value_format)
+        if _is_text(c.physical_type) else quote_ident(c.name)
+        for c in profile.columns
+        if c.semantic_type in NUMERIC_SEMANTICS and c.inferred_type != "VARCHAR"
+    }
+    if not exprs or not profile.rows:
+        return
+    quartiles = con.execute(
+        "SELECT " + ", ".join(f"quantile_cont(CAST({e} AS DOUBLE), [0.25, 0.75])" for e in exprs.values())
+        + f" FROM {sample}"
+    ).fetchall()[0]
+    fences = {}
+    for name, q in zip(exprs, quartiles, strict=True):
+        if q and q[0] is not None and q[1] is not None and q[1] > q[0]:
+            iqr = q[1] - q[0]
+            fences[name] = (q[0] - 3 * iqr, q[1] + 3 * iqr)
+    if not fences:
+        return
+    parts = []
+    for name, (low, high) in fences.items():
+        x = f"CAST({exprs[name]} AS DOUBLE)"
+        parts += [f"count(*) FILTER ({x} < {low} OR {x} > {high})",
+                  f"min({x}) FILTER ({x} < {low})", f"max({x}) FILTER ({x} > {high})"]
+    values = con.execute(f"SELECT {', '.join(parts)} FROM {qt}").fetchall()[0]
+    for i, name in enumerate(fences):
+        count, lowest, highest = values[3 * i : 3 * i + 3]
         if count:
-            profile.outliers[column.name] = (count, examples or [])
+            profile.outliers[name] = (count, [f"{v:g}" for v in (lowest, highest) if v is not None])

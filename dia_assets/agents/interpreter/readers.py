@@ -66,15 +66,18 @@ class TextFile:
     encoding: str
 
 
-def detect_encoding(path: Path) -> str:
-    """utf-8 when every byte decodes, else cp1252, else latin-1; BOMs decide first."""
+def detect_encoding(path: Path, utf8_ok: bool | None = None) -> str:
+    """utf-8 when every byte decodes, else cp1252, else latin-1; BOMs decide first.
+    `utf8_ok` is the answer from a read the caller already made (hashing)."""
     with path.open("rb") as fh:
         head = fh.read(4)
     if head.startswith(codecs.BOM_UTF8):
         return "utf-8-sig"
     if head.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
         return "utf-16"
-    for encoding in ("utf-8", "cp1252"):
+    if utf8_ok:
+        return "utf-8"
+    for encoding in ("cp1252",) if utf8_ok is False else ("utf-8", "cp1252"):
         decoder = codecs.getincrementaldecoder(encoding)()
         try:
             with path.open("rb") as fh:
@@ -148,7 +151,8 @@ def _looks_like_header(first: list[str]) -> bool:
 
 
 def read_csv_source(
-    con: duckdb.DuckDBPyConnection, path: Path, name: str, table: str, scratch: Path
+    con: duckdb.DuckDBPyConnection, path: Path, name: str, table: str, scratch: Path,
+    utf8_ok: bool | None = None,
 ) -> LoadedSource:
     loaded = LoadedSource(name=name, path=path, format="csv", table=table, parse=ParseInfo())
     size = path.stat().st_size
@@ -160,7 +164,7 @@ def read_csv_source(
             f"binary content, not a text CSV (NUL byte at offset {nul}); "
             "is this file really a CSV?"
         )
-    encoding = detect_encoding(path)
+    encoding = detect_encoding(path, utf8_ok)
     loaded.parse.encoding = encoding
     text_path = as_utf8(path, encoding, scratch)
     with text_path.open("r", encoding="utf-8", newline="") as fh:
@@ -571,12 +575,13 @@ def read_parquet_source(
 
 
 def read_source(
-    con: duckdb.DuckDBPyConnection, path: Path, fmt: str, name: str, table: str, scratch: Path
+    con: duckdb.DuckDBPyConnection, path: Path, fmt: str, name: str, table: str, scratch: Path,
+    utf8_ok: bool | None = None,
 ) -> list[LoadedSource]:
     """Dispatch on format; always returns at least one entry naming the file."""
     try:
         if fmt == "csv":
-            return [read_csv_source(con, path, name, table, scratch)]
+            return [read_csv_source(con, path, name, table, scratch, utf8_ok)]
         if fmt in ("json", "jsonl"):
             return read_json_source(con, path, name, table, fmt)
         if fmt == "excel":
