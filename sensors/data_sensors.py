@@ -58,13 +58,12 @@ def review_gate_sensor(context: SensorEvaluationContext) -> SensorResult | SkipR
         return SkipReason(f"{path} does not exist yet")
     if context.cursor == current:
         return SkipReason("overrides unchanged")
-    if context.cursor is None and current == overrides_fingerprint_of_text(""):
-        return SensorResult(cursor=current)  # the untouched template
+    if context.cursor is None:
+        # first sight: the Schema Creator just wrote the template, or the build that created
+        # the workspace already read the file; remember it and react to later edits
+        return SensorResult(cursor=current)
     return SensorResult(
         run_requests=[RunRequest(run_key=f"overrides-{current}", tags={"dia/trigger": "overrides edited"})],
         cursor=current,
     )
 
-
-def overrides_fingerprint_of_text(text: str) -> str:
-    return hashlib.sha256(text.encode()).hexdigest()[:16]

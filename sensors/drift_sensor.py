@@ -7,7 +7,9 @@ import shutil
 from pathlib import Path
 
 from dagster import (
+    AssetKey,
     AssetObservation,
+    DagsterInstance,
     DefaultSensorStatus,
     MetadataValue,
     RunRequest,
@@ -22,7 +24,7 @@ from dia_assets.agents.adaptation.replan import affected_partitions
 from dia_assets.agents.interpreter.discover import content_hash
 from dia_assets.contracts.interpretation import Interpretation
 from resources.workspace import default_workspace
-from sensors.jobs import replan_job, schema_job
+from sensors.jobs import build_job, replan_job, schema_job
 from sensors.settings import SENSOR_INTERVAL_S, drift_thresholds
 
 
@@ -32,10 +34,19 @@ def saved_queries(workspace: Path) -> dict[str, str]:
     return {p.parent.name: p.read_text(encoding="utf-8") for p in sorted(root.glob("*/query.sql"))}
 
 
-def react(report: DriftReport, workspace: Path, version: str) -> list[RunRequest]:
-    """A schema change rebuilds the schema; any drift re-answers exactly the touched questions."""
+def built_with_schema(instance: DagsterInstance) -> bool:
+    """The newest interpretation came from build_job, which rebuilds the schema anyway."""
+    event = instance.get_latest_materialization_event(AssetKey("interpretation"))
+    run = instance.get_run_by_id(event.run_id) if event else None
+    return bool(run and run.job_name == build_job.name)
+
+
+def react(report: DriftReport, workspace: Path, version: str, rebuild_schema: bool = True) -> list[RunRequest]:
+    """A schema change rebuilds the schema (unless a build already does); any drift
+    re-answers exactly the touched questions."""
     requests = []
-    if report.schema_changed or any(c.kind == "primary_key_broken" for c in report.changes):
+    breaking = report.schema_changed or any(c.kind == "primary_key_broken" for c in report.changes)
+    if breaking and rebuild_schema:
         requests.append(RunRequest(job_name=schema_job.name, run_key=f"drift-schema-{version[:16]}",
                                    tags={"dia/trigger": "schema drift"}))
     for pid in affected_partitions(saved_queries(workspace), report.affected()):
@@ -68,7 +79,7 @@ def drift_sensor(context: SensorEvaluationContext) -> SensorResult | SkipReason:
     out = workspace / "drift" / f"{current.generated_at.replace(':', '-')}-{version[:8]}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(report.model_dump_json(indent=2), encoding="utf-8")
-    requests = react(report, workspace, version)
+    requests = react(report, workspace, version, rebuild_schema=not built_with_schema(context.instance))
     context.log.info(f"drift: {len(report.changes)} change(s); requesting {len(requests)} run(s)")
     observation = AssetObservation(
         asset_key="interpretation",

@@ -13,7 +13,7 @@ from dia_assets.interpretation_assets import interpretation_asset, raw_file_asse
 from dia_assets.schema_assets import schema_assets, schema_checks
 from resources import LLMResource, WorkspaceResource
 from resources.warehouse import duckdb_resource
-from sensors import build_job, new_data_sensor
+from sensors import build_job, drift_sensor, new_data_sensor
 from tests.conftest import EXAMPLES
 
 
@@ -42,8 +42,12 @@ def test_dropping_a_file_rebuilds_the_warehouse_with_its_rows(tmp_path: Path, mo
         return result.cursor
 
     cursor = run(None)
+    drift_cursor = drift_sensor(build_sensor_context(instance=instance)).cursor
     (data / "clinics.csv").write_text("clinic_code,name,department_code\nC1,North,CARD\nC2,South,ONCO\nC3,East,CARD\n")
     run(cursor)
+    drift = drift_sensor(build_sensor_context(instance=instance, cursor=drift_cursor))
+    assert "source_added clinics" in drift.asset_events[0].metadata["drift/summary"].value
+    assert not drift.run_requests  # build_job already rebuilt the schema: no second rebuild
     con = duckdb.connect(str(ws / "warehouse.duckdb"), read_only=True)
     assert con.execute("SELECT count(*) FROM main.clinics").fetchall()[0][0] == 3
     report = json.loads((ws / "validation" / "report.json").read_text())
