@@ -19,7 +19,6 @@ import datetime as dt
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +38,7 @@ from dia_assets.agents.evaluation.models import (
     RunConfig,
 )
 from dia_assets.agents.evaluation.solvers import Solver
+from dia_assets.agents.jsonable import jsonable
 
 RESULTS, RUN, SUMMARY, REPORT = "results.jsonl", "run.json", "summary.json", "report.md"
 PREVIEW_ROWS = 5
@@ -50,20 +50,6 @@ class EvalError(RuntimeError):
     pass
 
 
-def jsonable(value: Any) -> Any:
-    if value is None or isinstance(value, (bool, int, float, str)):
-        return value
-    if isinstance(value, Decimal):
-        return float(value)
-    if isinstance(value, (dt.date, dt.datetime, dt.time)):
-        return value.isoformat()
-    if isinstance(value, (bytes, bytearray, memoryview)):
-        return bytes(value).hex()
-    if isinstance(value, (list, tuple)):
-        return [jsonable(v) for v in value]
-    if isinstance(value, dict):
-        return {str(k): jsonable(v) for k, v in value.items()}
-    return str(value)
 
 
 def _execute(db: Database, sql: str, timeout_s: float) -> tuple[Execution, ResultSet | None]:

@@ -8,15 +8,14 @@ only on the structured tool calls it allows, never on text.
 
 from __future__ import annotations
 
-import datetime as dt
 import json
-from decimal import Decimal
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from dia_assets.agents.jsonable import jsonable
 from dia_assets.agents.query.dialects import Database, QueryOutput
 from dia_assets.agents.query.memory import QueryMemory
 from dia_assets.agents.query.safety import SQLRefused, check_sql, clean_sql
@@ -100,18 +99,6 @@ def tool_specs(names: tuple[str, ...], max_rows: int = 50, timeout_s: float = 10
     ]
 
 
-def jsonable(value: Any) -> Any:
-    if value is None or isinstance(value, (bool, int, float, str)):
-        return value
-    if isinstance(value, Decimal):
-        return float(value)
-    if isinstance(value, (dt.date, dt.datetime, dt.time)):
-        return value.isoformat()
-    if isinstance(value, (list, tuple)):
-        return [jsonable(v) for v in value]
-    if isinstance(value, dict):
-        return {str(k): jsonable(v) for k, v in value.items()}
-    return str(value)
 
 
 def data_text(text: Any) -> str:
