@@ -18,6 +18,7 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 import duckdb
 import numpy as np
@@ -77,6 +78,15 @@ def pg_server(request: pytest.FixtureRequest) -> dict[str, Any]:
 
         request.addfinalizer(_stop)
     return _SERVER
+
+
+def fresh_database_url(pg_server: dict[str, Any], name: str) -> str:
+    """A postgresql:// URL of an empty database `name` on the shared server (recreated)."""
+    uri = pg_server["server"].uri()
+    with psycopg.connect(uri, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        conn.execute(f'CREATE DATABASE "{name}"')
+    return urlunsplit(urlsplit(uri)._replace(path=f"/{name}"))
 
 
 @pytest.fixture

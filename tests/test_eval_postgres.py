@@ -13,22 +13,17 @@ from dia_assets.agents.evaluation.databases import DatabaseResolver, QueryTimeou
 from dia_assets.agents.evaluation.runner import run_eval
 from dia_assets.agents.evaluation.solvers import OracleSolver
 from tests.eval_fixtures import SCHOOL, ScriptedSolver, instance
-from tests.memory_fixtures import pg_server  # noqa: F401 - fixture
+from tests.memory_fixtures import fresh_database_url, pg_server  # noqa: F401 - fixture
 
 
 @pytest.fixture
 def pg_template(pg_server) -> str:  # noqa: F811
     """A URL with `{db}`, and a database `school_<pid>` behind it."""
-    name = f"school_{os.getpid()}"
-    uri = pg_server["server"].uri()
-    with psycopg.connect(uri, autocommit=True) as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{name}"')
-        conn.execute(f'CREATE DATABASE "{name}"')
-    parts = urlsplit(uri)
-    with psycopg.connect(urlunsplit(parts._replace(path=f"/{name}")), autocommit=True) as conn:
+    url = fresh_database_url(pg_server, f"school_{os.getpid()}")
+    with psycopg.connect(url, autocommit=True) as conn:
         for stmt in SCHOOL:
             conn.execute(stmt.replace(" REAL", " DOUBLE PRECISION"))  # type: ignore[arg-type]
-    return urlunsplit(parts._replace(path="/{db}")).replace("%7Bdb%7D", "{db}")
+    return urlunsplit(urlsplit(url)._replace(path="/{db}")).replace("%7Bdb%7D", "{db}")
 
 
 def test_postgres_gold_from_sqlite_dialect_scores_100(pg_template: str, tmp_path: Path) -> None:

@@ -3,26 +3,19 @@
 from __future__ import annotations
 
 import os
-from urllib.parse import urlsplit, urlunsplit
 
 import psycopg
 import pytest
 
 from dia_assets.agents.schema_creator import sqlgen
 from dia_assets.agents.schema_creator.build import run
-from tests.memory_fixtures import pg_server  # noqa: F401  (fixture)
+from tests.memory_fixtures import fresh_database_url, pg_server  # noqa: F401  (fixture)
 from tests.schema_fixtures import EXAMPLES
 
 
 @pytest.fixture
 def pg_url(pg_server) -> str:  # noqa: F811
-    name = f"schema_{os.getpid()}"
-    uri = pg_server["server"].uri()
-    with psycopg.connect(uri, autocommit=True) as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{name}"')
-        conn.execute(f'CREATE DATABASE "{name}"')
-    parts = urlsplit(uri)
-    return urlunsplit(parts._replace(path=f"/{name}"))
+    return fresh_database_url(pg_server, f"schema_{os.getpid()}")
 
 
 def test_example_loads_into_postgres_accepted(tmp_path, pg_url, example_interpretation):
