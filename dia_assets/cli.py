@@ -9,6 +9,8 @@ from typing import Annotated
 
 import typer
 
+from dia_assets.agents.locations import workspace_root
+
 app = typer.Typer(help="DIA: raw enterprise files to a validated, queryable database.", no_args_is_help=True)
 
 
@@ -41,7 +43,7 @@ def interpret(
     if not data_dir.is_dir():
         _echo(f"error: {data_dir} is not a folder")
         raise typer.Exit(2)
-    workspace = Path(os.environ.get("DIA_WORKSPACE", "dia_workspace"))
+    workspace = workspace_root()
     json_path = json_out or workspace / "interpretation.json"
     md_path = md_out or (json_path.with_suffix(".md") if json_out else workspace / "interpretation.md")
     complete, model = _llm()
@@ -75,7 +77,7 @@ def build(
     if not data_dir.is_dir():
         _echo(f"error: {data_dir} is not a folder")
         raise typer.Exit(2)
-    workspace = Path(os.environ.get("DIA_WORKSPACE", "dia_workspace"))
+    workspace = workspace_root()
     report = build_warehouse(data_dir, workspace, warehouse=warehouse, overrides_seed=overrides)
     typer.echo(summary(report))
     typer.echo(f"report: {workspace / 'validation' / 'report.md'}")

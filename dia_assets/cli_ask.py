@@ -15,15 +15,11 @@ from typing import Annotated
 
 import typer
 
+from dia_assets.agents.locations import default_warehouse, workspace_root
+
 SESSION_FILE = "_session.json"
 
 
-def _workspace() -> Path:
-    return Path(os.environ.get("DIA_WORKSPACE", "dia_workspace"))
-
-
-def _default_warehouse(workspace: Path) -> str:
-    return os.environ.get("DIA_WAREHOUSE") or str(workspace / "warehouse.duckdb")
 
 
 def _echo(message: str) -> None:
@@ -55,9 +51,9 @@ def ask(
     if not model:
         _echo(NO_MODEL_MESSAGE)
         raise typer.Exit(2)
-    workspace = _workspace()
-    target = warehouse or _default_warehouse(workspace)
-    from dia_assets.agents.query.dialects import is_postgres
+    workspace = workspace_root()
+    target = warehouse or default_warehouse(workspace)
+    from dia_assets.agents.locations import is_postgres
 
     if not is_postgres(target) and not Path(target).exists():
         _echo(f"error: no warehouse at {target}; build it first (make demo) or pass --warehouse")

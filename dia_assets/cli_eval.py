@@ -10,6 +10,8 @@ from typing import Annotated, Any
 
 import typer
 
+from dia_assets.agents.locations import default_warehouse, workspace_root
+
 ORACLE_HELP = (
     "litellm model name (default $DIA_MODEL). `oracle` answers every question with its gold SQL "
     "through the full agent path (a plumbing check that must score 100% EX); `oracle-direct` "
@@ -30,7 +32,7 @@ def _default_db(questions: Path, fmt: str) -> str | None:
         found = None
     if found:
         return str(found)
-    warehouse = Path(os.environ.get("DIA_WORKSPACE", "dia_workspace")) / "warehouse.duckdb"
+    warehouse = Path(default_warehouse())
     return str(warehouse) if warehouse.exists() else None
 
 
@@ -75,7 +77,7 @@ def _memory_factory() -> Any:
 
     def factory(db: Any) -> Any:
         if db.target not in opened:
-            opened[db.target] = open_store_memory(db.target, os.environ.get("DIA_WORKSPACE", "dia_workspace"))
+            opened[db.target] = open_store_memory(db.target, str(workspace_root()))
             if opened[db.target] is None:
                 _err(f"warning: the memory store could not be opened; {db.target} runs without memory")
         return opened[db.target]
@@ -130,7 +132,7 @@ def eval(  # noqa: A001 - the command is `dia eval`
              "For the bundled sample build the warehouse first (`dia build`, or "
              "`python -m dia_assets.agents.evaluation.sample dia_workspace/warehouse.duckdb` for a stand-in).")
         raise typer.Exit(2)
-    out = out or Path(os.environ.get("DIA_WORKSPACE", "dia_workspace")) / "eval"
+    out = out or workspace_root() / "eval"
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     if memory and workers > 1:
         _err("note: --memory runs one worker (the store's lessons depend on question order)")

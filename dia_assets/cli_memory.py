@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from dia_assets.agents.locations import workspace_root
 from dia_assets.agents.memory.connection import default_pgdata
 from dia_assets.agents.memory.models import Kind, MemoryItem, Status, Tier
 
@@ -180,7 +181,7 @@ def export(
     """Write lessons.md for expert review."""
     from dia_assets.agents.memory.export import export_lessons
 
-    path = out or Path(os.environ.get("DIA_WORKSPACE", "dia_workspace")) / "memory" / "lessons.md"
+    path = out or workspace_root() / "memory" / "lessons.md"
     with _open() as store:
         export_lessons(store, path)
     typer.echo(f"wrote {path}")

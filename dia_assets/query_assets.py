@@ -31,7 +31,7 @@ from dagster import (
 )
 from pydantic import Field
 
-from dia_assets.agents.query.dialects import is_postgres
+from dia_assets.agents.locations import default_warehouse, is_postgres
 from dia_assets.agents.query.llm import NO_MODEL_MESSAGE, litellm_chat
 from dia_assets.agents.query.loop import AgentSettings
 from dia_assets.agents.query.memory import QueryMemory
@@ -64,8 +64,7 @@ class QueryConfig(Config):
 
 
 def warehouse_location(workspace: WorkspaceResource) -> str:
-    """DIA_WAREHOUSE (a DuckDB file or a postgresql:// URL), else <workspace>/warehouse.duckdb."""
-    return os.environ.get("DIA_WAREHOUSE") or str(workspace.root_path / "warehouse.duckdb")
+    return default_warehouse(workspace.root_path)
 
 
 def register_question_partitions(instance: DagsterInstance, path: str | Path | None = None) -> list[str]:

@@ -24,10 +24,11 @@ from dagster import (
 from dagster_duckdb import DuckDBResource
 
 from dia_assets.agents.interpreter.naming import snake_case
+from dia_assets.agents.locations import is_postgres
 from dia_assets.agents.schema_creator import build as sc
 from dia_assets.agents.schema_creator import validate as v
 from dia_assets.agents.schema_creator.lineage import table_lineage
-from dia_assets.agents.schema_creator.target import Target, is_postgres
+from dia_assets.agents.schema_creator.target import Target
 from dia_assets.contracts.interpretation import Interpretation
 from dia_assets.contracts.manifest import Manifest
 from resources.warehouse import warehouse_target

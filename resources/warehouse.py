@@ -9,16 +9,13 @@ from pathlib import Path
 
 from dagster_duckdb import DuckDBResource
 
+from dia_assets.agents.locations import is_postgres
 from resources.workspace import default_workspace
-
-
-def is_postgres_url(value: str | None) -> bool:
-    return bool(value) and str(value).startswith(("postgresql://", "postgres://"))
 
 
 def default_duckdb_path(workspace: str | None = None) -> str:
     env = os.environ.get("DIA_WAREHOUSE")
-    if env and not is_postgres_url(env):
+    if env and not is_postgres(env):
         return str(Path(env).resolve())
     return str((Path(workspace or default_workspace()) / "warehouse.duckdb").resolve())
 
@@ -31,4 +28,4 @@ def duckdb_resource(workspace: str | None = None) -> DuckDBResource:
 def warehouse_target(duckdb: DuckDBResource) -> str:
     """Where to load: the PostgreSQL URL in `DIA_WAREHOUSE` if set, else the DuckDB file."""
     env = os.environ.get("DIA_WAREHOUSE")
-    return env if is_postgres_url(env) else duckdb.database
+    return env if is_postgres(env) else duckdb.database

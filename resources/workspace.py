@@ -2,19 +2,20 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 from dagster import ConfigurableResource
 from pydantic import Field
 
+from dia_assets.agents import locations
+
 
 def default_workspace() -> str:
-    return os.environ.get("DIA_WORKSPACE", "dia_workspace")
+    return str(locations.workspace_root())
 
 
 def default_data_dir() -> str:
-    return os.environ.get("DIA_DATA_DIR", "examples/data")
+    return str(locations.data_dir())
 
 
 class WorkspaceResource(ConfigurableResource):

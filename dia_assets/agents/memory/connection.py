@@ -9,6 +9,7 @@ from pathlib import Path
 import psycopg
 from psycopg.conninfo import conninfo_to_dict
 
+from dia_assets.agents.locations import workspace_root
 from dia_assets.agents.memory.server import EmbeddedServer
 
 
@@ -37,7 +38,7 @@ def default_url() -> str | None:
 
 
 def default_pgdata() -> Path:
-    return Path(os.environ.get("DIA_WORKSPACE", "dia_workspace")) / "pgdata"
+    return workspace_root() / "pgdata"
 
 
 @dataclass

@@ -24,6 +24,8 @@ from typing import Any, Protocol
 
 import sqlglot
 
+from dia_assets.agents.locations import is_postgres
+
 EXECUTED = ("duckdb", "postgres", "sqlite")
 TRANSPILE_TARGETS = ("snowflake", "bigquery", "postgres", "sqlite", "duckdb")
 
@@ -377,12 +379,6 @@ class PostgresDatabase:
 def _redact(conninfo: str) -> str:
     text = re.sub(r"://([^:@/]+):[^@/]+@", r"://\1:***@", conninfo)
     return re.sub(r"password=\S+", "password=***", text)
-
-
-def is_postgres(target: str | Path) -> bool:
-    """A PostgreSQL URL (`postgresql://...`) or keyword conninfo (`host=... dbname=...`)."""
-    text = str(target)
-    return text.startswith(("postgresql://", "postgres://")) or bool(re.match(r"^\s*\w+=", text))
 
 
 def open_database(target: str | Path, read_only: bool = True) -> Database:

@@ -162,8 +162,8 @@ class StoreMemory:
 
 def warehouse_fingerprint(warehouse: str) -> str:
     """The memory scope of a warehouse: a DuckDB file, or a PostgreSQL URL."""
+    from dia_assets.agents.locations import is_postgres
     from dia_assets.agents.memory import database_fingerprint
-    from dia_assets.agents.query.dialects import is_postgres
 
     text = str(warehouse)
     if is_postgres(text):

@@ -3,28 +3,24 @@
 from __future__ import annotations
 
 import json
-import os
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
+from dia_assets.agents.locations import default_warehouse, is_postgres
 from dia_assets.agents.schema_creator import sqlgen
 from dia_assets.agents.schema_creator.er import er_diagram
 from dia_assets.agents.schema_creator.lineage import manifest_lineage
 from dia_assets.agents.schema_creator.load import LoadResult, StepHook, load_duckdb
 from dia_assets.agents.schema_creator.overrides import load_overrides, write_template
 from dia_assets.agents.schema_creator.plan import plan_manifest
-from dia_assets.agents.schema_creator.target import Target, is_postgres
+from dia_assets.agents.schema_creator.target import Target
 from dia_assets.agents.schema_creator.validate import render_markdown, validate
 from dia_assets.contracts.interpretation import Interpretation
 from dia_assets.contracts.manifest import Manifest
 from dia_assets.contracts.report import ValidationReport
 
 OVERRIDES = ("review", "interpretation_overrides.yaml")
-
-
-def default_warehouse(workspace: str | Path) -> str:
-    return os.environ.get("DIA_WAREHOUSE") or str(Path(workspace) / "warehouse.duckdb")
 
 
 def overrides_path(workspace: str | Path) -> Path:

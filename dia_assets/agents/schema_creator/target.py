@@ -11,11 +11,8 @@ from typing import Any
 
 import duckdb
 
+from dia_assets.agents.locations import is_postgres
 from dia_assets.agents.schema_creator.sqlgen import transpile
-
-
-def is_postgres(warehouse: str | Path) -> bool:
-    return str(warehouse).startswith(("postgresql://", "postgres://"))
 
 
 class Target:

@@ -1,0 +1,30 @@
+"""Where things live by default, from the environment: one answer for the CLI, the
+agents and the Dagster resources."""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+
+def workspace_root() -> Path:
+    """The shared workspace W (DESIGN §4): `DIA_WORKSPACE`, default `dia_workspace`."""
+    return Path(os.environ.get("DIA_WORKSPACE", "dia_workspace"))
+
+
+def data_dir() -> Path:
+    """Raw files to interpret: `DIA_DATA_DIR`, default `examples/data`."""
+    return Path(os.environ.get("DIA_DATA_DIR", "examples/data"))
+
+
+def default_warehouse(workspace: str | Path | None = None) -> str:
+    """`DIA_WAREHOUSE` (a DuckDB or SQLite file, or a PostgreSQL URL), else
+    `<workspace>/warehouse.duckdb`."""
+    return os.environ.get("DIA_WAREHOUSE") or str(Path(workspace or workspace_root()) / "warehouse.duckdb")
+
+
+def is_postgres(target: str | Path | None) -> bool:
+    """A PostgreSQL URL (`postgresql://...`) or keyword conninfo (`host=... dbname=...`)."""
+    text = str(target or "")
+    return text.startswith(("postgresql://", "postgres://")) or bool(re.match(r"^\s*\w+=", text))
