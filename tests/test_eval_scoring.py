@@ -122,8 +122,11 @@ def test_duckdb_timeout_and_read_only(tmp_path: Path) -> None:
 
 
 def test_sqlite_is_read_only(school: Path) -> None:
-    with open_database(school) as db, pytest.raises(Exception, match="readonly|read-only|query_only"):
-        db.query("DELETE FROM student")
+    with open_database(school) as db:
+        before = db.query("SELECT count(*) FROM student").rows
+        with pytest.raises(Exception, match="readonly|read-only|not authorized"):
+            db.query("DELETE FROM student")
+        assert db.query("SELECT count(*) FROM student").rows == before
 
 
 def test_resolver_finds_benchmark_layouts(tmp_path: Path) -> None:
