@@ -26,6 +26,7 @@ from dia_assets.contracts.interpretation import (
 
 HIGH = 0.8
 MIN_REPORTED = 0.5
+COMPOSITE_PENALTY = 0.15  # ranking cost of each extra key column
 NOT_KEYABLE = {"decimal", "currency", "percentage", "free_text", "json", "boolean",
                "latitude", "longitude", "timestamp", "time"}
 HIERARCHY_WORDS = ("reports_to", "parent", "manager", "supervisor", "boss", "mentor", "lead")
@@ -94,7 +95,7 @@ def find_keys(con: duckdb.DuckDBPyConnection, info: TableInfo) -> None:
             counts = con.execute(f"SELECT {', '.join(exprs)} FROM {quote_ident(info.table)}").fetchone()
             for combo, count in zip(combos, counts, strict=True):
                 if count == distinct_rows:
-                    score = min(column_key_score(src, c) for c in combo) - 0.15 * (size - 1)
+                    score = min(column_key_score(src, c) for c in combo) - COMPOSITE_PENALTY * (size - 1)
                     composites.append(([c.name for c in combo], score, sum(order[c.name] for c in combo)))
             if composites:
                 break
@@ -135,9 +136,13 @@ def _near_key(con: duckdb.DuckDBPyConnection, info: TableInfo, distinct_rows: in
 
 
 def _pk_confidence(cols: list[str], score: float) -> float:
-    if len(cols) == 1:
+    """Single keys from their score; composites from their weakest column, a little
+    less for each extra column, never above 0.9."""
+    extra = len(cols) - 1
+    if not extra:
         return round(min(1.0, 0.6 + 0.4 * score), 2)
-    return round(max(0.3, min(0.9, 0.5 + 0.4 * (score + 0.15 * (len(cols) - 1)) - 0.05 * (len(cols) - 1))), 2)
+    weakest = score + COMPOSITE_PENALTY * extra
+    return round(max(0.3, min(0.9, 0.5 + 0.4 * weakest - 0.05 * extra)), 2)
 
 
 def _pk_reason(src: Source, cols: list[str], score: float) -> str:
@@ -169,9 +174,7 @@ def _family(col: Column) -> str | None:
         return "int"
     if t == "VARCHAR" and keyable(col):
         return "text"
-    if t == "DATE":
-        return None
-    return None
+    return None  # dates, decimals, booleans: not compared as keys
 
 
 def _key_sql(col: Column) -> str:
