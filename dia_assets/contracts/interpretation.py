@@ -120,6 +120,9 @@ class ForeignKey(BaseModel):
     orphan_examples: list[str] = []
     confidence: float = Field(ge=0, le=1)
     evidence: list[str] = []
+    strength: Literal["strong", "weak"] = Field(
+        "strong", description="strong: exact name, declared or structural evidence; weak: role, "
+        "stem or propagated names. Only strong keys the data contradicts block acceptance.")
     llm_verdict: Literal["confirmed", "rejected"] | None = None
 
     model_config = {"populate_by_name": True}

@@ -9,11 +9,13 @@ from pathlib import Path
 
 import duckdb
 
-from dia_assets.agents.interpreter import keys, quality
+from dia_assets.agents.interpreter import foreign_keys, keys, quality
 from dia_assets.agents.interpreter.discover import discover, hash_and_check_utf8
+from dia_assets.agents.interpreter.join_paths import join_paths
 from dia_assets.agents.interpreter.naming import snake_case
 from dia_assets.agents.interpreter.profile import SourceProfile, profile_table
 from dia_assets.agents.interpreter.readers import LoadedSource, read_source, scratch_dir
+from dia_assets.agents.interpreter.table_info import TableInfo
 from dia_assets.contracts.interpretation import Interpretation, ParseInfo, QualityIssue, Source
 
 log = logging.getLogger("dia.interpreter")
@@ -28,7 +30,7 @@ def interpret(data_dir: str | Path, progress: Progress | None = None) -> Interpr
     result = Interpretation(data_dir=str(root), generated_at=datetime.now(UTC).isoformat(timespec="seconds"))
     con = duckdb.connect(config={"preserve_insertion_order": True})
     con.execute("SET enable_progress_bar = false")
-    infos: list[keys.TableInfo] = []
+    infos: list[TableInfo] = []
     used: set[str] = set()
     with scratch_dir() as tmp:
         con.execute(f"SET temp_directory = '{Path(tmp) / 'spill'}'")
@@ -51,17 +53,17 @@ def interpret(data_dir: str | Path, progress: Progress | None = None) -> Interpr
                 result.sources.append(source)
                 result.quality_issues.extend(loaded.issues)
                 if loaded.table and profile is not None and source.columns:
-                    infos.append(keys.TableInfo(source, loaded.table))
+                    infos.append(TableInfo(source, loaded.table))
                     result.quality_issues.extend(quality.column_issues(con, source, loaded.table, profile))
         say(f"finding keys in {len(infos)} sources")
         for info in infos:
             keys.find_keys(con, info)
             result.quality_issues.extend(quality.key_issues(info.source))
-        result.foreign_keys = keys.find_foreign_keys(con, infos)
+        result.foreign_keys = foreign_keys.find_foreign_keys(con, infos)
         if keys.prefer_link_keys(infos, result.foreign_keys):
-            result.foreign_keys = keys.find_foreign_keys(con, infos)
+            result.foreign_keys = foreign_keys.find_foreign_keys(con, infos)
         result.quality_issues.extend(quality.fk_issues(result.foreign_keys))
-        result.join_paths = keys.join_paths(result.sources, result.foreign_keys)
+        result.join_paths = join_paths(result.sources, result.foreign_keys)
     con.close()
     return result
 
