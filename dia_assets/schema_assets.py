@@ -120,7 +120,7 @@ def warehouse(context: AssetExecutionContext, workspace: WorkspaceResource, duck
 
 
 def _result(items: list, summary: str) -> AssetCheckResult:
-    passed = all(i.passed for i in items)
+    passed = not any(v.blocks(i) for i in items)
     return AssetCheckResult(
         passed=passed, severity=AssetCheckSeverity.ERROR, description=summary,
         metadata={"details": MetadataValue.json([i.model_dump() for i in items]),

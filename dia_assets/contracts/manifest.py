@@ -47,6 +47,8 @@ class ManifestForeignKey(BaseModel):
     allow_orphans: bool = False
     orphan_reason: str | None = None
     expected_orphans: int = 0
+    blocking: bool = Field(True, description="Orphans fail acceptance: declared, override or strong "
+                           "evidence. A weakly inferred key with orphans is reported for review instead.")
     enforced: bool = Field(False, description="Declared as a database constraint.")
     not_enforced_reason: str | None = None
 

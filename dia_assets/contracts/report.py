@@ -44,6 +44,8 @@ class KeyResult(BaseModel):
     reason: str | None = None
     examples: list[str] = []
     passed: bool = True
+    blocking: bool = Field(True, description="A failure here fails acceptance; false for weakly "
+                           "inferred keys, whose violations are findings for review.")
 
 
 class TableRejects(BaseModel):

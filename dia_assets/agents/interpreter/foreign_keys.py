@@ -96,16 +96,18 @@ def _compatible(child: Column, key: Column) -> bool:
 def name_score(child: Source, col: str, parent: Source, key: str) -> tuple[float, str]:
     """Name evidence that `child.col` refers to `parent.key`, with the reason."""
     generic = key in GENERIC_KEYS
-    if child.name == parent.name:
-        if any(w in col for w in HIERARCHY_WORDS):
-            return 0.7, f"self-reference with hierarchy name {col!r}"
-        return 0.0, ""
-    if col == key and not generic:
-        return 1.0, f"same column name {col!r}"
     tokens = parent.name.split("_")
     full = singular(parent.name)
     head = singular(tokens[-1])
     suffix = col.rsplit("_", 1)[-1] if "_" in col else ""
+    if child.name == parent.name:
+        if any(w in col for w in HIERARCHY_WORDS):
+            return 0.7, f"self-reference with hierarchy name {col!r}"
+        if not generic and col.endswith((f"_{key}", f"_{head}_{suffix}")) and id_like_name(col):
+            return 0.7, f"self-reference: {col!r} is a role-prefixed {key!r}"
+        return 0.0, ""
+    if col == key and not generic:
+        return 1.0, f"same column name {col!r}"
     if id_like_name(col) and suffix and col == f"{full}_{suffix}" and (
         suffix == key.rsplit("_", 1)[-1] or key in GENERIC_KEYS or id_like_name(key)
     ):
@@ -114,6 +116,8 @@ def name_score(child: Source, col: str, parent: Source, key: str) -> tuple[float
         return 0.8, f"{col!r} is a role-prefixed {key!r}"
     if len(tokens) > 1 and id_like_name(col) and col == f"{head}_{suffix}":
         return 0.8, f"{col!r} names {parent.name!r} by its head noun"
+    if id_like_name(col) and suffix and col.endswith((f"_{full}_{suffix}", f"_{head}_{suffix}")):
+        return 0.8, f"{col!r} is a role-prefixed reference to {parent.name!r}"
     stems = {singular(t) for t in tokens} | {full, key.rsplit("_", 1)[0] if "_" in key else key}
     for token in col.split("_"):
         if len(token) >= 4 and any(s.startswith(token) or token.startswith(s) for s in stems):

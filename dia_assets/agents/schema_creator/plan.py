@@ -224,7 +224,8 @@ def _plan_foreign_keys(
             continue
         planned.setdefault(src, []).append((
             ManifestForeignKey(columns=list(fk.from_.columns), ref_table=dst, ref_columns=list(fk.to.columns),
-                               confidence=fk.confidence, expected_orphans=fk.orphan_count),
+                               confidence=fk.confidence, expected_orphans=fk.orphan_count,
+                               blocking=fk.strength == "strong"),
             src, list(fk.from_.columns), dst,
         ))
     for source, tov in ov.tables.items():
@@ -242,9 +243,11 @@ def _plan_foreign_keys(
                 continue  # a column of the key was excluded
             fk.ref_table = names[dst]
             if fk.expected_orphans and not fk.allow_orphans:
+                outcome = ("key_validity will fail" if fk.blocking else
+                           "weakly inferred, so reported for review without failing acceptance")
                 manifest.decisions.append(Decision(
                     table=table.name, what=f"foreign key {fk.columns} -> {fk.ref_table} has "
-                    f"{fk.expected_orphans} orphan rows and no allowance: key_validity will fail"))
+                    f"{fk.expected_orphans} orphan rows and no allowance: {outcome}"))
             table.foreign_keys.append(fk)
 
 
@@ -284,6 +287,8 @@ def _apply_fk_override(
         planned.setdefault(source, []).append(entry)
         existing = [entry]
         manifest.decisions.append(Decision(table=table.name, what=f"foreign key {fov.columns} -> {ref.table} added", origin="override"))
+    for fk, *_ in existing:
+        fk.blocking = True  # named by the expert: a declared key
     if fov.allow_orphans:
         for fk, *_ in existing:
             fk.allow_orphans = True

@@ -116,6 +116,7 @@ def foreign_key_result(target: Target, table: ManifestTable, fk: ManifestForeign
     result = KeyResult(
         table=table.name, kind="foreign_key", columns=fk.columns, ref_table=fk.ref_table,
         ref_columns=fk.ref_columns, allowed=fk.allow_orphans, reason=fk.orphan_reason,
+        blocking=fk.blocking,
     )
     result.orphan_rows = _n(target, _orphan_sql(table, fk, "count(*)"))
     if result.orphan_rows:
@@ -214,12 +215,19 @@ def run_test_queries(target: Target, queries: list[TestQuery]) -> list[TestQuery
     return queries
 
 
+def blocks(item: object) -> bool:
+    """A failed check fails acceptance unless it is a finding for review (a weak key)."""
+    return not item.passed and getattr(item, "blocking", True)
+
+
 def _axis(items: list, what: str) -> AxisResult:
-    failed = [getattr(i, "table", getattr(i, "name", "?")) for i in items if not i.passed]
+    failed = [getattr(i, "table", getattr(i, "name", "?")) for i in items if blocks(i)]
+    review = [getattr(i, "table", "?") for i in items if not i.passed and not blocks(i)]
     return AxisResult(
         passed=not failed,
-        summary=f"{len(items) - len(failed)}/{len(items)} {what} pass"
-        + (f"; failing: {', '.join(sorted(set(failed)))}" if failed else ""),
+        summary=f"{len(items) - len(failed) - len(review)}/{len(items)} {what} pass"
+        + (f"; failing: {', '.join(sorted(set(failed)))}" if failed else "")
+        + (f"; for review (weakly inferred, not blocking): {', '.join(sorted(set(review)))}" if review else ""),
     )
 
 
@@ -307,12 +315,15 @@ def render_markdown(report: ValidationReport) -> str:
         if c.missing:
             line += f", **missing {c.missing}**"
         out.append(line)
-    out += ["\n## Keys\n", "| table | key | duplicates | NULL keys | orphans | allowed | ok |", "|---|---|---|---|---|---|---|"]
+    out += ["\n## Keys\n", "Keys the expert declared or with strong evidence block acceptance; weakly inferred "
+            "keys the data contradicts are listed for review.\n",
+            "| table | key | evidence | duplicates | NULL keys | orphans | allowed | ok |", "|---|---|---|---|---|---|---|---|"]
     for k in report.key_validity:
         key = f"{k.kind} ({', '.join(k.columns)})" + (f" -> {k.ref_table}" if k.ref_table else "")
         ex = f" e.g. {', '.join(k.examples[:5])}" if k.examples else ""
-        out.append(f"| {k.table} | {key} | {k.duplicate_keys} | {k.null_keys} | {k.orphan_rows} | "
-                   f"{k.reason if k.allowed else ''} | {'yes' if k.passed else '**no**'}{ex} |")
+        ok = "yes" if k.passed else ("**no**" if k.blocking else "review")
+        out.append(f"| {k.table} | {key} | {'blocking' if k.blocking else 'weak'} | {k.duplicate_keys} | "
+                   f"{k.null_keys} | {k.orphan_rows} | {k.reason if k.allowed else ''} | {ok}{ex} |")
     out += ["\n## Rejects\n"]
     for r in report.load_integrity:
         reasons = "; ".join(f"{k}: {v}" for k, v in r.reasons.items())
