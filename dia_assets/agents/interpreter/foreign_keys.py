@@ -137,9 +137,9 @@ def _key_sql(col: Column) -> str:
 # ------------------------------------------------------------------ targets and candidates
 
 
-def targets(infos: list[TableInfo], references_elsewhere: set[tuple[str, str]]) -> list[Target]:
-    """Primary keys, plus identifier-like unique columns of entity tables that are not
-    themselves references to another table (those point at the key they copy)."""
+def targets(infos: list[TableInfo]) -> list[Target]:
+    """Primary keys, plus identifier-like unique columns of entity tables (those that turn out
+    to reference another table are dropped later: they copy the key they point at)."""
     out: list[Target] = []
     for info in infos:
         src = info.source
@@ -152,22 +152,28 @@ def targets(infos: list[TableInfo], references_elsewhere: set[tuple[str, str]]) 
             if len(cand.columns) != 1 or cand.columns == src.primary_key.columns:
                 continue
             col = src.column(cand.columns[0])
-            if (id_like_name(col.name) and column_key_score(src, col) >= 0.8
-                    and (src.name, col.name) not in references_elsewhere):
+            if id_like_name(col.name) and column_key_score(src, col) >= 0.8:
                 out.append(Target(src, info.table, [col], False))
     return out
 
 
 def find_foreign_keys(con: duckdb.DuckDBPyConnection, infos: list[TableInfo]) -> list[ForeignKey]:
     """Every measured candidate; exactly one parent per child column at HIGH or above."""
-    first = _candidates(con, infos, targets(infos, set()))
+    cands = _candidates(con, infos, targets(infos))
     # A unique column that references another table is a copy of that key, not a target.
-    referencing = {(c.fk.from_.source, c.fk.from_.columns[0]) for c in _assign(first)
-                   if len(c.fk.from_.columns) == 1 and c.fk.confidence >= HIGH}
-    cands = _candidates(con, infos, targets(infos, referencing)) if referencing else first
-    chosen = _assign(cands)
-    cands += _propagate(con, infos, chosen, cands)
-    _assign(cands)
+    copies = {(g[0].fk.from_.source, g[0].fk.from_.columns[0]) for g in _groups(cands)
+              if len(g[0].fk.from_.columns) == 1 and _final(g[0], g) >= HIGH}
+    cands = [c for c in cands if c.is_primary or (c.fk.to.source, c.fk.to.columns[0]) not in copies]
+    cands += _propagate(con, infos, _groups(cands))
+    for group in _groups(cands):
+        best = group[0]
+        for c in group:
+            confidence = _final(c, group)
+            if confidence > c.fk.confidence:
+                c.fk.evidence.append("the only parent with name evidence, and it covers every value")
+            elif confidence < c.fk.confidence:
+                c.fk.evidence.append(f"a better parent exists: {best.fk.to.source}.{'/'.join(best.fk.to.columns)}")
+            c.fk.confidence = confidence
     found = [c.fk for c in cands]
     found.sort(key=lambda f: (f.from_.source, f.from_.columns, -f.confidence))
     return found
@@ -299,40 +305,36 @@ def _rank(c: Candidate) -> tuple[float, bool, float, int]:
     return (round(c.fk.confidence, 2), c.is_primary, c.name, -c.parent_rows)
 
 
-def _assign(cands: list[Candidate]) -> list[Candidate]:
-    """One parent per child column set: the best keeps its confidence (raised to HIGH when it
-    is the only strong-named parent and covers every value); the rest are capped below HIGH."""
+def _groups(cands: list[Candidate]) -> list[list[Candidate]]:
+    """Candidates per child column set, best parent first (by `_rank`)."""
     groups: dict[tuple[str, tuple[str, ...]], list[Candidate]] = {}
     for c in cands:
         groups.setdefault((c.fk.from_.source, tuple(c.fk.from_.columns)), []).append(c)
-    chosen = []
-    for group in groups.values():
-        group.sort(key=_rank, reverse=True)
-        best = group[0]
-        if best.fk.confidence < HIGH and best.name >= 0.5 and best.fk.coverage == 1.0 and not any(
-            c.name >= 0.5 for c in group[1:]
-        ):
-            best.fk.confidence = HIGH
-            best.fk.evidence.append("the only parent with name evidence, and it covers every value")
-        for c in group[1:]:
-            if c.fk.confidence >= HIGH:
-                c.fk.confidence = ALTERNATIVE_CAP
-                c.fk.evidence.append(f"a better parent exists: {best.fk.to.source}.{'/'.join(best.fk.to.columns)}")
-        chosen.append(best)
-    return chosen
+    return [sorted(g, key=_rank, reverse=True) for g in groups.values()]
+
+
+def _final(c: Candidate, group: list[Candidate]) -> float:
+    """Confidence after assignment: the best parent is raised to HIGH when it is its column's
+    only parent with name evidence and covers every value; any other parent stays below HIGH."""
+    if c is not group[0]:
+        return min(c.fk.confidence, ALTERNATIVE_CAP)
+    if c.fk.confidence < HIGH and c.name >= 0.5 and c.fk.coverage == 1.0 and not any(
+        other.name >= 0.5 for other in group[1:]
+    ):
+        return HIGH
+    return c.fk.confidence
 
 
 def _propagate(
-    con: duckdb.DuckDBPyConnection, infos: list[TableInfo], chosen: list[Candidate], cands: list[Candidate],
+    con: duckdb.DuckDBPyConnection, infos: list[TableInfo], groups: list[list[Candidate]],
 ) -> list[Candidate]:
     """A key-named column with no parent takes the parent of a same-named column elsewhere
     (`departments.manager_id` as `employees.manager_id -> employees`), if the values agree."""
+    placed = {(g[0].fk.from_.source, g[0].fk.from_.columns[0]): g[0] for g in groups
+              if len(g[0].fk.from_.columns) == 1 and _final(g[0], g) >= HIGH}
     by_name: dict[str, Candidate] = {}
-    for c in chosen:
-        if len(c.fk.from_.columns) == 1 and c.fk.confidence >= HIGH:
-            by_name.setdefault(c.fk.from_.columns[0], c)
-    placed = {(c.fk.from_.source, c.fk.from_.columns[0]) for c in cands
-              if len(c.fk.from_.columns) == 1 and c.fk.confidence >= HIGH}
+    for (_, column), c in sorted(placed.items()):
+        by_name.setdefault(column, c)
     tables = {i.source.name: i for i in infos}
     out = []
     for info in infos:
