@@ -51,6 +51,9 @@ def enterprise(tmp_path_factory) -> Interpretation:
             n += 1
             rows.append([p, (p * 7) % 400 + 1 if t == 1 else (p * 7) % 400 + 1, t, f"{n:08x}-aaaa-bbbb-cccc-{n:012x}"])
     _write(d, "person_address", ["person_id", "address_id", "address_type_id", "rowguid"], rows)
+    # the same relationship where (person, address) happens to be unique: still keyed by all three
+    _write(d, "vendor_address", ["person_id", "address_id", "address_type_id"],
+           [[p, (p * 5 + t) % 400 + 1, t] for p in range(1, 101) for t in (1, 2, 3) if (p + t) % 2])
     # history keyed by entity and date
     _write(d, "pay_history", ["person_id", "rate_change_date", "rate"],
            [[e, f"20{10 + k}-01-01", 10 + k] for e in employees for k in range(1 + e % 3)])
@@ -73,6 +76,10 @@ def enterprise(tmp_path_factory) -> Interpretation:
 
 def test_association_key_beats_unique_guid(enterprise):
     assert _pk(enterprise, "person_address") == ["person_id", "address_id", "address_type_id"]
+
+
+def test_relationship_keyed_by_its_leading_references(enterprise):
+    assert _pk(enterprise, "vendor_address") == ["person_id", "address_id", "address_type_id"]
 
 
 def test_history_table_keyed_by_entity_and_date(enterprise):

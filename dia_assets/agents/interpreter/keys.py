@@ -179,25 +179,41 @@ def _keys_from_names(src: Source) -> None:
 
 
 def prefer_link_keys(infos: list[TableInfo], fks: list[ForeignKey]) -> bool:
-    """A table whose columns all reference other tables is a link table: its key is
-    their combination, even when one of them happens to be unique."""
+    """Relationship tables are keyed by their references, once the references are known.
+
+    A table whose columns all reference other tables is a link table: its key is their
+    combination, even when one of them happens to be unique. A key made only of leading
+    references is a relationship, identified by the whole leading run of complete references
+    (`entity_address(entity_id, address_id, address_type_id)`), not just by the shortest
+    unique part of it."""
     changed = False
     for info in infos:
         src = info.source
-        if not src.primary_key or len(src.primary_key.columns) != 1:
+        if not src.primary_key:
             continue
         pointing = {
             fk.from_.columns[0] for fk in fks
             if fk.from_.source == src.name and len(fk.from_.columns) == 1
             and fk.confidence >= HIGH and fk.to.source != src.name
         }
-        cols = [c.name for c in src.columns if c.name in pointing]
-        if 2 <= len(cols) <= 3 and len(cols) == len(src.columns):
-            src.primary_key = KeyCandidate(
-                columns=cols, confidence=0.8,
-                reason="link table: every identifier column references another table, "
-                "so the key is their combination",
-            )
-            src.candidate_keys.insert(0, src.primary_key)
-            changed = True
+        key = src.primary_key.columns
+        if len(key) == 1:
+            cols = [c.name for c in src.columns if c.name in pointing]
+            if not (2 <= len(cols) <= 3 and len(cols) == len(src.columns)):
+                continue
+            reason = "link table: every identifier column references another table, so the key is their combination"
+        else:
+            run = []
+            for col in src.columns[:MAX_LEADING]:
+                if col.name not in pointing or not complete(col):
+                    break
+                run.append(col.name)
+            if len(run) <= len(key) or run[: len(key)] != key:
+                continue
+            cols = run
+            reason = (f"relationship table: its key {key} is made of references, and the leading run of "
+                      f"complete references {run} identifies the relationship")
+        src.primary_key = KeyCandidate(columns=cols, confidence=0.8, reason=reason)
+        src.candidate_keys.insert(0, src.primary_key)
+        changed = True
     return changed
