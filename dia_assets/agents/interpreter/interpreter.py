@@ -10,8 +10,8 @@ from pathlib import Path
 import duckdb
 
 from dia_assets.agents.interpreter import keys, quality
-from dia_assets.agents.interpreter.discover import discover, hash_and_check_utf8
-from dia_assets.agents.interpreter.naming import snake_case
+from dia_assets.agents.interpreter.discover import RawFile, discover, hash_and_check_utf8
+from dia_assets.agents.interpreter.names import refused_issues, source_name
 from dia_assets.agents.interpreter.profile import SourceProfile, profile_table
 from dia_assets.agents.interpreter.readers import LoadedSource, read_source, scratch_dir
 from dia_assets.contracts.interpretation import Interpretation, ParseInfo, QualityIssue, Source
@@ -24,17 +24,21 @@ def interpret(data_dir: str | Path, progress: Progress | None = None) -> Interpr
     """Profile every source under `data_dir`. One bad file never fails the run."""
     say = progress or log.info
     root = Path(data_dir).resolve()
-    files = discover(root)
+    refused: list[RawFile] = []
+    files = discover(root, refused)
     result = Interpretation(data_dir=str(root), generated_at=datetime.now(UTC).isoformat(timespec="seconds"))
     con = duckdb.connect(config={"preserve_insertion_order": True})
     con.execute("SET enable_progress_bar = false")
     infos: list[keys.TableInfo] = []
     used: set[str] = set()
+    result.quality_issues.extend(refused_issues(root, refused))
     with scratch_dir() as tmp:
         con.execute(f"SET temp_directory = '{Path(tmp) / 'spill'}'")
         for index, raw in enumerate(files):
-            name = _source_name(root, raw.path, used)
             rel = str(raw.path.relative_to(root))
+            name, renamed = source_name(root, raw.path, used)
+            if renamed:
+                result.quality_issues.append(renamed)
             if raw.format is None:
                 result.quality_issues.append(QualityIssue(
                     source=name, kind="unsupported_format", severity="info",
@@ -64,13 +68,6 @@ def interpret(data_dir: str | Path, progress: Progress | None = None) -> Interpr
         result.join_paths = keys.join_paths(result.sources, result.foreign_keys)
     con.close()
     return result
-
-
-def _source_name(root: Path, path: Path, used: set[str]) -> str:
-    name = snake_case(path.stem)
-    if name in used and path.parent != root:
-        name = snake_case(f"{path.parent.name}_{path.stem}")
-    return name
 
 
 def _profile(

@@ -10,6 +10,7 @@ unparseable examples, spelling variants and outliers.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import duckdb
@@ -161,6 +162,8 @@ def profile_table(con: duckdb.DuckDBPyConnection, table: str) -> SourceProfile:
                 add(name, "quantiles", f"approx_quantile(CAST({parsed} AS DOUBLE), {DECILES})")
                 # integer digits follow from min and max; fraction digits need the text
                 add(name, "frac_digits", f"max(length({nt}) - strpos({nt}, '.')) FILTER ({ok} AND strpos({nt}, '.') > 0)")
+                if d.inferred_type == "BIGINT":  # integers beyond HUGEINT stay exact only as text
+                    add(name, "too_big", f"count(*) FILTER (regexp_full_match({nt}, '[+-]?[0-9]+') AND {parsed} IS NULL)")
         else:
             add(name, "min", f"CAST(min({col}) AS VARCHAR)")
             add(name, "max", f"CAST(max({col}) AS VARCHAR)")
@@ -187,6 +190,8 @@ def profile_table(con: duckdb.DuckDBPyConnection, table: str) -> SourceProfile:
     for name in names:
         d = decisions[name]
         inferred = _final_type(d, stat(name, "frac_digits"), stat(name, "min", None), stat(name, "max", None))
+        if stat(name, "too_big"):
+            inferred = "VARCHAR"
         nulls, blanks, tokens = stat(name, "nulls"), stat(name, "blanks"), stat(name, "tokens")
         non_null = rows - nulls
         distinct = exact.get(name, stat(name, "distinct"))
@@ -204,7 +209,7 @@ def profile_table(con: duckdb.DuckDBPyConnection, table: str) -> SourceProfile:
             mean=float(stat(name, "mean", None)) if stat(name, "mean", None) is not None else None,
             max_length=stat(name, "max_len", None),
             quantiles=[round(float(q), 6) for q in stat(name, "quantiles", []) or [] if q is not None],
-            unparseable_count=stat(name, "failures"),
+            unparseable_count=0 if inferred == "VARCHAR" else stat(name, "failures"),
         )
         if stat(name, "huge"):
             profile.huge_fields[name] = stat(name, "huge")
@@ -358,9 +363,12 @@ def _outliers(con: duckdb.DuckDBPyConnection, qt: str, sample: str, profile: Sou
     ).fetchall()[0]
     fences = {}
     for name, q in zip(exprs, quartiles, strict=True):
-        if q and q[0] is not None and q[1] is not None and q[1] > q[0]:
+        # Infinite quartiles (a column full of Infinity) give no fence, and no SQL literal.
+        if q and q[0] is not None and q[1] is not None and q[1] > q[0] and math.isfinite(q[1] - q[0]):
             iqr = q[1] - q[0]
-            fences[name] = (q[0] - 3 * iqr, q[1] + 3 * iqr)
+            low, high = q[0] - 3 * iqr, q[1] + 3 * iqr
+            if math.isfinite(low) and math.isfinite(high):
+                fences[name] = (low, high)
     if not fences:
         return
     parts = []

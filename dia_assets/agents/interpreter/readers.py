@@ -10,6 +10,7 @@ import codecs
 import csv
 import io
 import json
+import re
 import tempfile
 import zipfile
 from collections import Counter
@@ -270,7 +271,8 @@ def csv_options_sql(opts: dict[str, object]) -> str:
 
 
 def read_json_source(
-    con: duckdb.DuckDBPyConnection, path: Path, name: str, table: str, fmt: str
+    con: duckdb.DuckDBPyConnection, path: Path, name: str, table: str, fmt: str,
+    scratch: Path | None = None, utf8_ok: bool | None = None,
 ) -> list[LoadedSource]:
     loaded = LoadedSource(name=name, path=path, format=fmt, table=table, parse=ParseInfo())
     if path.stat().st_size == 0:
@@ -278,26 +280,36 @@ def read_json_source(
     nul = looks_binary(path)
     if nul is not None:
         return [loaded.fail(f"binary content, not JSON (NUL byte at offset {nul})")]
-    loaded.parse.encoding = "utf-8"
+    # DuckDB reads JSON as UTF-8 only: any other encoding would turn lines into all-NULL rows.
+    encoding = detect_encoding(path, utf8_ok)
+    loaded.parse.encoding = encoding
+    text_path = path
+    if encoding != "utf-8":
+        if scratch is None:
+            return [loaded.fail(f"encoded as {encoding}, and no scratch folder to transcode it to UTF-8")]
+        text_path = as_utf8(path, encoding, scratch)
     json_format = "newline_delimited" if fmt == "jsonl" else "auto"
     raw = f"{table}__raw"
+    options = (f"format='{json_format}', ignore_errors=true, maximum_object_size=536870912, "
+               "sample_size=-1")
     try:
         con.execute(
-            f"CREATE OR REPLACE TABLE {quote_ident(raw)} AS SELECT * FROM read_json(?, "
-            f"format='{json_format}', ignore_errors=true, maximum_object_size=536870912, "
-            "sample_size=-1)",
-            [str(path)],
+            f"CREATE OR REPLACE TABLE {quote_ident(raw)} AS SELECT * FROM read_json(?, {options})",
+            [str(text_path)],
         )
+        exact = exact_number_columns(con, raw)
+        if exact:  # read again with every JSON number that DuckDB would round kept as its text
+            con.execute(
+                f"CREATE OR REPLACE TABLE {quote_ident(raw)} AS SELECT * FROM read_json(?, {options}, "
+                f"columns={exact})",
+                [str(text_path)],
+            )
     except duckdb.Error as exc:
         return [loaded.fail(f"cannot parse as JSON: {str(exc).splitlines()[0]}")]
     if fmt == "jsonl":
-        bad, examples = _bad_json_lines(path)
-        if bad:  # DuckDB keeps an all-NULL row for each line it could not parse
-            columns = [r[0] for r in con.execute(f"DESCRIBE {quote_ident(raw)}").fetchall()]
-            con.execute(
-                f"DELETE FROM {quote_ident(raw)} WHERE "
-                + " AND ".join(f"{quote_ident(c)} IS NULL" for c in columns)
-            )
+        bad, examples, positions = _bad_json_lines(text_path)
+        if bad:  # DuckDB keeps an all-NULL row for each line it could not parse, in line order
+            _drop_rows(con, raw, positions)
             loaded.parse.bad_rows = bad
             loaded.parse.bad_row_examples = examples
             loaded.issues.append(
@@ -314,27 +326,86 @@ def read_json_source(
     return flatten(con, loaded, raw)
 
 
-def bad_json_lines(path: Path) -> Iterator[tuple[int, str]]:
+_FLOAT_TYPE = re.compile(r"\b(DOUBLE|FLOAT|REAL)\b")
+
+
+def exact_number_columns(con: duckdb.DuckDBPyConnection, raw: str) -> str | None:
+    """A `columns=` struct for read_json with floating types replaced by VARCHAR, or None.
+
+    DuckDB reads an integer beyond 64 bits (or any fraction) as DOUBLE, which rounds: two
+    distinct ids can collapse into one. As text every number stays exact; the profiler
+    then infers HUGEINT or DECIMAL from the text, as it does for CSV."""
+    described = con.execute(f"DESCRIBE {quote_ident(raw)}").fetchall()
+    if not any(_FLOAT_TYPE.search(str(row[1])) for row in described):
+        return None
+    fields = ", ".join(
+        f"{sql_str(str(row[0]))}: {sql_str(_FLOAT_TYPE.sub('VARCHAR', str(row[1])))}" for row in described
+    )
+    return "{" + fields + "}"
+
+
+def _drop_rows(con: duckdb.DuckDBPyConnection, raw: str, positions: list[int]) -> None:
+    """Delete the placeholder rows of unparseable lines by position, never a real record
+    that happens to be all NULL (`{}` or `{"a": null}` are records)."""
+    columns = [r[0] for r in con.execute(f"DESCRIBE {quote_ident(raw)}").fetchall()]
+    con.register("__bad_positions", pa.table({"pos": pa.array(positions, type=pa.int64())}))
+    try:
+        con.execute(
+            f"DELETE FROM {quote_ident(raw)} WHERE rowid IN (SELECT pos FROM __bad_positions) AND "
+            + " AND ".join(f"{quote_ident(c)} IS NULL" for c in columns)
+        )
+    finally:
+        con.unregister("__bad_positions")
+
+
+def bad_json_lines(path: Path, encoding: str | None = "utf-8") -> Iterator[tuple[int, str]]:
     """(line number, text) of every non-blank line that is not a JSON object."""
-    with path.open("r", encoding="utf-8", errors="replace") as fh:
-        for number, line in enumerate(fh, start=1):
+    for number, _position, line in _json_lines(path, encoding):
+        if not _is_json_object(line):
+            yield number, line.rstrip("\r\n")
+
+
+def _json_lines(path: Path, encoding: str | None) -> Iterator[tuple[int, int, str]]:
+    """(line number, 0-based index among non-blank lines, text): DuckDB makes one row per
+    non-blank line, so the index is the row a line became."""
+    position = 0
+    with path.open("r", encoding=encoding or "utf-8", errors="replace", newline="") as fh:
+        for number, line in enumerate(_split_lines(fh), start=1):
             if not line.strip():
                 continue
-            try:
-                ok = isinstance(json.loads(line), dict)
-            except ValueError:
-                ok = False
-            if not ok:
-                yield number, line.rstrip("\n")
+            yield number, position, line
+            position += 1
 
 
-def _bad_json_lines(path: Path, limit: int = 5) -> tuple[int, list[str]]:
-    bad, examples = 0, []
-    for number, line in bad_json_lines(path):
+def _split_lines(fh: io.TextIOBase) -> Iterator[str]:
+    """Lines split on \\n only (JSON Lines' terminator), so a stray \\r stays inside its line."""
+    rest = ""
+    while block := fh.read(1 << 20):
+        parts = (rest + block).split("\n")
+        rest = parts.pop()
+        yield from (p + "\n" for p in parts)
+    if rest:
+        yield rest
+
+
+def _is_json_object(line: str) -> bool:
+    try:
+        return isinstance(json.loads(line), dict)
+    except ValueError:
+        return False
+
+
+def _bad_json_lines(path: Path, limit: int = 5) -> tuple[int, list[str], list[int]]:
+    """How many lines are not JSON objects, a few examples, and the rows they became."""
+    bad, examples, positions = 0, [], []
+    for number, position, line in _json_lines(path, "utf-8"):
+        if _is_json_object(line):
+            continue
         bad += 1
+        positions.append(position)
         if len(examples) < limit:
             examples.append(f"line {number}: {line.strip()[:80]}")
-    return bad, examples
+    return bad, examples, positions
 
 
 def _struct_fields(type_str: str) -> bool:
@@ -583,7 +654,7 @@ def read_source(
         if fmt == "csv":
             return [read_csv_source(con, path, name, table, scratch, utf8_ok)]
         if fmt in ("json", "jsonl"):
-            return read_json_source(con, path, name, table, fmt)
+            return read_json_source(con, path, name, table, fmt, scratch, utf8_ok)
         if fmt == "excel":
             return read_excel_sources(con, path, name, table)
         if fmt == "parquet":

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import duckdb
 
+from dia_assets.agents.interpreter.discover import unsafe_reason
 from dia_assets.agents.interpreter.naming import quote_ident as q
 from dia_assets.agents.interpreter.readers import LoadedSource, bad_json_lines, read_source
 from dia_assets.agents.schema_creator import sqlgen
@@ -69,6 +70,9 @@ def check_sources(manifest: Manifest, data_dir: str | Path) -> None:
                 f"source file {table.source_path!r} (table {table.name!r}) is missing from {data_dir}: "
                 "it was interpreted but has vanished since; restore it or re-run the interpreter"
             )
+        problem = unsafe_reason(Path(data_dir), path)
+        if problem:  # the file was replaced by a link out of the folder since interpretation
+            raise LoadError(f"source file {table.source_path!r} (table {table.name!r}) is {problem}")
 
 
 def load_duckdb(
@@ -261,7 +265,7 @@ def _unparsed_lines(
             f"first(csv_line), false FROM {rejects} GROUP BY line"
         )
     elif table.source_format == "jsonl" and reader.parse.bad_rows and reader.parent is None:
-        for number, line in bad_json_lines(reader.path):
+        for number, line in bad_json_lines(reader.path, reader.parse.encoding):
             _run(con,
                 head + f"VALUES ({sql_str(table.source_ref)}, ?, TIMESTAMP {sql_str(loaded_at)}, md5(?), "
                 "'unparseable line: not a JSON object', ?, false)", [number, line, line],

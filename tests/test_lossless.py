@@ -1,0 +1,136 @@
+"""Records are never lost without a word: encodings, big numbers, malformed and wide files,
+and file names. Each case either reads every record right or says what it could not."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from dia_assets.agents.interpreter import interpret
+from tests.schema_fixtures import build_ws
+
+PEOPLE = [{"id": 1, "name": "José"}, {"id": 2, "name": "Zoë"}, {"id": 3, "name": "Ålborg"}]
+
+
+def _write(folder: Path, files: dict[str, bytes | str]) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, content in files.items():
+        (folder / name).write_bytes(content if isinstance(content, bytes) else content.encode())
+    return folder
+
+
+def _issues(interp, source: str) -> dict:
+    return {q.kind: q for q in interp.quality_issues if q.source == source}
+
+
+def _jsonl(rows: list[dict]) -> str:
+    import json
+
+    return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
+
+
+@pytest.mark.parametrize(
+    ("encoding", "fmt"),
+    [("cp1252", "jsonl"), ("latin-1", "jsonl"), ("utf-16", "jsonl"), ("utf-8-sig", "jsonl"),
+     ("cp1252", "json"), ("utf-16", "json")],
+)
+def test_json_in_any_encoding_keeps_every_record(tmp_path, encoding, fmt):
+    import json
+
+    text = _jsonl(PEOPLE) if fmt == "jsonl" else json.dumps(PEOPLE, ensure_ascii=False)
+    interp = interpret(_write(tmp_path, {f"people.{fmt}": text.encode(encoding)}))
+    src = interp.source("people")
+    assert src.parse.ok and src.row_count == 3 and src.duplicate_rows == 0 and src.parse.bad_rows == 0
+    assert src.parse.encoding == encoding or (encoding == "latin-1" and src.parse.encoding == "cp1252")
+    assert sorted(src.column("name").examples) == sorted(p["name"] for p in PEOPLE)
+
+
+def test_cp1252_jsonl_builds_every_row(tmp_path):
+    data = _write(tmp_path / "data", {"people.jsonl": _jsonl(PEOPLE).encode("cp1252")})
+    result = build_ws(tmp_path, interpret(data))
+    rows = next(r for r in result.report.row_counts if r.table == "people")
+    assert (rows.source_rows, rows.refined, rows.duplicates_removed) == (3, 3, 0) and result.report.accepted
+
+
+def test_bad_json_line_in_cp1252_goes_to_rejects_with_its_text(tmp_path):
+    text = _jsonl(PEOPLE[:2]) + "{broken Zoë\n" + _jsonl(PEOPLE[2:])
+    data = _write(tmp_path / "data", {"people.jsonl": text.encode("cp1252")})
+    interp = interpret(data)
+    assert interp.source("people").row_count == 3 and interp.source("people").parse.bad_rows == 1
+    result = build_ws(tmp_path, interp)
+    con = duckdb.connect(result.load.warehouse, read_only=True)
+    try:
+        assert con.execute("SELECT _source_row, _raw_line FROM rejects.people").fetchall() == [(3, "{broken Zoë")]
+        assert con.execute("SELECT count(*) FROM people").fetchone()[0] == 3
+    finally:
+        con.close()
+
+
+def test_all_null_json_records_are_records_not_parse_errors(tmp_path):
+    text = '{"a": 1}\n{bad\n{"a": null}\n{}\n{"a": 2}\n'
+    src = interpret(_write(tmp_path, {"n.jsonl": text})).source("n")
+    assert src.row_count == 4 and src.parse.bad_rows == 1
+
+
+BIG = [123456789012345678901234, 123456789012345678901235, 2**64 + 1, 2**64 + 2]
+
+
+def test_json_integers_beyond_64_bits_stay_exact(tmp_path):
+    data = _write(tmp_path / "data", {"ids.jsonl": "".join(f'{{"id": {i}, "v": {n}}}\n' for n, i in enumerate(BIG))})
+    interp = interpret(data)
+    src = interp.source("ids")
+    assert src.column("id").inferred_type in ("HUGEINT", "DECIMAL(38,0)", "VARCHAR")
+    assert src.duplicate_rows == 0 and src.column("id").unique
+    result = build_ws(tmp_path, interp)
+    con = duckdb.connect(result.load.warehouse, read_only=True)
+    try:
+        got = [int(r[0]) for r in con.execute("SELECT id FROM ids ORDER BY id").fetchall()]
+        assert got == sorted(BIG) and "DOUBLE" not in dict(con.execute("DESCRIBE ids").fetchall()[i][:2]
+                                                            for i in range(2))["id"]
+    finally:
+        con.close()
+
+
+def test_big_integer_text_in_csv_is_never_double(tmp_path):
+    rows = "".join(f"{i},{'9' * 39}{n}\n" for n, i in enumerate(BIG))
+    src = interpret(_write(tmp_path, {"ids.csv": "id,wide\n" + rows})).source("ids")
+    assert src.column("id").inferred_type in ("HUGEINT", "DECIMAL(38,0)")
+    assert src.column("wide").inferred_type == "VARCHAR"  # 40 digits: beyond HUGEINT, kept as text
+    assert src.column("id").unparseable_count == 0 and src.column("wide").unparseable_count == 0
+
+
+@pytest.mark.parametrize(("fmt", "body"), [
+    ("jsonl", '{"id": 1, "v": 1.5}\n{"id": 2, "v": NaN}\n{"id": 3, "v": 1e400}\n{"id": 4, "v": 2.5}\n'),
+    ("csv", "id,v\n" + "".join(f"{i},{i}.5\n" for i in range(40)) + "41,Infinity\n42,1e400\n"),
+])
+def test_non_finite_numbers_are_flagged(tmp_path, fmt, body):
+    interp = interpret(_write(tmp_path, {f"m.{fmt}": body}))
+    issue = _issues(interp, "m")["non_finite_numbers"]
+    assert issue.column == "v" and issue.count == 2 and f"m.{fmt}" in issue.message
+
+
+def test_colliding_file_names_get_distinct_sources_and_build(tmp_path):
+    data = _write(tmp_path / "data", {"a b.csv": "id,x\n1,p\n2,q\n", "a_b.csv": "id,y\n1,r\n2,s\n3,t\n"})
+    interp = interpret(data)
+    assert {s.path: s.name for s in interp.sources} == {"a b.csv": "a_b", "a_b.csv": "a_b_2"}
+    issue = _issues(interp, "a_b_2")["source_renamed"]
+    assert "a_b.csv" in issue.message and "'a_b_2'" in issue.message
+    again = interpret(data)  # stable: the same folder gives the same names
+    assert [s.name for s in again.sources] == [s.name for s in interp.sources]
+    result = build_ws(tmp_path, interp)
+    counts = {r.table: r.refined for r in result.report.row_counts}
+    assert counts == {"a_b": 2, "a_b_2": 3} and result.report.accepted
+
+
+def test_symlink_outside_the_data_folder_is_refused(tmp_path):
+    secret = _write(tmp_path / "elsewhere", {"secret.csv": "user,password\nroot,hunter2\n"}) / "secret.csv"
+    data = _write(tmp_path / "data", {"good.csv": "id,name\n1,a\n"})
+    (data / "leak.csv").symlink_to(secret)
+    (data / "alias.csv").symlink_to(data / "good.csv")  # inside the folder: read like the file
+    interp = interpret(data)
+    assert {s.name for s in interp.sources} == {"good", "alias"}
+    issue = _issues(interp, "leak")["refused_file"]
+    assert issue.severity == "error" and "leak.csv" in issue.message and "outside the data folder" in issue.message
+    assert not any("hunter2" in str(s.model_dump()) for s in interp.sources)
