@@ -134,3 +134,46 @@ def test_symlink_outside_the_data_folder_is_refused(tmp_path):
     issue = _issues(interp, "leak")["refused_file"]
     assert issue.severity == "error" and "leak.csv" in issue.message and "outside the data folder" in issue.message
     assert not any("hunter2" in str(s.model_dump()) for s in interp.sources)
+
+
+@pytest.mark.parametrize(("body", "rows", "bad"), [
+    ('id,name\n1,"ok"\n2,"unclosed\n3,c\n4,d\n', [("1", "ok"), ("3", "c"), ("4", "d")], [(3, '2,"unclosed')]),
+    ('id,name\n1,"ok"\n2,"un\n3,c\n4,"d\n5,e\n6,"multi\nline"\n',
+     [("1", "ok"), ("3", "c"), ("5", "e"), ("6", "multi\nline")], [(3, '2,"un'), (5, '4,"d')]),
+])
+def test_unclosed_quote_loads_readable_rows_and_rejects_the_rest(tmp_path, body, rows, bad):
+    data = _write(tmp_path / "data", {"q.csv": body, "good.csv": "id,name\n1,a\n"})
+    interp = interpret(data)
+    src = interp.source("q")
+    assert src.parse.ok and src.row_count == len(rows) and src.parse.bad_rows == len(bad)
+    issue = _issues(interp, "q")["malformed_csv"]
+    assert "q.csv" in issue.message and f"line {bad[0][0]}" in issue.examples[0]
+    result = build_ws(tmp_path, interp)
+    con = duckdb.connect(result.load.warehouse, read_only=True)
+    try:
+        assert con.execute("SELECT CAST(id AS VARCHAR), name FROM q ORDER BY id").fetchall() == rows
+        assert con.execute("SELECT _source_row, _raw_line FROM rejects.q ORDER BY 1").fetchall() == bad
+    finally:
+        con.close()
+    counts = next(r for r in result.report.row_counts if r.table == "q")
+    assert counts.passed and counts.unparsed_lines == len(bad)  # acceptance: the reject-fraction policy
+
+
+def test_unclosed_quote_deep_in_a_big_file_swallows_nothing(tmp_path):
+    rows = "".join(f"{i},name{i}\n" for i in range(30_000))
+    body = "id,name\n" + rows + '30000,"unclosed\n' + rows.replace(",name", ",x")
+    src = interpret(_write(tmp_path, {"q.csv": body})).source("q")
+    assert src.row_count == 60_000 and src.parse.bad_rows == 1
+
+
+def test_ragged_rows_go_to_rejects_through_the_warehouse(tmp_path):
+    data = _write(tmp_path / "data", {"r.csv": "a,b,c\n1,2,3\n4,5\n6,7,8,9\n10,11,12\n"})
+    result = build_ws(tmp_path, interpret(data))
+    counts = next(r for r in result.report.row_counts if r.table == "r")
+    assert (counts.source_rows, counts.refined, counts.unparsed_lines) == (4, 2, 2) and counts.passed
+    con = duckdb.connect(result.load.warehouse, read_only=True)
+    try:
+        assert con.execute("SELECT _source_row, _raw_line FROM rejects.r ORDER BY 1").fetchall() == [
+            (3, "4,5"), (4, "6,7,8,9")]
+    finally:
+        con.close()

@@ -23,6 +23,12 @@ from pathlib import Path
 import duckdb
 import pyarrow as pa
 
+from dia_assets.agents.interpreter.csv_lines import (
+    UNCLOSED,
+    load_by_lines,
+    needs_line_reader,
+    sniff_failed,
+)
 from dia_assets.agents.interpreter.naming import quote_ident, snake_case, unique_names
 from dia_assets.agents.value_parsing import sql_str
 from dia_assets.contracts.interpretation import ParseInfo, QualityIssue, SourceRef
@@ -209,6 +215,8 @@ def read_csv_source(
                 [str(text_path)],
             )
         except duckdb.Error as exc:
+            if sniff_failed(exc):  # typically an unclosed quote: read what can be read, line by line
+                return read_by_lines(con, loaded, text_path, table, names, delim, header)
             if "maximum line size" in str(exc).lower() and max_line == DEFAULT_MAX_LINE:
                 continue
             return loaded.fail(f"cannot parse as CSV: {_first_line(exc)}")
@@ -218,6 +226,8 @@ def read_csv_source(
         if not too_long:
             break
         con.execute(f"DELETE FROM {quote_ident(rejects)}")  # retried with room for huge fields
+    if needs_line_reader(con, rejects):  # an unclosed quote swallowed the lines after it
+        return read_by_lines(con, loaded, text_path, table, names, delim, header)
     bad = con.execute(  # one line can carry several errors
         f"SELECT count(DISTINCT line) FROM {quote_ident(rejects)}"
     ).fetchall()[0][0]
@@ -244,6 +254,30 @@ def read_csv_source(
                 suggested_action="Keep the table; keys are inferred from column names alone.",
             )
         )
+    return loaded
+
+
+def read_by_lines(
+    con: duckdb.DuckDBPyConnection, loaded: LoadedSource, text_path: Path, table: str, names: list[str],
+    delim: str, header: bool,
+) -> LoadedSource:
+    """The readable records of a file DuckDB cannot split; every other line goes to rejects."""
+    rows, bad = load_by_lines(con, text_path, table, f"{table}__rejects", names, delim, header)
+    name, path = loaded.name, loaded.path
+    loaded.parse.bad_rows = len(bad)
+    loaded.parse.bad_row_examples = [f"line {b.line}: {b.reason}: {b.text[:80]}" for b in bad[:5]]
+    unclosed = [b for b in bad if b.reason == UNCLOSED]
+    if not rows and not header:
+        return loaded.fail(f"no readable record: {loaded.parse.bad_row_examples[0] if bad else 'empty'}")
+    what = (f"a quote opened on line {unclosed[0].line} is never closed" if unclosed
+            else "its quoting does not follow the CSV rules")
+    loaded.issues.append(QualityIssue(
+        source=name, kind="malformed_csv", severity="warning", count=len(bad),
+        examples=loaded.parse.bad_row_examples,
+        message=f"{path.name}: {what}; read line by line: {rows} row(s) loaded, {len(bad)} line(s) "
+        "that cannot be split into fields go to the reject table with their raw text",
+        suggested_action="Fix the quoting in the export if these lines matter; the other rows are unaffected.",
+    ))
     return loaded
 
 
