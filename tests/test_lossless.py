@@ -177,3 +177,75 @@ def test_ragged_rows_go_to_rejects_through_the_warehouse(tmp_path):
             (3, "4,5"), (4, "6,7,8,9")]
     finally:
         con.close()
+
+
+def test_a_file_that_cannot_be_read_is_never_accepted(tmp_path):
+    data = _write(tmp_path / "data", {"good.csv": "id,name\n1,a\n2,b\n", "empty.csv": "",
+                                      "broken.xlsx": b"this is not a zip archive\nsecond line\n"})
+    result = build_ws(tmp_path, interpret(data))
+    counts = {r.table: r for r in result.report.row_counts}
+    assert counts["empty"].passed  # nothing in it, nothing lost
+    assert not counts["broken"].passed and counts["broken"].source_rows == 2
+    assert "broken.xlsx could not be read" in counts["broken"].message
+    assert not result.report.axes["row_count_reconciliation"].passed and not result.report.accepted
+    excluded = build_ws(tmp_path / "again", interpret(data), overrides="tables:\n  broken:\n    exclude: not ours\n")
+    assert excluded.report.accepted
+
+
+def _wide_csv(columns: int, rows: int) -> str:
+    header = ",".join(f"c{i}" for i in range(columns))
+    body = "".join(",".join(str((r * 7 + i) % 50) if i % 2 else f"v{r % 9}_{i % 3}" for i in range(columns)) + "\n"
+                   for r in range(rows))
+    return header + "\n" + body
+
+
+def test_a_1000_column_file_is_profiled_next_to_a_good_file(tmp_path):
+    interp = interpret(_write(tmp_path, {"wide.csv": _wide_csv(1_000, 200), "good.csv": "id,name\n1,a\n2,b\n"}))
+    wide = interp.source("wide")
+    assert wide.parse.ok and wide.row_count == 200 and len(wide.columns) == 1_000
+    assert wide.column("c1").inferred_type == "INTEGER" and wide.column("c0").top_values
+    assert wide.column("c999").examples and wide.column("c998").patterns
+    assert interp.source("good").row_count == 2 and interp.source("good").primary_key.columns == ["id"]
+
+
+def test_wide_and_narrow_profiles_agree(tmp_path, monkeypatch):
+    """The batched pass for wide files answers what the per-column queries answer."""
+    from dia_assets.agents.interpreter import profile_wide
+
+    _write(tmp_path, {"t.csv": _wide_csv(12, 40) + "1,2,,4,5,6,7,8,9,10,11,12\n"})
+    narrow = interpret(tmp_path).source("t")
+    monkeypatch.setattr(profile_wide, "WIDE_COLUMNS", 1)
+    wide = interpret(tmp_path).source("t")
+    for a, b in zip(narrow.columns, wide.columns, strict=True):
+        assert (a.top_values, a.patterns, len(a.examples)) == (b.top_values, b.patterns, len(b.examples))
+
+
+def test_a_file_beyond_the_column_limit_is_refused_by_name(tmp_path, monkeypatch):
+    monkeypatch.setenv("DIA_MAX_COLUMNS", "50")
+    interp = interpret(_write(tmp_path, {"wide.csv": _wide_csv(60, 5), "good.csv": "id,name\n1,a\n2,b\n"}))
+    issue = _issues(interp, "wide")["unreadable_file"]
+    assert "wide.csv" in issue.message and "60 columns" in issue.message and "DIA_MAX_COLUMNS" in issue.message
+    assert not interp.source("wide").parse.ok and interp.source("good").row_count == 2
+
+
+def test_a_file_that_fails_while_profiling_never_takes_the_others_down(tmp_path, monkeypatch):
+    from dia_assets.agents.interpreter import interpreter
+
+    real = interpreter.profile_table
+
+    def explode(con, table):
+        if con.execute(f"SELECT count(*) FROM {table}").fetchone()[0] == 3:
+            raise duckdb.OutOfMemoryException("Out of Memory Error: failed to allocate data")
+        return real(con, table)
+
+    monkeypatch.setattr(interpreter, "profile_table", explode)
+    interp = interpret(_write(tmp_path, {"a.csv": "id\n1\n2\n3\n", "b.csv": "id,name\n1,a\n2,b\n"}))
+    issue = _issues(interp, "a")["unreadable_file"]
+    assert issue.message.startswith("a.csv: ") and "out of memory within DIA_MEMORY_LIMIT=2GB" in issue.message
+    assert not interp.source("a").parse.ok and interp.source("b").row_count == 2
+
+
+def test_memory_limit_comes_from_the_environment(tmp_path, monkeypatch):
+    monkeypatch.setenv("DIA_MEMORY_LIMIT", "lots")
+    with pytest.raises(ValueError, match="DIA_MEMORY_LIMIT 'lots'"):
+        interpret(_write(tmp_path, {"good.csv": "id\n1\n"}))

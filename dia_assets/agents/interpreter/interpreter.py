@@ -9,9 +9,10 @@ from pathlib import Path
 
 import duckdb
 
-from dia_assets.agents.interpreter import keys, quality
+from dia_assets.agents.interpreter import keys, limits, quality
 from dia_assets.agents.interpreter.discover import RawFile, discover, hash_and_check_utf8
 from dia_assets.agents.interpreter.names import refused_issues, source_name
+from dia_assets.agents.interpreter.naming import quote_ident
 from dia_assets.agents.interpreter.profile import SourceProfile, profile_table
 from dia_assets.agents.interpreter.readers import LoadedSource, read_source, scratch_dir
 from dia_assets.contracts.interpretation import Interpretation, ParseInfo, QualityIssue, Source
@@ -33,7 +34,7 @@ def interpret(data_dir: str | Path, progress: Progress | None = None) -> Interpr
     used: set[str] = set()
     result.quality_issues.extend(refused_issues(root, refused))
     with scratch_dir() as tmp:
-        con.execute(f"SET temp_directory = '{Path(tmp) / 'spill'}'")
+        limits.configure(con, Path(tmp) / "spill")
         for index, raw in enumerate(files):
             rel = str(raw.path.relative_to(root))
             name, renamed = source_name(root, raw.path, used)
@@ -49,17 +50,24 @@ def interpret(data_dir: str | Path, progress: Progress | None = None) -> Interpr
             say(f"[{index + 1}/{len(files)}] reading {rel}")
             digest, utf8_ok = hash_and_check_utf8(raw.path)
             size = raw.path.stat().st_size
-            for loaded in read_source(con, raw.path, raw.format, name, f"src_{index}", Path(tmp), utf8_ok):
-                source, profile = _profile(con, loaded, rel, digest, size, say)
+            try:
+                done = _read_file(con, raw.path, raw.format, name, index, Path(tmp), utf8_ok, rel, digest, size, say)
+            except Exception as exc:  # noqa: BLE001 - one file that cannot be processed never stops the others
+                log.debug("processing %s failed", rel, exc_info=True)
+                done = _failed_file(raw.path, raw.format, name, rel, digest, size, exc)
+            for source, issues, info in done:
                 used.add(source.name)
                 result.sources.append(source)
-                result.quality_issues.extend(loaded.issues)
-                if loaded.table and profile is not None and source.columns:
-                    infos.append(keys.TableInfo(source, loaded.table))
-                    result.quality_issues.extend(quality.column_issues(con, source, loaded.table, profile))
+                result.quality_issues.extend(issues)
+                if info is not None:
+                    infos.append(info)
         say(f"finding keys in {len(infos)} sources")
         for info in infos:
-            keys.find_keys(con, info)
+            try:
+                keys.find_keys(con, info)
+            except Exception as exc:  # noqa: BLE001 - the source keeps its profile, without a key
+                result.quality_issues.append(_failure_issue(info.source.name, info.source.path, "finding its keys", exc))
+                continue
             result.quality_issues.extend(quality.key_issues(info.source))
         result.foreign_keys = keys.find_foreign_keys(con, infos)
         if keys.prefer_link_keys(infos, result.foreign_keys):
@@ -68,6 +76,50 @@ def interpret(data_dir: str | Path, progress: Progress | None = None) -> Interpr
         result.join_paths = keys.join_paths(result.sources, result.foreign_keys)
     con.close()
     return result
+
+
+Done = list[tuple[Source, list[QualityIssue], "keys.TableInfo | None"]]
+
+
+def _read_file(
+    con: duckdb.DuckDBPyConnection, path: Path, fmt: str, name: str, index: int, tmp: Path,
+    utf8_ok: bool, rel: str, digest: str, size: int, say: Progress,
+) -> Done:
+    """Read and profile one file into its sources (several for workbooks and nested JSON)."""
+    done: Done = []
+    for loaded in read_source(con, path, fmt, name, f"src_{index}", tmp, utf8_ok):
+        refusal = limits.too_wide(len(loaded.original_columns)) if loaded.table else None
+        if refusal:
+            con.execute(f"DROP TABLE IF EXISTS {quote_ident(loaded.table)}")
+            loaded.fail(refusal)
+        source, profile = _profile(con, loaded, rel, digest, size, say)
+        issues = list(loaded.issues)
+        info = None
+        if loaded.table and profile is not None and source.columns:
+            info = keys.TableInfo(source, loaded.table)
+            issues.extend(quality.column_issues(con, source, loaded.table, profile))
+        done.append((source, issues, info))
+    return done
+
+
+def _failed_file(path: Path, fmt: str, name: str, rel: str, digest: str, size: int, exc: Exception) -> Done:
+    """The one entry a file gets when reading or profiling it failed unexpectedly."""
+    issue = _failure_issue(name, rel, "reading or profiling it", exc)
+    source = Source(name=name, path=rel, format=fmt, content_hash=digest, size_bytes=size,
+                    parse=ParseInfo(ok=False, errors=[issue.message.split(": ", 1)[1]]))
+    return [(source, [issue], None)]
+
+
+def _failure_issue(name: str, rel: str, step: str, exc: Exception) -> QualityIssue:
+    first = (str(exc).strip().splitlines() or [""])[0][:300]
+    if isinstance(exc, duckdb.OutOfMemoryException | MemoryError):
+        first = f"out of memory within DIA_MEMORY_LIMIT={limits.memory_limit()} ({first})"
+    return QualityIssue(
+        source=name, kind="unreadable_file", severity="error",
+        message=f"{rel}: {step} failed: {type(exc).__name__}: {first}",
+        suggested_action="Other sources are unaffected. Raise DIA_MEMORY_LIMIT for a very large file, "
+        "or fix or split the file and interpret again.",
+    )
 
 
 def _profile(

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 import duckdb
 
+from dia_assets.agents.interpreter import profile_wide
 from dia_assets.agents.interpreter.keys import NOT_KEYABLE
 from dia_assets.agents.interpreter.naming import quote_ident
 from dia_assets.agents.interpreter.semantic import (
@@ -221,6 +222,7 @@ def profile_table(con: duckdb.DuckDBPyConnection, table: str) -> SourceProfile:
 
 
 EXACT_BELOW = 100_000  # small hash tables: exact distinct counts cost little
+DISTINCT_CHUNK = 16
 
 
 def token_bits_sql(col: str) -> str:
@@ -242,12 +244,15 @@ def _exact_distinct(
         could_key = decisions[name].semantic_type not in NOT_KEYABLE and approx >= 0.5 * non_null
         if approx <= EXACT_BELOW or could_key:
             wanted.append(name)
-    if not wanted:
-        return {}
-    values = con.execute(
-        f"SELECT {', '.join(f'count(DISTINCT {quote_ident(n)})' for n in wanted)} FROM {qt}"
-    ).fetchall()[0]
-    return dict(zip(wanted, values, strict=True))
+    out: dict[str, int] = {}
+    # Each count(DISTINCT) keeps its own hash table: a few columns per query bound the memory.
+    for start in range(0, len(wanted), DISTINCT_CHUNK):
+        chunk = wanted[start:start + DISTINCT_CHUNK]
+        values = con.execute(
+            f"SELECT {', '.join(f'count(DISTINCT {quote_ident(n)})' for n in chunk)} FROM {qt}"
+        ).fetchall()[0]
+        out.update(zip(chunk, values, strict=True))
+    return out
 
 
 def _s(value: object) -> str | None:
@@ -295,6 +300,7 @@ def _final_type(d: TypeDecision, frac_digits: int, lo: str | None, hi: str | Non
     return d.inferred_type
 
 
+OUTLIER_CHUNK = 16
 GROUPED_MAX = 5_000  # up to this many distinct values, one GROUP BY serves top values and variants
 NUMERIC_SEMANTICS = ("integer", "decimal", "currency", "percentage")
 
@@ -303,15 +309,27 @@ def _pass_c(
     con: duckdb.DuckDBPyConnection, qt: str, sample: str, profile: SourceProfile,
     decisions: dict[str, TypeDecision],
 ) -> None:
+    physical_of = {c.name: c.physical_type for c in profile.columns}
+
+    def grouped(column: Column) -> bool:  # near-unique columns have no informative top values
+        non_null = profile.rows - column.null_count
+        return bool(profile.rows) and column.distinct_count < non_null and column.distinct_count <= 0.5 * non_null
+
+    wide = len(profile.columns) >= profile_wide.WIDE_COLUMNS
+    if wide:  # the same answers, a chunk of columns per query
+        values = {c.name: present(quote_ident(c.name)) if _is_text(c.physical_type) else quote_ident(c.name)
+                  for c in profile.columns}
+        batch_examples = profile_wide.examples(con, sample, values)
+        batch_patterns = profile_wide.patterns(
+            con, sample, {n: v for n, v in values.items() if _is_text(physical_of[n])}) if profile.rows else {}
+        batch_counts = profile_wide.value_counts(con, qt, [c.name for c in profile.columns if grouped(c)])
     for column in profile.columns:
         col = quote_ident(column.name)
         text = _is_text(column.physical_type)
         value = present(col) if text else col
-        non_null = profile.rows - column.null_count
-        # near-unique columns have no informative top values; skip their GROUP BY
-        if profile.rows and column.distinct_count < non_null and column.distinct_count <= 0.5 * non_null:
+        if grouped(column):
             limit = "" if column.distinct_count <= GROUPED_MAX else f" LIMIT {TOP_K}"
-            counts = con.execute(
+            counts = batch_counts[column.name] if wide else con.execute(
                 f"SELECT CAST({col} AS VARCHAR) __v, count(*) __n FROM {qt} WHERE {col} IS NOT NULL "
                 f"GROUP BY __v ORDER BY __n DESC, __v{limit}"
             ).fetchall()
@@ -320,10 +338,14 @@ def _pass_c(
                 groups = spelling_variants(counts)
                 if groups:
                     profile.variants[column.name] = groups
-        column.examples = [_s(e[0]) for e in con.execute(
-            f"SELECT DISTINCT CAST({value} AS VARCHAR) FROM {sample} WHERE {value} IS NOT NULL LIMIT 5"
-        ).fetchall()]
-        if text and profile.rows:
+        if wide:
+            column.examples = [_s(e) for e in batch_examples[column.name]]
+            column.patterns = batch_patterns.get(column.name, []) if text else []
+        else:
+            column.examples = [_s(e[0]) for e in con.execute(
+                f"SELECT DISTINCT CAST({value} AS VARCHAR) FROM {sample} WHERE {value} IS NOT NULL LIMIT 5"
+            ).fetchall()]
+        if text and profile.rows and not wide:
             column.patterns = list(con.execute(
                 f"SELECT {shape_sql(value)} __p, count(*) __n FROM {sample} WHERE {value} IS NOT NULL "
                 "GROUP BY __p ORDER BY __n DESC, __p LIMIT 5"
@@ -348,7 +370,8 @@ def spelling_variants(counts: list[tuple[str | None, int]]) -> list[tuple[str, l
 
 
 def _outliers(con: duckdb.DuckDBPyConnection, qt: str, sample: str, profile: SourceProfile) -> None:
-    """Values beyond 3 IQR, all numeric columns in one pass; fences come from the sample."""
+    """Values beyond 3 IQR, a few numeric columns per pass; fences come from the sample.
+    (Hundreds of columns in one query make DuckDB's planning far slower than the scans.)"""
     exprs = {
         c.name: parse_expression(present(quote_ident(c.name)), c.inferred_type, c.value_format)
         if _is_text(c.physical_type) else quote_ident(c.name)
@@ -357,6 +380,14 @@ def _outliers(con: duckdb.DuckDBPyConnection, qt: str, sample: str, profile: Sou
     }
     if not exprs or not profile.rows:
         return
+    names = list(exprs)
+    for start in range(0, len(names), OUTLIER_CHUNK):
+        _outliers_of(con, qt, sample, profile, {n: exprs[n] for n in names[start:start + OUTLIER_CHUNK]})
+
+
+def _outliers_of(
+    con: duckdb.DuckDBPyConnection, qt: str, sample: str, profile: SourceProfile, exprs: dict[str, str]
+) -> None:
     quartiles = con.execute(
         "SELECT " + ", ".join(f"quantile_cont(CAST({e} AS DOUBLE), [0.25, 0.75])" for e in exprs.values())
         + f" FROM {sample}"
