@@ -249,3 +249,10 @@ def test_memory_limit_comes_from_the_environment(tmp_path, monkeypatch):
     monkeypatch.setenv("DIA_MEMORY_LIMIT", "lots")
     with pytest.raises(ValueError, match="DIA_MEMORY_LIMIT 'lots'"):
         interpret(_write(tmp_path, {"good.csv": "id\n1\n"}))
+
+
+def test_a_10000_column_file_is_refused_not_a_crash(tmp_path):
+    interp = interpret(_write(tmp_path, {"huge.csv": _wide_csv(10_000, 3), "good.csv": "id,name\n1,a\n2,b\n"}))
+    issue = _issues(interp, "huge")["unreadable_file"]
+    assert "huge.csv: 10000 columns, more than the limit of 2000" in issue.message
+    assert interp.source("good").row_count == 2

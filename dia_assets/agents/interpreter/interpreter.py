@@ -88,7 +88,7 @@ def _read_file(
     """Read and profile one file into its sources (several for workbooks and nested JSON)."""
     done: Done = []
     for loaded in read_source(con, path, fmt, name, f"src_{index}", tmp, utf8_ok):
-        refusal = limits.too_wide(len(loaded.original_columns)) if loaded.table else None
+        refusal = limits.too_wide(_width(con, loaded.table)) if loaded.table else None
         if refusal:
             con.execute(f"DROP TABLE IF EXISTS {quote_ident(loaded.table)}")
             loaded.fail(refusal)
@@ -100,6 +100,11 @@ def _read_file(
             issues.extend(quality.column_issues(con, source, loaded.table, profile))
         done.append((source, issues, info))
     return done
+
+
+def _width(con: duckdb.DuckDBPyConnection, table: str) -> int:
+    """Columns as read (a header wider than the reader's sample can name fewer)."""
+    return len(con.execute(f"DESCRIBE {quote_ident(table)}").fetchall())
 
 
 def _failed_file(path: Path, fmt: str, name: str, rel: str, digest: str, size: int, exc: Exception) -> Done:
