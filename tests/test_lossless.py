@@ -256,3 +256,18 @@ def test_a_10000_column_file_is_refused_not_a_crash(tmp_path):
     issue = _issues(interp, "huge")["unreadable_file"]
     assert "huge.csv: 10000 columns, more than the limit of 2000" in issue.message
     assert interp.source("good").row_count == 2
+
+
+def test_a_nested_array_named_like_another_file_gets_its_own_table(tmp_path):
+    data = _write(tmp_path / "data", {
+        "Orders Items.csv": "line_id,qty\n1,5\n2,6\n",  # sorts first: takes the name orders_items
+        "orders.jsonl": '{"order_id": 1, "items": [{"sku": "a"}, {"sku": "b"}]}\n{"order_id": 2, "items": []}\n',
+    })
+    interp = interpret(data)
+    names = {(s.path, s.parse.json_path): s.name for s in interp.sources}
+    assert names == {("Orders Items.csv", None): "orders_items", ("orders.jsonl", None): "orders",
+                     ("orders.jsonl", "$.items[*]"): "orders_items_2"}
+    assert "source_renamed" in _issues(interp, "orders_items_2")
+    result = build_ws(tmp_path, interp)
+    assert {r.table: r.refined for r in result.report.row_counts} == {
+        "orders_items": 2, "orders": 2, "orders_items_2": 2}

@@ -11,7 +11,7 @@ import duckdb
 
 from dia_assets.agents.interpreter import keys, limits, quality
 from dia_assets.agents.interpreter.discover import RawFile, discover, hash_and_check_utf8
-from dia_assets.agents.interpreter.names import refused_issues, source_name
+from dia_assets.agents.interpreter.names import distinct_derived_names, refused_issues, source_name
 from dia_assets.agents.interpreter.naming import quote_ident
 from dia_assets.agents.interpreter.profile import SourceProfile, profile_table
 from dia_assets.agents.interpreter.readers import LoadedSource, read_source, scratch_dir
@@ -51,7 +51,8 @@ def interpret(data_dir: str | Path, progress: Progress | None = None) -> Interpr
             digest, utf8_ok = hash_and_check_utf8(raw.path)
             size = raw.path.stat().st_size
             try:
-                done = _read_file(con, raw.path, raw.format, name, index, Path(tmp), utf8_ok, rel, digest, size, say)
+                done = _read_file(con, raw.path, raw.format, name, index, Path(tmp), utf8_ok, rel, digest, size,
+                                  say, used)
             except Exception as exc:  # noqa: BLE001 - one file that cannot be processed never stops the others
                 log.debug("processing %s failed", rel, exc_info=True)
                 done = _failed_file(raw.path, raw.format, name, rel, digest, size, exc)
@@ -83,11 +84,13 @@ Done = list[tuple[Source, list[QualityIssue], "keys.TableInfo | None"]]
 
 def _read_file(
     con: duckdb.DuckDBPyConnection, path: Path, fmt: str, name: str, index: int, tmp: Path,
-    utf8_ok: bool, rel: str, digest: str, size: int, say: Progress,
+    utf8_ok: bool, rel: str, digest: str, size: int, say: Progress, used: set[str],
 ) -> Done:
     """Read and profile one file into its sources (several for workbooks and nested JSON)."""
     done: Done = []
-    for loaded in read_source(con, path, fmt, name, f"src_{index}", tmp, utf8_ok):
+    entries = read_source(con, path, fmt, name, f"src_{index}", tmp, utf8_ok)
+    renamed = distinct_derived_names(entries, name, used, rel)
+    for loaded in entries:
         refusal = limits.too_wide(_width(con, loaded.table)) if loaded.table else None
         if refusal:
             con.execute(f"DROP TABLE IF EXISTS {quote_ident(loaded.table)}")
@@ -99,6 +102,8 @@ def _read_file(
             info = keys.TableInfo(source, loaded.table)
             issues.extend(quality.column_issues(con, source, loaded.table, profile))
         done.append((source, issues, info))
+    if renamed and done:
+        done[0][1].extend(renamed)
     return done
 
 

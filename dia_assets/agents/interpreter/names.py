@@ -43,3 +43,35 @@ def refused_issues(root: Path, refused: list[RawFile]) -> list[QualityIssue]:
         )
         for raw in refused
     ]
+
+
+def distinct_derived_names(entries: list, file_name: str, used: set[str], rel: str) -> list[QualityIssue]:
+    """Sheets and nested arrays are named `<file>_<part>`, which another file may already
+    use: such an entry gets `_2` (and its children follow it). The loader finds a renamed
+    entry by its source reference (path, sheet, JSON path), which does not change."""
+    renames: dict[str, str] = {}
+    issues = []
+    for index, entry in enumerate(entries):
+        if entry.parent is not None and entry.parent.source in renames:
+            entry.parent.source = renames[entry.parent.source]
+        if index == 0 and entry.name == file_name:
+            continue
+        if entry.name not in used:
+            used.add(entry.name)
+            continue
+        name, n = entry.name, 1
+        while name in used:
+            n += 1
+            name = f"{entry.name}_{n}"
+        used.add(name)
+        renames[entry.name] = name
+        for issue in entry.issues:
+            if issue.source == entry.name:
+                issue.source = name
+        issues.append(QualityIssue(
+            source=name, kind="source_renamed", severity="info",
+            message=f"{rel}: part {entry.name!r} has the name of another source in the folder; read as {name!r}",
+            suggested_action="Rename the table in the overrides if another name suits it better.",
+        ))
+        entry.name = name
+    return issues

@@ -143,8 +143,12 @@ def _read_sources(
             # The CSV reader ends on fetchone(); drain so the next reader may register data.
             _run(con, "SELECT 1")
             by_name = {entry.name: entry for entry in loaded}
+            by_ref = {}  # a part renamed by the interpreter (its name was taken) keeps its reference
+            for entry in loaded:
+                by_ref.setdefault(_ref(rel, entry), []).append(entry)
             for table in tables:
-                entry = by_name.get(table.sources[0])
+                same_ref = by_ref.get(table.source_ref, [])
+                entry = same_ref[0] if len(same_ref) == 1 else by_name.get(table.sources[0])
                 if entry is None or entry.table is None:
                     errors = "; ".join(e for x in loaded for e in x.parse.errors) or "source not found in file"
                     raise LoadError(f"cannot read {rel} for table {table.name!r}: {errors}")
@@ -164,6 +168,11 @@ def _read_sources(
                 "interpretation; re-run the interpreter"
             )
     return out
+
+
+def _ref(rel: str, entry: LoadedSource) -> str:
+    """The source reference the planner gives a table (plan.py): path, #sheet, JSON path."""
+    return rel + (f"#{entry.parse.sheet}" if entry.parse.sheet else "") + (entry.parse.json_path or "")
 
 
 def _run(con: duckdb.DuckDBPyConnection, sql: str, params: list | None = None) -> list:
