@@ -17,6 +17,7 @@ PEOPLE = [{"id": 1, "name": "José"}, {"id": 2, "name": "Zoë"}, {"id": 3, "name
 def _write(folder: Path, files: dict[str, bytes | str]) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     for name, content in files.items():
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
         (folder / name).write_bytes(content if isinstance(content, bytes) else content.encode())
     return folder
 
@@ -271,3 +272,13 @@ def test_a_nested_array_named_like_another_file_gets_its_own_table(tmp_path):
     result = build_ws(tmp_path, interp)
     assert {r.table: r.refined for r in result.report.row_counts} == {
         "orders_items": 2, "orders": 2, "orders_items_2": 2}
+
+
+def test_raw_file_asset_keys_are_distinct_per_file(tmp_path):
+    from dia_assets.interpretation_assets import raw_file_assets
+    from dia_assets.schema_assets import raw_asset_key
+
+    data = _write(tmp_path, {"a b.csv": "id\n1\n", "a_b.csv": "id\n2\n", "sub/a_b.csv": "id\n3\n"})
+    keys = [spec.key for spec in raw_file_assets(str(data))]
+    assert len(set(keys)) == 3 and raw_asset_key("a_b.csv").path == ["raw", "a_b_csv"]
+    assert {raw_asset_key(p) for p in ("a b.csv", "a_b.csv", "sub/a_b.csv")} == set(keys)

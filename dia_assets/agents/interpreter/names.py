@@ -5,6 +5,8 @@ order gets `a_b_2` and an issue says so, so two files never share a table."""
 
 from __future__ import annotations
 
+import hashlib
+import re
 from pathlib import Path
 
 from dia_assets.agents.interpreter.discover import RawFile
@@ -75,3 +77,16 @@ def distinct_derived_names(entries: list, file_name: str, used: set[str], rel: s
         ))
         entry.name = name
     return issues
+
+
+_CLEAN_FILE = re.compile(r"[a-z0-9_]+(\.[a-z0-9]+)?")
+
+
+def raw_key_name(rel: str) -> str:
+    """The Dagster asset-key name of a raw file, distinct per file: a plain top-level
+    name (`staff.csv`) keeps its snake-case form; any other path (`a b.csv`,
+    `2024/orders.csv`) adds a short hash of the path, so two files never share a key."""
+    base = snake_case(Path(rel).name)
+    if _CLEAN_FILE.fullmatch(rel):
+        return base
+    return f"{base}_{hashlib.sha1(rel.encode()).hexdigest()[:6]}"
