@@ -282,3 +282,18 @@ def test_raw_file_asset_keys_are_distinct_per_file(tmp_path):
     keys = [spec.key for spec in raw_file_assets(str(data))]
     assert len(set(keys)) == 3 and raw_asset_key("a_b.csv").path == ["raw", "a_b_csv"]
     assert {raw_asset_key(p) for p in ("a b.csv", "a_b.csv", "sub/a_b.csv")} == set(keys)
+
+
+def test_jsonl_lines_that_are_not_objects_do_not_reshape_the_file(tmp_path):
+    text = '{"id": 1, "kind": "a"}\n[1, 2]\n"just a string"\n{"id": 2, "kind": "b"}\n{broken\n{}\n'
+    data = _write(tmp_path / "data", {"e.jsonl": text})
+    interp = interpret(data)
+    src = interp.source("e")
+    assert [c.name for c in src.columns] == ["id", "kind"] and src.row_count == 3 and src.parse.bad_rows == 3
+    result = build_ws(tmp_path, interp)
+    con = duckdb.connect(result.load.warehouse, read_only=True)
+    try:
+        assert con.execute("SELECT _source_row, _raw_line FROM rejects.e ORDER BY 1").fetchall() == [
+            (2, "[1, 2]"), (3, '"just a string"'), (5, "{broken")]
+    finally:
+        con.close()

@@ -306,8 +306,9 @@ def csv_options_sql(opts: dict[str, object]) -> str:
 
 def read_json_source(
     con: duckdb.DuckDBPyConnection, path: Path, name: str, table: str, fmt: str,
-    scratch: Path | None = None, utf8_ok: bool | None = None,
+    scratch: Path, utf8_ok: bool | None = None,
 ) -> list[LoadedSource]:
+    """JSON or JSON Lines in any encoding the CSV path reads; transcoded copies go to `scratch`."""
     loaded = LoadedSource(name=name, path=path, format=fmt, table=table, parse=ParseInfo())
     if path.stat().st_size == 0:
         return [loaded.fail("empty file (0 bytes)")]
@@ -319,9 +320,22 @@ def read_json_source(
     loaded.parse.encoding = encoding
     text_path = path
     if encoding != "utf-8":
-        if scratch is None:
-            return [loaded.fail(f"encoded as {encoding}, and no scratch folder to transcode it to UTF-8")]
         text_path = as_utf8(path, encoding, scratch)
+    if fmt == "jsonl":
+        bad, examples = _bad_json_lines(text_path)
+        if bad:  # DuckDB reads the other lines only: one array or string line would make it
+            # read every line as a JSON value, and a broken line would become an all-NULL row
+            text_path = _objects_only(text_path, scratch)
+            loaded.parse.bad_rows = bad
+            loaded.parse.bad_row_examples = examples
+            loaded.issues.append(
+                QualityIssue(
+                    source=name, kind="malformed_records", severity="warning", count=bad,
+                    examples=examples,
+                    message=f"{path.name}: {bad} line(s) are not valid JSON objects",
+                    suggested_action="Route these lines to the reject table; fix the export if they matter.",
+                )
+            )
     json_format = "newline_delimited" if fmt == "jsonl" else "auto"
     raw = f"{table}__raw"
     options = (f"format='{json_format}', ignore_errors=true, maximum_object_size=536870912, "
@@ -340,20 +354,6 @@ def read_json_source(
             )
     except duckdb.Error as exc:
         return [loaded.fail(f"cannot parse as JSON: {str(exc).splitlines()[0]}")]
-    if fmt == "jsonl":
-        bad, examples, positions = _bad_json_lines(text_path)
-        if bad:  # DuckDB keeps an all-NULL row for each line it could not parse, in line order
-            _drop_rows(con, raw, positions)
-            loaded.parse.bad_rows = bad
-            loaded.parse.bad_row_examples = examples
-            loaded.issues.append(
-                QualityIssue(
-                    source=name, kind="malformed_records", severity="warning", count=bad,
-                    examples=examples,
-                    message=f"{path.name}: {bad} line(s) are not valid JSON objects",
-                    suggested_action="Route these lines to the reject table; fix the export if they matter.",
-                )
-            )
     rows = con.execute(f"SELECT count(*) FROM {quote_ident(raw)}").fetchall()[0][0]
     if rows == 0 and not loaded.parse.bad_rows:
         return [loaded.fail("no JSON records found")]
@@ -378,37 +378,30 @@ def exact_number_columns(con: duckdb.DuckDBPyConnection, raw: str) -> str | None
     return "{" + fields + "}"
 
 
-def _drop_rows(con: duckdb.DuckDBPyConnection, raw: str, positions: list[int]) -> None:
-    """Delete the placeholder rows of unparseable lines by position, never a real record
-    that happens to be all NULL (`{}` or `{"a": null}` are records)."""
-    columns = [r[0] for r in con.execute(f"DESCRIBE {quote_ident(raw)}").fetchall()]
-    con.register("__bad_positions", pa.table({"pos": pa.array(positions, type=pa.int64())}))
-    try:
-        con.execute(
-            f"DELETE FROM {quote_ident(raw)} WHERE rowid IN (SELECT pos FROM __bad_positions) AND "
-            + " AND ".join(f"{quote_ident(c)} IS NULL" for c in columns)
-        )
-    finally:
-        con.unregister("__bad_positions")
+def _objects_only(path: Path, scratch: Path) -> Path:
+    """A copy of a JSON Lines file with every line that is not a JSON object blanked."""
+    target = scratch / f"{path.stem}.objects{path.suffix}"
+    with path.open("r", encoding="utf-8", errors="replace", newline="") as src, target.open(
+        "w", encoding="utf-8", newline=""
+    ) as out:
+        for line in _split_lines(src):
+            out.write(line if not line.strip() or _is_json_object(line) else "\n")
+    return target
 
 
 def bad_json_lines(path: Path, encoding: str | None = "utf-8") -> Iterator[tuple[int, str]]:
     """(line number, text) of every non-blank line that is not a JSON object."""
-    for number, _position, line in _json_lines(path, encoding):
+    for number, line in _json_lines(path, encoding):
         if not _is_json_object(line):
             yield number, line.rstrip("\r\n")
 
 
-def _json_lines(path: Path, encoding: str | None) -> Iterator[tuple[int, int, str]]:
-    """(line number, 0-based index among non-blank lines, text): DuckDB makes one row per
-    non-blank line, so the index is the row a line became."""
-    position = 0
+def _json_lines(path: Path, encoding: str | None) -> Iterator[tuple[int, str]]:
+    """(line number, text) of every non-blank line."""
     with path.open("r", encoding=encoding or "utf-8", errors="replace", newline="") as fh:
         for number, line in enumerate(_split_lines(fh), start=1):
-            if not line.strip():
-                continue
-            yield number, position, line
-            position += 1
+            if line.strip():
+                yield number, line
 
 
 def _split_lines(fh: io.TextIOBase) -> Iterator[str]:
@@ -429,17 +422,13 @@ def _is_json_object(line: str) -> bool:
         return False
 
 
-def _bad_json_lines(path: Path, limit: int = 5) -> tuple[int, list[str], list[int]]:
-    """How many lines are not JSON objects, a few examples, and the rows they became."""
-    bad, examples, positions = 0, [], []
-    for number, position, line in _json_lines(path, "utf-8"):
-        if _is_json_object(line):
-            continue
+def _bad_json_lines(path: Path, limit: int = 5) -> tuple[int, list[str]]:
+    bad, examples = 0, []
+    for number, line in bad_json_lines(path):
         bad += 1
-        positions.append(position)
         if len(examples) < limit:
             examples.append(f"line {number}: {line.strip()[:80]}")
-    return bad, examples, positions
+    return bad, examples
 
 
 def _struct_fields(type_str: str) -> bool:
