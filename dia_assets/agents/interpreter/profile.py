@@ -39,7 +39,7 @@ from dia_assets.contracts.interpretation import Column, ValueFormat
 
 SAMPLE_ROWS = 5_000
 TOP_K = 10
-PASS_B_CHUNK = 48
+PASS_B_COLUMNS = 8  # up to about 130 aggregates per query
 DECILES = "[0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9]"
 HUGE_FIELD = 1_000_000
 TEXT_TYPES = ("VARCHAR", "JSON")
@@ -127,57 +127,22 @@ def profile_table(con: duckdb.DuckDBPyConnection, table: str) -> SourceProfile:
                 else TypeDecision("unknown", "VARCHAR", ValueFormat())
             )
 
-    # Pass B: aggregates over the full table.
-    exprs: list[str] = []
-    keys: list[tuple[str, str]] = []
-
-    def add(name: str, stat: str, sql: str) -> None:
-        exprs.append(sql)
-        keys.append((name, stat))
-
-    for name in names:
-        col = quote_ident(name)
-        d = decisions[name]
-        add(name, "nulls", f"count(*) FILTER ({col} IS NULL)")
-        add(name, "distinct", f"approx_count_distinct({col})")  # exact where it matters, below
-        if _is_text(physical[name]):
-            value = present(col)
-            parsed = parse_expression(value, _validation_type(d), d.value_format)
-            add(name, "blanks", f"count(*) FILTER (trim({col}) = '')")
-            add(name, "tokens", f"count(*) FILTER (lower(trim({col})) IN {sql_list(NULL_TOKENS)})")
-            add(name, "token_bits", token_bits_sql(col))
-            add(name, "padded", f"count(*) FILTER ({col} <> trim({col}))")
-            add(name, "max_len", f"max(length({col}))")
-            add(name, "huge", f"count(*) FILTER (length({col}) > {HUGE_FIELD})")
-            add(name, "failures", f"count(*) FILTER ({value} IS NOT NULL AND {parsed} IS NULL)")
-            if d.inferred_type == "VARCHAR":
-                add(name, "min", f"min({value})")
-                add(name, "max", f"max({value})")
-            else:
-                add(name, "min", f"CAST(min({parsed}) AS VARCHAR)")
-                add(name, "max", f"CAST(max({parsed}) AS VARCHAR)")
-            if d.numeric:
-                nt = numeric_text(value, d.value_format)
-                ok = f"{parsed} IS NOT NULL"
-                add(name, "mean", f"avg({parsed})")
-                add(name, "quantiles", f"approx_quantile(CAST({parsed} AS DOUBLE), {DECILES})")
-                # integer digits follow from min and max; fraction digits need the text
-                add(name, "frac_digits", f"max(length({nt}) - strpos({nt}, '.')) FILTER ({ok} AND strpos({nt}, '.') > 0)")
-                if d.inferred_type == "BIGINT":  # integers beyond HUGEINT stay exact only as text
-                    add(name, "too_big", f"count(*) FILTER (regexp_full_match({nt}, '[+-]?[0-9]+') AND {parsed} IS NULL)")
-        else:
-            add(name, "min", f"CAST(min({col}) AS VARCHAR)")
-            add(name, "max", f"CAST(max({col}) AS VARCHAR)")
-            if _is_numeric(physical[name]):
-                add(name, "mean", f"avg({col})")
-                add(name, "quantiles", f"approx_quantile(CAST({col} AS DOUBLE), {DECILES})")
+    # Pass B: aggregates over the full table, a few columns per query. Each column's
+    # cleaned value and parsed value are projected once and the aggregates read those:
+    # the same expression written into ten aggregates costs DuckDB ten times to plan.
     full: dict[tuple[str, str], object] = {}
-    # DuckDB's planning cost grows faster than linearly with the number of aggregates, and
-    # a columnar table scans only the columns a query names: a few columns per query.
-    for start in range(0, len(exprs), PASS_B_CHUNK):
-        chunk = slice(start, start + PASS_B_CHUNK)
-        values = con.execute(f"SELECT {', '.join(exprs[chunk])} FROM {qt}").fetchone()
-        full.update(zip(keys[chunk], values, strict=True))
+    for start in range(0, len(names), PASS_B_COLUMNS):
+        chunk = names[start:start + PASS_B_COLUMNS]
+        inner, middle, exprs, keys = [], [], [], []
+        for i, name in enumerate(chunk, start=start):
+            for stat_name, sql in _pass_b_stats(name, i, physical[name], decisions[name], inner, middle):
+                exprs.append(sql)
+                keys.append((name, stat_name))
+        values = con.execute(
+            f"SELECT {', '.join(exprs)} FROM (SELECT {', '.join(middle)} FROM "
+            f"(SELECT {', '.join(inner)} FROM {qt}))"
+        ).fetchone()
+        full.update(zip(keys, values, strict=True))
     stat = lambda name, key, default=0: full.get((name, key), default) or default  # noqa: E731
     exact = _exact_distinct(con, qt, names, decisions, rows, stat)
     complete_unique = any(
@@ -219,6 +184,51 @@ def profile_table(con: duckdb.DuckDBPyConnection, table: str) -> SourceProfile:
     _pass_c(con, qt, sample, profile, decisions)
     con.execute("DROP TABLE IF EXISTS __sample")
     return profile
+
+
+def _pass_b_stats(
+    name: str, i: int, physical: str, d: TypeDecision, inner: list[str], middle: list[str]
+) -> list[tuple[str, str]]:
+    """(stat, aggregate) pairs for one column; appends the projections they read to
+    `inner` (raw and cleaned value) and `middle` (parsed value, numeric text)."""
+    raw = quote_ident(name)
+    col, value, parsed, nt = (f"__c{i}", f"__v{i}", f"__x{i}", f"__n{i}")
+    inner.append(f"{raw} AS {col}")
+    middle.append(col)
+    out = [("nulls", f"count(*) FILTER ({col} IS NULL)"),
+           ("distinct", f"approx_count_distinct({col})")]  # exact where it matters, later
+    if not _is_text(physical):
+        out += [("min", f"CAST(min({col}) AS VARCHAR)"), ("max", f"CAST(max({col}) AS VARCHAR)")]
+        if _is_numeric(physical):
+            out += [("mean", f"avg({col})"), ("quantiles", f"approx_quantile(CAST({col} AS DOUBLE), {DECILES})")]
+        return out
+    inner.append(f"{present(raw)} AS {value}")
+    middle += [value, f"{parse_expression(value, _validation_type(d), d.value_format)} AS {parsed}"]
+    out += [
+        ("blanks", f"count(*) FILTER (trim({col}) = '')"),
+        ("tokens", f"count(*) FILTER (lower(trim({col})) IN {sql_list(NULL_TOKENS)})"),
+        ("token_bits", token_bits_sql(col)),
+        ("padded", f"count(*) FILTER ({col} <> trim({col}))"),
+        ("max_len", f"max(length({col}))"),
+        ("huge", f"count(*) FILTER (length({col}) > {HUGE_FIELD})"),
+        ("failures", f"count(*) FILTER ({value} IS NOT NULL AND {parsed} IS NULL)"),
+    ]
+    if d.inferred_type == "VARCHAR":
+        out += [("min", f"min({value})"), ("max", f"max({value})")]
+    else:
+        out += [("min", f"CAST(min({parsed}) AS VARCHAR)"), ("max", f"CAST(max({parsed}) AS VARCHAR)")]
+    if d.numeric:
+        middle.append(f"{numeric_text(value, d.value_format)} AS {nt}")
+        ok = f"{parsed} IS NOT NULL"
+        out += [
+            ("mean", f"avg({parsed})"),
+            ("quantiles", f"approx_quantile(CAST({parsed} AS DOUBLE), {DECILES})"),
+            # integer digits follow from min and max; fraction digits need the text
+            ("frac_digits", f"max(length({nt}) - strpos({nt}, '.')) FILTER ({ok} AND strpos({nt}, '.') > 0)"),
+        ]
+        if d.inferred_type == "BIGINT":  # integers beyond HUGEINT stay exact only as text
+            out.append(("too_big", f"count(*) FILTER (regexp_full_match({nt}, '[+-]?[0-9]+') AND {parsed} IS NULL)"))
+    return out
 
 
 EXACT_BELOW = 100_000  # small hash tables: exact distinct counts cost little
@@ -402,12 +412,13 @@ def _outliers_of(
                 fences[name] = (low, high)
     if not fences:
         return
-    parts = []
-    for name, (low, high) in fences.items():
-        x = f"CAST({exprs[name]} AS DOUBLE)"
+    parts, projected = [], []
+    for i, (name, (low, high)) in enumerate(fences.items()):
+        x = f"__o{i}"  # the parsed value, projected once and read by three aggregates
+        projected.append(f"CAST({exprs[name]} AS DOUBLE) AS {x}")
         parts += [f"count(*) FILTER ({x} < {low} OR {x} > {high})",
                   f"min({x}) FILTER ({x} < {low})", f"max({x}) FILTER ({x} > {high})"]
-    values = con.execute(f"SELECT {', '.join(parts)} FROM {qt}").fetchall()[0]
+    values = con.execute(f"SELECT {', '.join(parts)} FROM (SELECT {', '.join(projected)} FROM {qt})").fetchall()[0]
     for i, name in enumerate(fences):
         count, lowest, highest = values[3 * i : 3 * i + 3]
         if count:
