@@ -262,6 +262,9 @@ def read_by_lines(
     delim: str, header: bool,
 ) -> LoadedSource:
     """The readable records of a file DuckDB cannot split; every other line goes to rejects."""
+    if len(delim) != 1:
+        return loaded.fail(f"cannot split into records (unbalanced quotes?) and the line-by-line reader "
+                           f"takes one-character delimiters only, not {delim!r}")
     rows, bad = load_by_lines(con, text_path, table, f"{table}__rejects", names, delim, header)
     name, path = loaded.name, loaded.path
     loaded.parse.bad_rows = len(bad)
