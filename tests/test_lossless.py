@@ -297,3 +297,11 @@ def test_jsonl_lines_that_are_not_objects_do_not_reshape_the_file(tmp_path):
             (2, "[1, 2]"), (3, '"just a string"'), (5, "{broken")]
     finally:
         con.close()
+
+
+def test_big_integers_inside_nested_arrays_stay_exact(tmp_path):
+    text = f'{{"id": 1, "meta": {{"ref": {2**70}}}, "items": [{{"big": {2**70}}}, {{"big": {2**70 + 1}}}]}}\n'
+    interp = interpret(_write(tmp_path, {"n.jsonl": text}))
+    items = interp.source("n_items")
+    assert items.column("big").inferred_type in ("HUGEINT", "DECIMAL(38,0)") and items.column("big").unique
+    assert interp.source("n").column("meta_ref").examples == [str(2**70)]
