@@ -16,7 +16,7 @@ from dagster import (
 )
 
 from dia_assets.agents.interpreter.discover import content_hash, discover
-from dia_assets.agents.interpreter.naming import snake_case
+from dia_assets.agents.interpreter.names import raw_key_name
 from dia_assets.agents.interpreter.render import foreign_keys_table, sources_table
 from dia_assets.agents.interpreter.run import interpret_to_files
 from resources import LLMResource, WorkspaceResource
@@ -25,8 +25,10 @@ from resources.workspace import default_data_dir
 RAW_GROUP = "raw_files"
 
 
-def raw_file_key(path: Path) -> AssetKey:
-    return AssetKey(["raw", snake_case(path.name)])
+def raw_file_key(path: Path, root: Path | None = None) -> AssetKey:
+    """`raw/<name>`, distinct per file (names.raw_key_name)."""
+    rel = path.relative_to(root).as_posix() if root is not None else path.name
+    return AssetKey(["raw", raw_key_name(rel)])
 
 
 def raw_file_assets(data_dir: str | None = None) -> list:
@@ -42,7 +44,7 @@ def raw_file_assets(data_dir: str | None = None) -> list:
             return DataVersion(content_hash(path) if path.exists() else "missing")
 
         specs.append(observable_source_asset(
-            key=raw_file_key(path), group_name=RAW_GROUP, name=None,
+            key=raw_file_key(path, root), group_name=RAW_GROUP, name=None,
             description=f"Raw file {path.name}", metadata={"path": str(path)},
         )(observe))
     return specs

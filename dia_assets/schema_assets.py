@@ -23,7 +23,7 @@ from dagster import (
 )
 from dagster_duckdb import DuckDBResource
 
-from dia_assets.agents.interpreter.naming import snake_case
+from dia_assets.agents.interpreter.names import raw_key_name
 from dia_assets.agents.locations import is_postgres
 from dia_assets.agents.schema_creator import build as sc
 from dia_assets.agents.schema_creator import validate as v
@@ -40,7 +40,7 @@ GROUP = "schema_creator"
 def raw_asset_key(source_path: str) -> AssetKey:
     """The observable raw-file asset a table loads from (`raw/<file name in snake case>`,
     as `interpretation_assets.raw_file_key` names it), for column lineage."""
-    return AssetKey(["raw", snake_case(Path(source_path).name)])
+    return AssetKey(["raw", raw_key_name(Path(source_path).as_posix())])
 
 
 def _manifest(workspace: WorkspaceResource) -> Manifest:

@@ -38,6 +38,14 @@ class ExcludedColumn(BaseModel):
     reason: str
 
 
+class UnreadableSource(BaseModel):
+    """A file the interpreter could not read: none of its records reach the warehouse."""
+
+    name: str
+    source_path: str
+    reason: str
+
+
 class ManifestForeignKey(BaseModel):
     columns: list[str]
     ref_table: str
@@ -102,6 +110,11 @@ class Manifest(Artifact):
     tables: list[ManifestTable] = []
     skipped_sources: list[ExcludedColumn] = Field(
         default_factory=list, description="Sources not loaded (source name in source_column) and why."
+    )
+    unreadable_sources: list[UnreadableSource] = Field(
+        default_factory=list,
+        description="Files that could not be read (not excluded by the expert): validation counts their "
+        "records from the raw file and fails row-count reconciliation when any are lost.",
     )
     decisions: list[Decision] = []
 

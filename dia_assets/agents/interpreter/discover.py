@@ -21,28 +21,54 @@ IGNORED_SUFFIXES = {".md", ".rst", ".yaml", ".yml", ".pdf"}
 class RawFile:
     path: Path
     format: str | None  # None: a format we do not read
+    refused: str | None = None  # why the file is not read at all (unsafe or not a regular file)
 
     @property
     def stem(self) -> str:
         return self.path.stem
 
 
-def discover(data_dir: Path) -> list[RawFile]:
-    """Every data file under `data_dir`, sorted, hidden files and docs skipped."""
+def discover(data_dir: Path, refused: list[RawFile] | None = None) -> list[RawFile]:
+    """Every data file under `data_dir`, sorted, hidden files and docs skipped.
+
+    Only regular files inside the folder are data: a symlink resolving outside it (it could
+    expose any file the process can read) and special files (FIFOs, sockets, devices) are
+    left out, and appended to `refused` with the reason when the caller asks. A symlink
+    that stays inside the folder is read like the file it points to."""
     if not data_dir.exists():
         raise FileNotFoundError(f"data folder {data_dir} does not exist")
     if not data_dir.is_dir():
         raise NotADirectoryError(f"{data_dir} is not a folder")
+    root = data_dir.resolve()
     files = []
     for path in sorted(data_dir.rglob("*")):
         rel = path.relative_to(data_dir)
-        if not path.is_file() or any(part.startswith((".", "~$")) for part in rel.parts):
+        if any(part.startswith((".", "~$")) for part in rel.parts) or path.is_dir():
             continue
         suffix = path.suffix.lower()
         if suffix in IGNORED_SUFFIXES:
             continue
-        files.append(RawFile(path=path, format=FORMATS.get(suffix)))
+        raw = RawFile(path=path, format=FORMATS.get(suffix))
+        problem = unsafe_reason(root, path)
+        if problem:
+            if refused is not None:
+                refused.append(RawFile(path=path, format=raw.format, refused=problem))
+            continue
+        files.append(raw)
     return files
+
+
+def unsafe_reason(root: Path, path: Path) -> str | None:
+    """Why `path` must not be read as data from the folder `root`, or None."""
+    if path.is_symlink():
+        target = path.resolve()
+        if not target.is_relative_to(root.resolve()):
+            return f"a symbolic link to {target}, outside the data folder; copy the file in if it belongs here"
+    if not path.exists():
+        return "a broken symbolic link"
+    if not path.is_file():
+        return "not a regular file (a pipe, socket or device)"
+    return None
 
 
 def hash_and_check_utf8(path: Path, chunk: int = 1 << 22) -> tuple[str, bool]:

@@ -9,10 +9,11 @@ from pathlib import Path
 
 import duckdb
 
-from dia_assets.agents.interpreter import foreign_keys, keys, quality
-from dia_assets.agents.interpreter.discover import discover, hash_and_check_utf8
+from dia_assets.agents.interpreter import foreign_keys, keys, limits, quality
+from dia_assets.agents.interpreter.discover import RawFile, discover, hash_and_check_utf8
 from dia_assets.agents.interpreter.join_paths import join_paths
-from dia_assets.agents.interpreter.naming import snake_case
+from dia_assets.agents.interpreter.names import distinct_derived_names, refused_issues, source_name
+from dia_assets.agents.interpreter.naming import quote_ident
 from dia_assets.agents.interpreter.profile import SourceProfile, profile_table
 from dia_assets.agents.interpreter.readers import LoadedSource, read_source, scratch_dir
 from dia_assets.agents.interpreter.table_info import TableInfo
@@ -26,17 +27,21 @@ def interpret(data_dir: str | Path, progress: Progress | None = None) -> Interpr
     """Profile every source under `data_dir`. One bad file never fails the run."""
     say = progress or log.info
     root = Path(data_dir).resolve()
-    files = discover(root)
+    refused: list[RawFile] = []
+    files = discover(root, refused)
     result = Interpretation(data_dir=str(root), generated_at=datetime.now(UTC).isoformat(timespec="seconds"))
     con = duckdb.connect(config={"preserve_insertion_order": True})
     con.execute("SET enable_progress_bar = false")
     infos: list[TableInfo] = []
     used: set[str] = set()
+    result.quality_issues.extend(refused_issues(root, refused))
     with scratch_dir() as tmp:
-        con.execute(f"SET temp_directory = '{Path(tmp) / 'spill'}'")
+        limits.configure(con, Path(tmp) / "spill")
         for index, raw in enumerate(files):
-            name = _source_name(root, raw.path, used)
             rel = str(raw.path.relative_to(root))
+            name, renamed = source_name(root, raw.path, used)
+            if renamed:
+                result.quality_issues.append(renamed)
             if raw.format is None:
                 result.quality_issues.append(QualityIssue(
                     source=name, kind="unsupported_format", severity="info",
@@ -47,17 +52,25 @@ def interpret(data_dir: str | Path, progress: Progress | None = None) -> Interpr
             say(f"[{index + 1}/{len(files)}] reading {rel}")
             digest, utf8_ok = hash_and_check_utf8(raw.path)
             size = raw.path.stat().st_size
-            for loaded in read_source(con, raw.path, raw.format, name, f"src_{index}", Path(tmp), utf8_ok):
-                source, profile = _profile(con, loaded, rel, digest, size, say)
+            try:
+                done = _read_file(con, raw.path, raw.format, name, index, Path(tmp), utf8_ok, rel, digest, size,
+                                  say, used)
+            except Exception as exc:  # noqa: BLE001 - one file that cannot be processed never stops the others
+                log.debug("processing %s failed", rel, exc_info=True)
+                done = _failed_file(raw.path, raw.format, name, rel, digest, size, exc)
+            for source, issues, info in done:
                 used.add(source.name)
                 result.sources.append(source)
-                result.quality_issues.extend(loaded.issues)
-                if loaded.table and profile is not None and source.columns:
-                    infos.append(TableInfo(source, loaded.table))
-                    result.quality_issues.extend(quality.column_issues(con, source, loaded.table, profile))
+                result.quality_issues.extend(issues)
+                if info is not None:
+                    infos.append(info)
         say(f"finding keys in {len(infos)} sources")
         for info in infos:
-            keys.find_keys(con, info)
+            try:
+                keys.find_keys(con, info)
+            except Exception as exc:  # noqa: BLE001 - the source keeps its profile, without a key
+                result.quality_issues.append(_failure_issue(info.source.name, info.source.path, "finding its keys", exc))
+                continue
             result.quality_issues.extend(quality.key_issues(info.source))
         result.foreign_keys = foreign_keys.find_foreign_keys(con, infos)
         if keys.prefer_link_keys(infos, result.foreign_keys):
@@ -68,11 +81,57 @@ def interpret(data_dir: str | Path, progress: Progress | None = None) -> Interpr
     return result
 
 
-def _source_name(root: Path, path: Path, used: set[str]) -> str:
-    name = snake_case(path.stem)
-    if name in used and path.parent != root:
-        name = snake_case(f"{path.parent.name}_{path.stem}")
-    return name
+Done = list[tuple[Source, list[QualityIssue], TableInfo | None]]
+
+
+def _read_file(
+    con: duckdb.DuckDBPyConnection, path: Path, fmt: str, name: str, index: int, tmp: Path,
+    utf8_ok: bool, rel: str, digest: str, size: int, say: Progress, used: set[str],
+) -> Done:
+    """Read and profile one file into its sources (several for workbooks and nested JSON)."""
+    done: Done = []
+    entries = read_source(con, path, fmt, name, f"src_{index}", tmp, utf8_ok)
+    renamed = distinct_derived_names(entries, name, used, rel)
+    for loaded in entries:
+        refusal = limits.too_wide(_width(con, loaded.table)) if loaded.table else None
+        if refusal:
+            con.execute(f"DROP TABLE IF EXISTS {quote_ident(loaded.table)}")
+            loaded.fail(refusal)
+        source, profile = _profile(con, loaded, rel, digest, size, say)
+        issues = list(loaded.issues)
+        info = None
+        if loaded.table and profile is not None and source.columns:
+            info = TableInfo(source, loaded.table)
+            issues.extend(quality.column_issues(con, source, loaded.table, profile))
+        done.append((source, issues, info))
+    if renamed and done:
+        done[0][1].extend(renamed)
+    return done
+
+
+def _width(con: duckdb.DuckDBPyConnection, table: str) -> int:
+    """Columns as read (a header wider than the reader's sample can name fewer)."""
+    return len(con.execute(f"DESCRIBE {quote_ident(table)}").fetchall())
+
+
+def _failed_file(path: Path, fmt: str, name: str, rel: str, digest: str, size: int, exc: Exception) -> Done:
+    """The one entry a file gets when reading or profiling it failed unexpectedly."""
+    issue = _failure_issue(name, rel, "reading or profiling it", exc)
+    source = Source(name=name, path=rel, format=fmt, content_hash=digest, size_bytes=size,
+                    parse=ParseInfo(ok=False, errors=[issue.message.split(": ", 1)[1]]))
+    return [(source, [issue], None)]
+
+
+def _failure_issue(name: str, rel: str, step: str, exc: Exception) -> QualityIssue:
+    first = (str(exc).strip().splitlines() or [""])[0][:300]
+    if isinstance(exc, duckdb.OutOfMemoryException | MemoryError):
+        first = f"out of memory within DIA_MEMORY_LIMIT={limits.memory_limit()} ({first})"
+    return QualityIssue(
+        source=name, kind="unreadable_file", severity="error",
+        message=f"{rel}: {step} failed: {type(exc).__name__}: {first}",
+        suggested_action="Other sources are unaffected. Raise DIA_MEMORY_LIMIT for a very large file, "
+        "or fix or split the file and interpret again.",
+    )
 
 
 def _profile(

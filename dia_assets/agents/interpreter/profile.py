@@ -10,10 +10,12 @@ unparseable examples, spelling variants and outliers.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import duckdb
 
+from dia_assets.agents.interpreter import profile_wide
 from dia_assets.agents.interpreter.keys import NOT_KEYABLE
 from dia_assets.agents.interpreter.naming import quote_ident
 from dia_assets.agents.interpreter.semantic import (
@@ -37,7 +39,7 @@ from dia_assets.contracts.interpretation import Column, ValueFormat
 
 SAMPLE_ROWS = 5_000
 TOP_K = 10
-PASS_B_CHUNK = 48
+PASS_B_COLUMNS = 8  # up to about 130 aggregates per query
 DECILES = "[0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9]"
 HUGE_FIELD = 1_000_000
 TEXT_TYPES = ("VARCHAR", "JSON")
@@ -125,55 +127,22 @@ def profile_table(con: duckdb.DuckDBPyConnection, table: str) -> SourceProfile:
                 else TypeDecision("unknown", "VARCHAR", ValueFormat())
             )
 
-    # Pass B: aggregates over the full table.
-    exprs: list[str] = []
-    keys: list[tuple[str, str]] = []
-
-    def add(name: str, stat: str, sql: str) -> None:
-        exprs.append(sql)
-        keys.append((name, stat))
-
-    for name in names:
-        col = quote_ident(name)
-        d = decisions[name]
-        add(name, "nulls", f"count(*) FILTER ({col} IS NULL)")
-        add(name, "distinct", f"approx_count_distinct({col})")  # exact where it matters, below
-        if _is_text(physical[name]):
-            value = present(col)
-            parsed = parse_expression(value, _validation_type(d), d.value_format)
-            add(name, "blanks", f"count(*) FILTER (trim({col}) = '')")
-            add(name, "tokens", f"count(*) FILTER (lower(trim({col})) IN {sql_list(NULL_TOKENS)})")
-            add(name, "token_bits", token_bits_sql(col))
-            add(name, "padded", f"count(*) FILTER ({col} <> trim({col}))")
-            add(name, "max_len", f"max(length({col}))")
-            add(name, "huge", f"count(*) FILTER (length({col}) > {HUGE_FIELD})")
-            add(name, "failures", f"count(*) FILTER ({value} IS NOT NULL AND {parsed} IS NULL)")
-            if d.inferred_type == "VARCHAR":
-                add(name, "min", f"min({value})")
-                add(name, "max", f"max({value})")
-            else:
-                add(name, "min", f"CAST(min({parsed}) AS VARCHAR)")
-                add(name, "max", f"CAST(max({parsed}) AS VARCHAR)")
-            if d.numeric:
-                nt = numeric_text(value, d.value_format)
-                ok = f"{parsed} IS NOT NULL"
-                add(name, "mean", f"avg({parsed})")
-                add(name, "quantiles", f"approx_quantile(CAST({parsed} AS DOUBLE), {DECILES})")
-                # integer digits follow from min and max; fraction digits need the text
-                add(name, "frac_digits", f"max(length({nt}) - strpos({nt}, '.')) FILTER ({ok} AND strpos({nt}, '.') > 0)")
-        else:
-            add(name, "min", f"CAST(min({col}) AS VARCHAR)")
-            add(name, "max", f"CAST(max({col}) AS VARCHAR)")
-            if _is_numeric(physical[name]):
-                add(name, "mean", f"avg({col})")
-                add(name, "quantiles", f"approx_quantile(CAST({col} AS DOUBLE), {DECILES})")
+    # Pass B: aggregates over the full table, a few columns per query. Each column's
+    # cleaned value and parsed value are projected once and the aggregates read those:
+    # the same expression written into ten aggregates costs DuckDB ten times to plan.
     full: dict[tuple[str, str], object] = {}
-    # DuckDB's planning cost grows faster than linearly with the number of aggregates, and
-    # a columnar table scans only the columns a query names: a few columns per query.
-    for start in range(0, len(exprs), PASS_B_CHUNK):
-        chunk = slice(start, start + PASS_B_CHUNK)
-        values = con.execute(f"SELECT {', '.join(exprs[chunk])} FROM {qt}").fetchone()
-        full.update(zip(keys[chunk], values, strict=True))
+    for start in range(0, len(names), PASS_B_COLUMNS):
+        chunk = names[start:start + PASS_B_COLUMNS]
+        inner, middle, exprs, keys = [], [], [], []
+        for i, name in enumerate(chunk, start=start):
+            for stat_name, sql in _pass_b_stats(name, i, physical[name], decisions[name], inner, middle):
+                exprs.append(sql)
+                keys.append((name, stat_name))
+        values = con.execute(
+            f"SELECT {', '.join(exprs)} FROM (SELECT {', '.join(middle)} FROM "
+            f"(SELECT {', '.join(inner)} FROM {qt}))"
+        ).fetchone()
+        full.update(zip(keys, values, strict=True))
     stat = lambda name, key, default=0: full.get((name, key), default) or default  # noqa: E731
     exact = _exact_distinct(con, qt, names, decisions, rows, stat)
     complete_unique = any(
@@ -187,6 +156,8 @@ def profile_table(con: duckdb.DuckDBPyConnection, table: str) -> SourceProfile:
     for name in names:
         d = decisions[name]
         inferred = _final_type(d, stat(name, "frac_digits"), stat(name, "min", None), stat(name, "max", None))
+        if stat(name, "too_big"):
+            inferred = "VARCHAR"
         nulls, blanks, tokens = stat(name, "nulls"), stat(name, "blanks"), stat(name, "tokens")
         non_null = rows - nulls
         distinct = exact.get(name, stat(name, "distinct"))
@@ -204,7 +175,7 @@ def profile_table(con: duckdb.DuckDBPyConnection, table: str) -> SourceProfile:
             mean=float(stat(name, "mean", None)) if stat(name, "mean", None) is not None else None,
             max_length=stat(name, "max_len", None),
             quantiles=[round(float(q), 6) for q in stat(name, "quantiles", []) or [] if q is not None],
-            unparseable_count=stat(name, "failures"),
+            unparseable_count=0 if inferred == "VARCHAR" else stat(name, "failures"),
         )
         if stat(name, "huge"):
             profile.huge_fields[name] = stat(name, "huge")
@@ -215,7 +186,53 @@ def profile_table(con: duckdb.DuckDBPyConnection, table: str) -> SourceProfile:
     return profile
 
 
+def _pass_b_stats(
+    name: str, i: int, physical: str, d: TypeDecision, inner: list[str], middle: list[str]
+) -> list[tuple[str, str]]:
+    """(stat, aggregate) pairs for one column; appends the projections they read to
+    `inner` (raw and cleaned value) and `middle` (parsed value, numeric text)."""
+    raw = quote_ident(name)
+    col, value, parsed, nt = (f"__c{i}", f"__v{i}", f"__x{i}", f"__n{i}")
+    inner.append(f"{raw} AS {col}")
+    middle.append(col)
+    out = [("nulls", f"count(*) FILTER ({col} IS NULL)"),
+           ("distinct", f"approx_count_distinct({col})")]  # exact where it matters, later
+    if not _is_text(physical):
+        out += [("min", f"CAST(min({col}) AS VARCHAR)"), ("max", f"CAST(max({col}) AS VARCHAR)")]
+        if _is_numeric(physical):
+            out += [("mean", f"avg({col})"), ("quantiles", f"approx_quantile(CAST({col} AS DOUBLE), {DECILES})")]
+        return out
+    inner.append(f"{present(raw)} AS {value}")
+    middle += [value, f"{parse_expression(value, _validation_type(d), d.value_format)} AS {parsed}"]
+    out += [
+        ("blanks", f"count(*) FILTER (trim({col}) = '')"),
+        ("tokens", f"count(*) FILTER (lower(trim({col})) IN {sql_list(NULL_TOKENS)})"),
+        ("token_bits", token_bits_sql(col)),
+        ("padded", f"count(*) FILTER ({col} <> trim({col}))"),
+        ("max_len", f"max(length({col}))"),
+        ("huge", f"count(*) FILTER (length({col}) > {HUGE_FIELD})"),
+        ("failures", f"count(*) FILTER ({value} IS NOT NULL AND {parsed} IS NULL)"),
+    ]
+    if d.inferred_type == "VARCHAR":
+        out += [("min", f"min({value})"), ("max", f"max({value})")]
+    else:
+        out += [("min", f"CAST(min({parsed}) AS VARCHAR)"), ("max", f"CAST(max({parsed}) AS VARCHAR)")]
+    if d.numeric:
+        middle.append(f"{numeric_text(value, d.value_format)} AS {nt}")
+        ok = f"{parsed} IS NOT NULL"
+        out += [
+            ("mean", f"avg({parsed})"),
+            ("quantiles", f"approx_quantile(CAST({parsed} AS DOUBLE), {DECILES})"),
+            # integer digits follow from min and max; fraction digits need the text
+            ("frac_digits", f"max(length({nt}) - strpos({nt}, '.')) FILTER ({ok} AND strpos({nt}, '.') > 0)"),
+        ]
+        if d.inferred_type == "BIGINT":  # integers beyond HUGEINT stay exact only as text
+            out.append(("too_big", f"count(*) FILTER (regexp_full_match({nt}, '[+-]?[0-9]+') AND {parsed} IS NULL)"))
+    return out
+
+
 EXACT_BELOW = 100_000  # small hash tables: exact distinct counts cost little
+DISTINCT_CHUNK = 16
 
 
 def token_bits_sql(col: str) -> str:
@@ -237,12 +254,15 @@ def _exact_distinct(
         could_key = decisions[name].semantic_type not in NOT_KEYABLE and approx >= 0.5 * non_null
         if approx <= EXACT_BELOW or could_key:
             wanted.append(name)
-    if not wanted:
-        return {}
-    values = con.execute(
-        f"SELECT {', '.join(f'count(DISTINCT {quote_ident(n)})' for n in wanted)} FROM {qt}"
-    ).fetchall()[0]
-    return dict(zip(wanted, values, strict=True))
+    out: dict[str, int] = {}
+    # Each count(DISTINCT) keeps its own hash table: a few columns per query bound the memory.
+    for start in range(0, len(wanted), DISTINCT_CHUNK):
+        chunk = wanted[start:start + DISTINCT_CHUNK]
+        values = con.execute(
+            f"SELECT {', '.join(f'count(DISTINCT {quote_ident(n)})' for n in chunk)} FROM {qt}"
+        ).fetchall()[0]
+        out.update(zip(chunk, values, strict=True))
+    return out
 
 
 def _s(value: object) -> str | None:
@@ -290,6 +310,7 @@ def _final_type(d: TypeDecision, frac_digits: int, lo: str | None, hi: str | Non
     return d.inferred_type
 
 
+OUTLIER_CHUNK = 16
 GROUPED_MAX = 5_000  # up to this many distinct values, one GROUP BY serves top values and variants
 NUMERIC_SEMANTICS = ("integer", "decimal", "currency", "percentage")
 
@@ -298,15 +319,27 @@ def _pass_c(
     con: duckdb.DuckDBPyConnection, qt: str, sample: str, profile: SourceProfile,
     decisions: dict[str, TypeDecision],
 ) -> None:
+    physical_of = {c.name: c.physical_type for c in profile.columns}
+
+    def grouped(column: Column) -> bool:  # near-unique columns have no informative top values
+        non_null = profile.rows - column.null_count
+        return bool(profile.rows) and column.distinct_count < non_null and column.distinct_count <= 0.5 * non_null
+
+    wide = len(profile.columns) >= profile_wide.WIDE_COLUMNS
+    if wide:  # the same answers, a chunk of columns per query
+        values = {c.name: present(quote_ident(c.name)) if _is_text(c.physical_type) else quote_ident(c.name)
+                  for c in profile.columns}
+        batch_examples = profile_wide.examples(con, sample, values)
+        batch_patterns = profile_wide.patterns(
+            con, sample, {n: v for n, v in values.items() if _is_text(physical_of[n])}) if profile.rows else {}
+        batch_counts = profile_wide.value_counts(con, qt, [c.name for c in profile.columns if grouped(c)])
     for column in profile.columns:
         col = quote_ident(column.name)
         text = _is_text(column.physical_type)
         value = present(col) if text else col
-        non_null = profile.rows - column.null_count
-        # near-unique columns have no informative top values; skip their GROUP BY
-        if profile.rows and column.distinct_count < non_null and column.distinct_count <= 0.5 * non_null:
+        if grouped(column):
             limit = "" if column.distinct_count <= GROUPED_MAX else f" LIMIT {TOP_K}"
-            counts = con.execute(
+            counts = batch_counts[column.name] if wide else con.execute(
                 f"SELECT CAST({col} AS VARCHAR) __v, count(*) __n FROM {qt} WHERE {col} IS NOT NULL "
                 f"GROUP BY __v ORDER BY __n DESC, __v{limit}"
             ).fetchall()
@@ -315,10 +348,14 @@ def _pass_c(
                 groups = spelling_variants(counts)
                 if groups:
                     profile.variants[column.name] = groups
-        column.examples = [_s(e[0]) for e in con.execute(
-            f"SELECT DISTINCT CAST({value} AS VARCHAR) FROM {sample} WHERE {value} IS NOT NULL LIMIT 5"
-        ).fetchall()]
-        if text and profile.rows:
+        if wide:
+            column.examples = [_s(e) for e in batch_examples[column.name]]
+            column.patterns = batch_patterns.get(column.name, []) if text else []
+        else:
+            column.examples = [_s(e[0]) for e in con.execute(
+                f"SELECT DISTINCT CAST({value} AS VARCHAR) FROM {sample} WHERE {value} IS NOT NULL LIMIT 5"
+            ).fetchall()]
+        if text and profile.rows and not wide:
             column.patterns = list(con.execute(
                 f"SELECT {shape_sql(value)} __p, count(*) __n FROM {sample} WHERE {value} IS NOT NULL "
                 "GROUP BY __p ORDER BY __n DESC, __p LIMIT 5"
@@ -343,7 +380,8 @@ def spelling_variants(counts: list[tuple[str | None, int]]) -> list[tuple[str, l
 
 
 def _outliers(con: duckdb.DuckDBPyConnection, qt: str, sample: str, profile: SourceProfile) -> None:
-    """Values beyond 3 IQR, all numeric columns in one pass; fences come from the sample."""
+    """Values beyond 3 IQR, a few numeric columns per pass; fences come from the sample.
+    (Hundreds of columns in one query make DuckDB's planning far slower than the scans.)"""
     exprs = {
         c.name: parse_expression(present(quote_ident(c.name)), c.inferred_type, c.value_format)
         if _is_text(c.physical_type) else quote_ident(c.name)
@@ -352,23 +390,35 @@ def _outliers(con: duckdb.DuckDBPyConnection, qt: str, sample: str, profile: Sou
     }
     if not exprs or not profile.rows:
         return
+    names = list(exprs)
+    for start in range(0, len(names), OUTLIER_CHUNK):
+        _outliers_of(con, qt, sample, profile, {n: exprs[n] for n in names[start:start + OUTLIER_CHUNK]})
+
+
+def _outliers_of(
+    con: duckdb.DuckDBPyConnection, qt: str, sample: str, profile: SourceProfile, exprs: dict[str, str]
+) -> None:
     quartiles = con.execute(
         "SELECT " + ", ".join(f"quantile_cont(CAST({e} AS DOUBLE), [0.25, 0.75])" for e in exprs.values())
         + f" FROM {sample}"
     ).fetchall()[0]
     fences = {}
     for name, q in zip(exprs, quartiles, strict=True):
-        if q and q[0] is not None and q[1] is not None and q[1] > q[0]:
+        # Infinite quartiles (a column full of Infinity) give no fence, and no SQL literal.
+        if q and q[0] is not None and q[1] is not None and q[1] > q[0] and math.isfinite(q[1] - q[0]):
             iqr = q[1] - q[0]
-            fences[name] = (q[0] - 3 * iqr, q[1] + 3 * iqr)
+            low, high = q[0] - 3 * iqr, q[1] + 3 * iqr
+            if math.isfinite(low) and math.isfinite(high):
+                fences[name] = (low, high)
     if not fences:
         return
-    parts = []
-    for name, (low, high) in fences.items():
-        x = f"CAST({exprs[name]} AS DOUBLE)"
+    parts, projected = [], []
+    for i, (name, (low, high)) in enumerate(fences.items()):
+        x = f"__o{i}"  # the parsed value, projected once and read by three aggregates
+        projected.append(f"CAST({exprs[name]} AS DOUBLE) AS {x}")
         parts += [f"count(*) FILTER ({x} < {low} OR {x} > {high})",
                   f"min({x}) FILTER ({x} < {low})", f"max({x}) FILTER ({x} > {high})"]
-    values = con.execute(f"SELECT {', '.join(parts)} FROM {qt}").fetchall()[0]
+    values = con.execute(f"SELECT {', '.join(parts)} FROM (SELECT {', '.join(projected)} FROM {qt})").fetchall()[0]
     for i, name in enumerate(fences):
         count, lowest, highest = values[3 * i : 3 * i + 3]
         if count:

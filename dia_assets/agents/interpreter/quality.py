@@ -5,6 +5,7 @@ from __future__ import annotations
 import duckdb
 
 from dia_assets.agents.interpreter.naming import quote_ident
+from dia_assets.agents.interpreter.numbers import non_finite_issues
 from dia_assets.agents.interpreter.profile import SourceProfile
 from dia_assets.agents.value_parsing import present, sql_str
 from dia_assets.contracts.interpretation import ForeignKey, QualityIssue, Source
@@ -87,6 +88,7 @@ def column_issues(
             message=f"{count} value(s) in {col_name} lie beyond 3 interquartile ranges",
             suggested_action="Check they are real; keep them unless the expert says otherwise.",
         ))
+    issues.extend(non_finite_issues(con, source, table))
     return issues
 
 

@@ -10,6 +10,7 @@ import codecs
 import csv
 import io
 import json
+import re
 import tempfile
 import zipfile
 from collections import Counter
@@ -22,6 +23,12 @@ from pathlib import Path
 import duckdb
 import pyarrow as pa
 
+from dia_assets.agents.interpreter.csv_lines import (
+    UNCLOSED,
+    load_by_lines,
+    needs_line_reader,
+    sniff_failed,
+)
 from dia_assets.agents.interpreter.naming import quote_ident, snake_case, unique_names
 from dia_assets.agents.value_parsing import sql_str
 from dia_assets.contracts.interpretation import ParseInfo, QualityIssue, SourceRef
@@ -208,6 +215,8 @@ def read_csv_source(
                 [str(text_path)],
             )
         except duckdb.Error as exc:
+            if sniff_failed(exc):  # typically an unclosed quote: read what can be read, line by line
+                return read_by_lines(con, loaded, text_path, table, names, delim, header)
             if "maximum line size" in str(exc).lower() and max_line == DEFAULT_MAX_LINE:
                 continue
             return loaded.fail(f"cannot parse as CSV: {_first_line(exc)}")
@@ -217,6 +226,8 @@ def read_csv_source(
         if not too_long:
             break
         con.execute(f"DELETE FROM {quote_ident(rejects)}")  # retried with room for huge fields
+    if needs_line_reader(con, rejects):  # an unclosed quote swallowed the lines after it
+        return read_by_lines(con, loaded, text_path, table, names, delim, header)
     bad = con.execute(  # one line can carry several errors
         f"SELECT count(DISTINCT line) FROM {quote_ident(rejects)}"
     ).fetchall()[0][0]
@@ -246,6 +257,33 @@ def read_csv_source(
     return loaded
 
 
+def read_by_lines(
+    con: duckdb.DuckDBPyConnection, loaded: LoadedSource, text_path: Path, table: str, names: list[str],
+    delim: str, header: bool,
+) -> LoadedSource:
+    """The readable records of a file DuckDB cannot split; every other line goes to rejects."""
+    if len(delim) != 1:
+        return loaded.fail(f"cannot split into records (unbalanced quotes?) and the line-by-line reader "
+                           f"takes one-character delimiters only, not {delim!r}")
+    rows, bad = load_by_lines(con, text_path, table, f"{table}__rejects", names, delim, header)
+    name, path = loaded.name, loaded.path
+    loaded.parse.bad_rows = len(bad)
+    loaded.parse.bad_row_examples = [f"line {b.line}: {b.reason}: {b.text[:80]}" for b in bad[:5]]
+    unclosed = [b for b in bad if b.reason == UNCLOSED]
+    if not rows and not header:
+        return loaded.fail(f"no readable record: {loaded.parse.bad_row_examples[0] if bad else 'empty'}")
+    what = (f"a quote opened on line {unclosed[0].line} is never closed" if unclosed
+            else "its quoting does not follow the CSV rules")
+    loaded.issues.append(QualityIssue(
+        source=name, kind="malformed_csv", severity="warning", count=len(bad),
+        examples=loaded.parse.bad_row_examples,
+        message=f"{path.name}: {what}; read line by line: {rows} row(s) loaded, {len(bad)} line(s) "
+        "that cannot be split into fields go to the reject table with their raw text",
+        suggested_action="Fix the quoting in the export if these lines matter; the other rows are unaffected.",
+    ))
+    return loaded
+
+
 def _first_line(exc: Exception) -> str:
     """DuckDB errors run to dozens of lines; the first one (plus its reason) is the message."""
     lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
@@ -270,34 +308,27 @@ def csv_options_sql(opts: dict[str, object]) -> str:
 
 
 def read_json_source(
-    con: duckdb.DuckDBPyConnection, path: Path, name: str, table: str, fmt: str
+    con: duckdb.DuckDBPyConnection, path: Path, name: str, table: str, fmt: str,
+    scratch: Path, utf8_ok: bool | None = None,
 ) -> list[LoadedSource]:
+    """JSON or JSON Lines in any encoding the CSV path reads; transcoded copies go to `scratch`."""
     loaded = LoadedSource(name=name, path=path, format=fmt, table=table, parse=ParseInfo())
     if path.stat().st_size == 0:
         return [loaded.fail("empty file (0 bytes)")]
     nul = looks_binary(path)
     if nul is not None:
         return [loaded.fail(f"binary content, not JSON (NUL byte at offset {nul})")]
-    loaded.parse.encoding = "utf-8"
-    json_format = "newline_delimited" if fmt == "jsonl" else "auto"
-    raw = f"{table}__raw"
-    try:
-        con.execute(
-            f"CREATE OR REPLACE TABLE {quote_ident(raw)} AS SELECT * FROM read_json(?, "
-            f"format='{json_format}', ignore_errors=true, maximum_object_size=536870912, "
-            "sample_size=-1)",
-            [str(path)],
-        )
-    except duckdb.Error as exc:
-        return [loaded.fail(f"cannot parse as JSON: {str(exc).splitlines()[0]}")]
+    # DuckDB reads JSON as UTF-8 only: any other encoding would turn lines into all-NULL rows.
+    encoding = detect_encoding(path, utf8_ok)
+    loaded.parse.encoding = encoding
+    text_path = path
+    if encoding != "utf-8":
+        text_path = as_utf8(path, encoding, scratch)
     if fmt == "jsonl":
-        bad, examples = _bad_json_lines(path)
-        if bad:  # DuckDB keeps an all-NULL row for each line it could not parse
-            columns = [r[0] for r in con.execute(f"DESCRIBE {quote_ident(raw)}").fetchall()]
-            con.execute(
-                f"DELETE FROM {quote_ident(raw)} WHERE "
-                + " AND ".join(f"{quote_ident(c)} IS NULL" for c in columns)
-            )
+        bad, examples = _bad_json_lines(text_path)
+        if bad:  # DuckDB reads the other lines only: one array or string line would make it
+            # read every line as a JSON value, and a broken line would become an all-NULL row
+            text_path = _objects_only(text_path, scratch)
             loaded.parse.bad_rows = bad
             loaded.parse.bad_row_examples = examples
             loaded.issues.append(
@@ -308,24 +339,90 @@ def read_json_source(
                     suggested_action="Route these lines to the reject table; fix the export if they matter.",
                 )
             )
+    json_format = "newline_delimited" if fmt == "jsonl" else "auto"
+    raw = f"{table}__raw"
+    options = (f"format='{json_format}', ignore_errors=true, maximum_object_size=536870912, "
+               "sample_size=-1")
+    try:
+        con.execute(
+            f"CREATE OR REPLACE TABLE {quote_ident(raw)} AS SELECT * FROM read_json(?, {options})",
+            [str(text_path)],
+        )
+        exact = exact_number_columns(con, raw)
+        if exact:  # read again with every JSON number that DuckDB would round kept as its text
+            con.execute(
+                f"CREATE OR REPLACE TABLE {quote_ident(raw)} AS SELECT * FROM read_json(?, {options}, "
+                f"columns={exact})",
+                [str(text_path)],
+            )
+    except duckdb.Error as exc:
+        return [loaded.fail(f"cannot parse as JSON: {str(exc).splitlines()[0]}")]
     rows = con.execute(f"SELECT count(*) FROM {quote_ident(raw)}").fetchall()[0][0]
     if rows == 0 and not loaded.parse.bad_rows:
         return [loaded.fail("no JSON records found")]
     return flatten(con, loaded, raw)
 
 
-def bad_json_lines(path: Path) -> Iterator[tuple[int, str]]:
+_FLOAT_TYPE = re.compile(r"\b(DOUBLE|FLOAT|REAL)\b")
+
+
+def exact_number_columns(con: duckdb.DuckDBPyConnection, raw: str) -> str | None:
+    """A `columns=` struct for read_json with floating types replaced by VARCHAR, or None.
+
+    DuckDB reads an integer beyond 64 bits (or any fraction) as DOUBLE, which rounds: two
+    distinct ids can collapse into one. As text every number stays exact; the profiler
+    then infers HUGEINT or DECIMAL from the text, as it does for CSV."""
+    described = con.execute(f"DESCRIBE {quote_ident(raw)}").fetchall()
+    if not any(_FLOAT_TYPE.search(str(row[1])) for row in described):
+        return None
+    fields = ", ".join(
+        f"{sql_str(str(row[0]))}: {sql_str(_FLOAT_TYPE.sub('VARCHAR', str(row[1])))}" for row in described
+    )
+    return "{" + fields + "}"
+
+
+def _objects_only(path: Path, scratch: Path) -> Path:
+    """A copy of a JSON Lines file with every line that is not a JSON object blanked."""
+    target = scratch / f"{path.stem}.objects{path.suffix}"
+    with path.open("r", encoding="utf-8", errors="replace", newline="") as src, target.open(
+        "w", encoding="utf-8", newline=""
+    ) as out:
+        for line in _split_lines(src):
+            out.write(line if not line.strip() or _is_json_object(line) else "\n")
+    return target
+
+
+def bad_json_lines(path: Path, encoding: str | None = "utf-8") -> Iterator[tuple[int, str]]:
     """(line number, text) of every non-blank line that is not a JSON object."""
-    with path.open("r", encoding="utf-8", errors="replace") as fh:
-        for number, line in enumerate(fh, start=1):
-            if not line.strip():
-                continue
-            try:
-                ok = isinstance(json.loads(line), dict)
-            except ValueError:
-                ok = False
-            if not ok:
-                yield number, line.rstrip("\n")
+    for number, line in _json_lines(path, encoding):
+        if not _is_json_object(line):
+            yield number, line.rstrip("\r\n")
+
+
+def _json_lines(path: Path, encoding: str | None) -> Iterator[tuple[int, str]]:
+    """(line number, text) of every non-blank line."""
+    with path.open("r", encoding=encoding or "utf-8", errors="replace", newline="") as fh:
+        for number, line in enumerate(_split_lines(fh), start=1):
+            if line.strip():
+                yield number, line
+
+
+def _split_lines(fh: io.TextIOBase) -> Iterator[str]:
+    """Lines split on \\n only (JSON Lines' terminator), so a stray \\r stays inside its line."""
+    rest = ""
+    while block := fh.read(1 << 20):
+        parts = (rest + block).split("\n")
+        rest = parts.pop()
+        yield from (p + "\n" for p in parts)
+    if rest:
+        yield rest
+
+
+def _is_json_object(line: str) -> bool:
+    try:
+        return isinstance(json.loads(line), dict)
+    except ValueError:
+        return False
 
 
 def _bad_json_lines(path: Path, limit: int = 5) -> tuple[int, list[str]]:
@@ -583,7 +680,7 @@ def read_source(
         if fmt == "csv":
             return [read_csv_source(con, path, name, table, scratch, utf8_ok)]
         if fmt in ("json", "jsonl"):
-            return read_json_source(con, path, name, table, fmt)
+            return read_json_source(con, path, name, table, fmt, scratch, utf8_ok)
         if fmt == "excel":
             return read_excel_sources(con, path, name, table)
         if fmt == "parquet":

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import duckdb
 
+from dia_assets.agents.interpreter.discover import unsafe_reason
 from dia_assets.agents.interpreter.naming import quote_ident as q
 from dia_assets.agents.interpreter.readers import LoadedSource, bad_json_lines, read_source
 from dia_assets.agents.schema_creator import sqlgen
@@ -69,6 +70,9 @@ def check_sources(manifest: Manifest, data_dir: str | Path) -> None:
                 f"source file {table.source_path!r} (table {table.name!r}) is missing from {data_dir}: "
                 "it was interpreted but has vanished since; restore it or re-run the interpreter"
             )
+        problem = unsafe_reason(Path(data_dir), path)
+        if problem:  # the file was replaced by a link out of the folder since interpretation
+            raise LoadError(f"source file {table.source_path!r} (table {table.name!r}) is {problem}")
 
 
 def load_duckdb(
@@ -139,8 +143,12 @@ def _read_sources(
             # The CSV reader ends on fetchone(); drain so the next reader may register data.
             _run(con, "SELECT 1")
             by_name = {entry.name: entry for entry in loaded}
+            by_ref = {}  # a part renamed by the interpreter (its name was taken) keeps its reference
+            for entry in loaded:
+                by_ref.setdefault(_ref(rel, entry), []).append(entry)
             for table in tables:
-                entry = by_name.get(table.sources[0])
+                same_ref = by_ref.get(table.source_ref, [])
+                entry = same_ref[0] if len(same_ref) == 1 else by_name.get(table.sources[0])
                 if entry is None or entry.table is None:
                     errors = "; ".join(e for x in loaded for e in x.parse.errors) or "source not found in file"
                     raise LoadError(f"cannot read {rel} for table {table.name!r}: {errors}")
@@ -160,6 +168,11 @@ def _read_sources(
                 "interpretation; re-run the interpreter"
             )
     return out
+
+
+def _ref(rel: str, entry: LoadedSource) -> str:
+    """The source reference the planner gives a table (plan.py): path, #sheet, JSON path."""
+    return rel + (f"#{entry.parse.sheet}" if entry.parse.sheet else "") + (entry.parse.json_path or "")
 
 
 def _run(con: duckdb.DuckDBPyConnection, sql: str, params: list | None = None) -> list:
@@ -261,7 +274,7 @@ def _unparsed_lines(
             f"first(csv_line), false FROM {rejects} GROUP BY line"
         )
     elif table.source_format == "jsonl" and reader.parse.bad_rows and reader.parent is None:
-        for number, line in bad_json_lines(reader.path):
+        for number, line in bad_json_lines(reader.path, reader.parse.encoding):
             _run(con,
                 head + f"VALUES ({sql_str(table.source_ref)}, ?, TIMESTAMP {sql_str(loaded_at)}, md5(?), "
                 "'unparseable line: not a JSON object', ?, false)", [number, line, line],

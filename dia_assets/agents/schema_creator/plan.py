@@ -22,6 +22,7 @@ from dia_assets.contracts.manifest import (
     ManifestColumn,
     ManifestForeignKey,
     ManifestTable,
+    UnreadableSource,
 )
 
 HIGH_CONFIDENCE = 0.8
@@ -63,13 +64,16 @@ def plan_manifest(
     col_names: dict[tuple[str, str], str] = {}  # (source, source column) -> refined column
     for source in interp.sources:
         tov = table_ovs.get(source.name, TableOverride())
-        if not source.parse.ok or not source.columns:
-            manifest.skipped_sources.append(ExcludedColumn(
-                source_column=source.name, reason="; ".join(source.parse.errors) or "no columns"))
-            continue
-        if tov.exclude:
+        if tov.exclude:  # first: the expert may exclude a file that cannot be read
             manifest.skipped_sources.append(ExcludedColumn(source_column=source.name, reason=tov.exclude))
             manifest.decisions.append(Decision(table=source.name, what=f"excluded: {tov.exclude}", origin="override"))
+            continue
+        if not source.parse.ok or not source.columns:
+            reason = "; ".join(source.parse.errors) or "no columns"
+            manifest.skipped_sources.append(ExcludedColumn(source_column=source.name, reason=reason))
+            if not source.parse.ok:
+                manifest.unreadable_sources.append(
+                    UnreadableSource(name=source.name, source_path=source.path, reason=reason))
             continue
         table = _plan_table(source, tov, ov, manifest)
         table.reader_stem = _reader_stem(interp, source)

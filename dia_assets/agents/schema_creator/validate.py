@@ -4,6 +4,7 @@ plus generated test queries. Every number is measured on the built warehouse."""
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from pathlib import Path
 
 from dia_assets.agents.interpreter.naming import quote_ident as q
 from dia_assets.agents.schema_creator.target import Target
@@ -59,6 +60,36 @@ def check_row_counts(target: Target, manifest: Manifest) -> list[TableRowCounts]
         entry.message = "; ".join(problems) or (
             f"{entry.source_rows} = {refined} refined + {rejected} rejected + {dups} duplicates"
             + (f" + {unparsed} unparseable lines" if unparsed else ""))
+        out.append(entry)
+    out.extend(unread_source_counts(manifest))
+    return out
+
+
+def raw_lines(path: Path) -> int:
+    """Non-blank lines in a file, counted from its bytes: no reader involved, so a file
+    that no reader could open still shows what it holds."""
+    count, content = 0, False
+    with path.open("rb") as fh:
+        while block := fh.read(1 << 20):
+            parts = block.split(b"\n")
+            for index, part in enumerate(parts):
+                content = content or bool(part.strip())
+                if index < len(parts) - 1:  # a newline ends the line
+                    count, content = count + content, False
+    return count + content
+
+
+def unread_source_counts(manifest: Manifest) -> list[TableRowCounts]:
+    """A file that could not be read fails the row counts unless it holds nothing."""
+    out = []
+    for src in manifest.unreadable_sources:
+        path = Path(manifest.data_dir) / src.source_path
+        lines = raw_lines(path) if path.is_file() else 0
+        entry = TableRowCounts(table=src.name, source_rows=lines, interpreted_rows=0, staged=0, refined=0,
+                               rejected=0, passed=lines == 0)
+        entry.message = (f"{src.source_path}: empty, nothing to load ({src.reason})" if entry.passed else
+                         f"{src.source_path} could not be read ({src.reason}): its {lines} non-blank line(s) are "
+                         "in no table and no reject table; fix the file, or exclude it in the overrides")
         out.append(entry)
     return out
 

@@ -1,0 +1,48 @@
+"""Resource limits for the interpreter's DuckDB connection, set from the environment.
+
+DIA_MEMORY_LIMIT (default 2GB): DuckDB spills to a temp folder beyond it instead of
+taking the machine's memory; a query that still cannot fit fails for its file only.
+DIA_MAX_COLUMNS (default 2000): wider files are refused with a message. Profiling costs
+a few queries per column (about 20 s per 1,000 columns on a small machine), and at
+10,000 columns DuckDB's planner has been seen to exhaust memory or crash."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import duckdb
+
+DEFAULT_MEMORY_LIMIT = "2GB"
+DEFAULT_MAX_COLUMNS = 2_000
+
+
+def memory_limit() -> str:
+    return os.environ.get("DIA_MEMORY_LIMIT", "").strip() or DEFAULT_MEMORY_LIMIT
+
+
+def max_columns() -> int:
+    raw = os.environ.get("DIA_MAX_COLUMNS", "").strip()
+    try:
+        return int(raw) if raw else DEFAULT_MAX_COLUMNS
+    except ValueError as exc:
+        raise ValueError(f"DIA_MAX_COLUMNS must be a whole number, not {raw!r}") from exc
+
+
+def configure(con: duckdb.DuckDBPyConnection, spill: Path) -> None:
+    """Bound the connection's memory and give it a folder to spill to."""
+    limit = memory_limit()
+    try:
+        con.execute(f"SET memory_limit = '{limit.replace(chr(39), '')}'")
+    except duckdb.Error as exc:
+        raise ValueError(f"DIA_MEMORY_LIMIT {limit!r} is not a memory size DuckDB accepts (e.g. 2GB)") from exc
+    con.execute(f"SET temp_directory = '{str(spill).replace(chr(39), chr(39) * 2)}'")
+
+
+def too_wide(columns: int) -> str | None:
+    """The refusal message for a file with more columns than the limit, or None."""
+    limit = max_columns()
+    if columns <= limit:
+        return None
+    return (f"{columns} columns, more than the limit of {limit} (set DIA_MAX_COLUMNS to raise it; "
+            "profiling takes about 20 s per 1,000 columns); split the file or select its columns")

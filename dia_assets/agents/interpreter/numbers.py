@@ -1,0 +1,50 @@
+"""Non-finite numbers (NaN, Infinity, values beyond the DOUBLE range) in numeric columns.
+
+A database column cannot hold them as the same value (DECIMAL has no NaN; an overflowing
+literal reads as Infinity), so each one is flagged instead of becoming a silent NULL or inf."""
+
+from __future__ import annotations
+
+import duckdb
+
+from dia_assets.agents.interpreter.naming import quote_ident
+from dia_assets.contracts.interpretation import QualityIssue, Source
+
+NON_FINITE_WORDS = ("nan", "+nan", "-nan", "inf", "+inf", "-inf", "infinity", "+infinity", "-infinity")
+NUMERIC = ("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "DECIMAL", "DOUBLE", "FLOAT", "REAL")
+CHUNK = 64
+
+
+def _non_finite_sql(col: str, physical: str) -> str:
+    if physical.upper() in ("DOUBLE", "FLOAT", "REAL"):
+        return f"count(*) FILTER (isnan({col}) OR isinf({col}))"
+    words = ", ".join(f"'{w}'" for w in NON_FINITE_WORDS)
+    return (f"count(*) FILTER (lower(trim({col})) IN ({words}) "
+            f"OR isinf(TRY_CAST(trim({col}) AS DOUBLE)))")
+
+
+def non_finite_issues(con: duckdb.DuckDBPyConnection, source: Source, table: str) -> list[QualityIssue]:
+    """One issue per numeric column holding NaN or infinite values, counted over the full table."""
+    checked = [
+        c for c in source.columns
+        if c.inferred_type.upper().startswith(NUMERIC)
+        and (c.physical_type.upper() == "VARCHAR" or c.physical_type.upper() in ("DOUBLE", "FLOAT", "REAL"))
+    ]
+    issues = []
+    for start in range(0, len(checked), CHUNK):
+        chunk = checked[start:start + CHUNK]
+        counts = con.execute(
+            "SELECT " + ", ".join(_non_finite_sql(quote_ident(c.name), c.physical_type) for c in chunk)
+            + f" FROM {quote_ident(table)}"
+        ).fetchall()[0]
+        for col, count in zip(chunk, counts, strict=True):
+            if count:
+                issues.append(QualityIssue(
+                    source=source.name, column=col.name, kind="non_finite_numbers", severity="warning",
+                    count=int(count),
+                    message=f"{source.path}: {count} value(s) in {col.name} are NaN, Infinity or beyond the "
+                    f"range of a DOUBLE; {col.inferred_type} cannot hold them as written",
+                    suggested_action="Keep the column as text, or treat these values as missing "
+                    "(NaN is a null token; infinite values go to the reject table).",
+                ))
+    return issues
