@@ -14,7 +14,8 @@ FORMATS = {
     ".parquet": "parquet", ".pq": "parquet",
 }
 # Documentation that travels with an export is not data.
-IGNORED_SUFFIXES = {".md", ".rst", ".yaml", ".yml", ".pdf"}
+# A schema file (.sql) is read by `declared.py` as evidence about the data files beside it.
+IGNORED_SUFFIXES = {".md", ".rst", ".yaml", ".yml", ".pdf", ".sql"}
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,7 @@ from pathlib import Path
 import duckdb
 
 from dia_assets.agents.interpreter import keys, quality
+from dia_assets.agents.interpreter.declared import apply_declared
 from dia_assets.agents.interpreter.discover import discover, hash_and_check_utf8
 from dia_assets.agents.interpreter.naming import snake_case
 from dia_assets.agents.interpreter.profile import SourceProfile, profile_table
@@ -61,6 +62,7 @@ def interpret(data_dir: str | Path, progress: Progress | None = None) -> Interpr
         if keys.prefer_link_keys(infos, result.foreign_keys):
             result.foreign_keys = keys.find_foreign_keys(con, infos)
         result.quality_issues.extend(quality.fk_issues(result.foreign_keys))
+        apply_declared(result)  # declared keys (a .sql beside the data) win over inferred ones
         result.join_paths = keys.join_paths(result.sources, result.foreign_keys)
     con.close()
     return result
@@ -79,6 +81,7 @@ def _profile(
     source = Source(
         name=loaded.name, path=rel, format=loaded.format, content_hash=digest, size_bytes=size,
         parse=loaded.parse if loaded.parse else ParseInfo(), parent=loaded.parent,
+        declared=loaded.declared,
     )
     if not loaded.table:
         return source, None

@@ -1,0 +1,289 @@
+"""A schema file beside the data: `.sql` with CREATE TABLE and COPY / BULK INSERT / LOAD DATA.
+
+It names the columns of headerless files, gives the declared terminators, and its declared keys
+win over inferred ones (`source: declared`). DDL is parsed with sqlglot in whichever dialect
+reads it; load statements, which sqlglot reads only in part, with regular expressions.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+from pathlib import Path
+
+import sqlglot
+from sqlglot import exp
+
+from dia_assets.agents.interpreter.naming import snake_case
+from dia_assets.contracts.interpretation import (
+    DeclaredColumn,
+    DeclaredForeignKey,
+    DeclaredTable,
+    ForeignKey,
+    Interpretation,
+    KeyCandidate,
+    Source,
+    SourceRef,
+)
+
+DIALECTS = [None, "tsql", "mysql", "postgres"]
+_STRING = r"'((?:[^']|'')*)'"
+_NAME = r"((?:[\[\]`\"\w.]|\s(?=\.))+)"
+BULK = re.compile(rf"BULK\s+INSERT\s+{_NAME}\s+FROM\s+{_STRING}(?:\s+WITH\s*\((.*?)\))?", re.I | re.S)
+LOAD = re.compile(
+    rf"LOAD\s+DATA\s+(?:LOW_PRIORITY\s+|CONCURRENT\s+)?(?:LOCAL\s+)?INFILE\s+{_STRING}"
+    rf"(?:\s+(?:REPLACE|IGNORE))?\s+INTO\s+TABLE\s+{_NAME}(.*?)(?:;|$)", re.I | re.S,
+)
+COPY = re.compile(rf"\bCOPY\s+{_NAME}\s*(\([^)]*\))?\s+FROM\s+{_STRING}(.*?)(?:;|$)", re.I | re.S)
+ESCAPES = {"\\n": "\n", "\\r": "\r", "\\t": "\t", "\\0": "\x00", "\\\\": "\\"}
+
+
+def unescape(text: str) -> str:
+    """`\\n` -> newline, `0x0a` -> newline, `''` -> `'`."""
+    text = text.replace("''", "'")
+    if re.fullmatch(r"0x([0-9a-fA-F]{2})+", text):
+        return bytes.fromhex(text[2:]).decode("latin-1")
+    return re.sub(r"\\[nrt0\\]", lambda m: ESCAPES[m.group(0)], text)
+
+
+def _bare(name: str) -> str:
+    """`[Sales].[Customer]` -> `Customer`."""
+    return re.split(r"\.", name.strip())[-1].strip("[]`\" ")
+
+
+def _full(name: str) -> str:
+    return ".".join(part.strip("[]`\" ") for part in name.strip().split("."))
+
+
+def _statements(text: str) -> list[str]:
+    text = re.sub(r"(?im)^\s*GO\s*$", ";", text)
+    return [s for s in re.split(r";\s*(?:\n|$)", text) if s.strip()]
+
+
+def _parse_ddl(statement: str) -> exp.Expression | None:
+    for dialect in DIALECTS:
+        try:
+            tree = sqlglot.parse_one(statement, read=dialect)
+        except (sqlglot.errors.ParseError, sqlglot.errors.TokenError, ValueError):
+            continue
+        if isinstance(tree, exp.Create | exp.Alter):
+            return tree
+    return None
+
+
+def _table_name(table: exp.Table) -> str:
+    return ".".join(p.name for p in (table.args.get("db"), table.this) if p is not None and p.name)
+
+
+def _foreign_key(fk: exp.ForeignKey) -> DeclaredForeignKey | None:
+    ref = fk.args.get("reference")
+    target = ref.this if ref is not None else None
+    if target is None:
+        return None
+    table = target.this if isinstance(target, exp.Schema) else target
+    ref_cols = [e.name for e in target.expressions] if isinstance(target, exp.Schema) else []
+    return DeclaredForeignKey(
+        columns=[e.name for e in fk.expressions], ref_source=_table_name(table), ref_columns=ref_cols
+    )
+
+
+def _create(tree: exp.Create, schema_file: str) -> DeclaredTable | None:
+    schema = tree.this
+    if tree.args.get("kind", "").upper() != "TABLE" or not isinstance(schema, exp.Schema):
+        return None
+    out = DeclaredTable(table=_table_name(schema.this), schema_file=schema_file)
+    for item in schema.expressions:
+        if isinstance(item, exp.ColumnDef):
+            kind = item.args.get("kind")
+            out.columns.append(DeclaredColumn(name=item.name, type=kind.sql() if kind else None))
+            for constraint in item.args.get("constraints") or []:
+                if isinstance(constraint.kind, exp.PrimaryKeyColumnConstraint):
+                    out.primary_key = [item.name]
+                if isinstance(constraint.kind, exp.Reference):
+                    fk = _foreign_key(exp.ForeignKey(expressions=[item.this], reference=constraint.kind))
+                    if fk:
+                        out.foreign_keys.append(fk)
+        _constraint(item, out)
+    return out
+
+
+def _constraint(item: exp.Expression, out: DeclaredTable) -> None:
+    """Table-level PRIMARY KEY / FOREIGN KEY, bare or inside CONSTRAINT name ..."""
+    parts = item.expressions if isinstance(item, exp.Constraint) else [item]
+    for part in parts:
+        if isinstance(part, exp.PrimaryKey):
+            out.primary_key = [_column_name(e) for e in part.expressions]
+        elif isinstance(part, exp.ForeignKey) and (fk := _foreign_key(part)):
+            out.foreign_keys.append(fk)
+
+
+def _column_name(node: exp.Expression) -> str:
+    """`[CustomerID] ASC` (an Ordered node) -> `CustomerID`."""
+    return node.this.name if isinstance(node, exp.Ordered) else node.name
+
+
+def _alter(tree: exp.Alter, tables: dict[str, DeclaredTable]) -> None:
+    target = tables.get(_table_name(tree.this).lower())
+    if target is None:
+        return
+    for action in tree.args.get("actions") or []:
+        for item in action.expressions if isinstance(action, exp.AddConstraint) else [action]:
+            _constraint(item, target)
+
+
+def _option(options: str, *names: str) -> str | None:
+    for name in names:
+        match = re.search(rf"{name}\s*(?:=|\s)\s*(?:AS\s+)?{_STRING}", options, re.I)
+        if match:
+            return unescape(match.group(1))
+    return None
+
+
+def _loads(text: str, tables: dict[str, DeclaredTable], schema_file: str) -> None:
+    def entry(name: str) -> DeclaredTable:
+        key = _full(name).lower()
+        if key not in tables:
+            tables[key] = DeclaredTable(table=_full(name), schema_file=schema_file)
+        return tables[key]
+
+    for m in BULK.finditer(text):
+        table, options = entry(m.group(1)), m.group(3) or ""
+        table.data_file = m.group(2)
+        table.field_terminator = _option(options, "FIELDTERMINATOR")
+        table.record_terminator = _option(options, "ROWTERMINATOR")
+        first_row = re.search(r"FIRSTROW\s*=\s*(\d+)", options, re.I)
+        table.header = bool(first_row and int(first_row.group(1)) > 1)
+    for m in LOAD.finditer(text):
+        table, options = entry(m.group(2)), m.group(3)
+        table.data_file = m.group(1)
+        table.field_terminator = _option(options, r"FIELDS\s+TERMINATED\s+BY", r"COLUMNS\s+TERMINATED\s+BY")
+        table.record_terminator = _option(options, r"LINES\s+TERMINATED\s+BY")
+        table.header = bool(re.search(r"IGNORE\s+[1-9]\d*\s+(LINES|ROWS)", options, re.I))
+        _column_list(table, re.search(r"\(([^()]*)\)\s*$", options.strip()))
+    for m in COPY.finditer(text):
+        table, options = entry(m.group(1)), m.group(4)
+        table.data_file = m.group(3)
+        table.field_terminator = _option(options, "DELIMITER")
+        if re.search(r"FORMAT\s*\(?\s*'?csv", options, re.I) and not table.field_terminator:
+            table.field_terminator = ","
+        elif not table.field_terminator:
+            table.field_terminator = "\t"  # PostgreSQL's text format
+        table.header = bool(re.search(r"\bHEADER\b(?!\s+(false|off|0))", options, re.I))
+        _column_list(table, re.match(r"\(([^()]*)\)", m.group(2) or ""))
+
+
+def _column_list(table: DeclaredTable, match: re.Match[str] | None) -> None:
+    """A load statement's own column list names the file's columns, in file order."""
+    if not match:
+        return
+    names = [c.strip().strip("[]`\"") for c in match.group(1).split(",") if c.strip()]
+    types = {c.name.lower(): c.type for c in table.columns}
+    table.columns = [DeclaredColumn(name=n, type=types.get(n.lower())) for n in names]
+
+
+def parse_schema_file(path: Path) -> dict[str, DeclaredTable]:
+    """Declared tables by lower-cased full name (`sales.customer`)."""
+    text = path.read_text(encoding="utf-8", errors="replace")
+    text = re.sub(r"--[^\n]*", "", text)
+    tables: dict[str, DeclaredTable] = {}
+    for statement in _statements(text):
+        if re.match(r"\s*(BULK\s+INSERT|LOAD\s+DATA|COPY)\b", statement, re.I):
+            continue
+        tree = _parse_ddl(statement)
+        if isinstance(tree, exp.Create) and (table := _create(tree, path.name)):
+            previous = tables.get(table.table.lower())
+            tables[table.table.lower()] = table
+            if previous:  # a load statement seen first
+                table.data_file = previous.data_file
+    for statement in _statements(text):
+        tree = _parse_ddl(statement) if re.match(r"\s*ALTER\b", statement, re.I) else None
+        if isinstance(tree, exp.Alter):
+            _alter(tree, tables)
+    _loads(text, tables, path.name)
+    return tables
+
+
+@lru_cache(maxsize=64)
+def _cached(path: str, mtime: float, size: int) -> tuple[DeclaredTable, ...]:
+    try:
+        return tuple(parse_schema_file(Path(path)).values())
+    except (OSError, ValueError):
+        return ()
+
+
+def schema_files(folder: Path) -> list[Path]:
+    return sorted(p for p in folder.glob("*") if p.suffix.lower() == ".sql" and p.is_file())
+
+
+def declared_tables(folder: Path) -> list[DeclaredTable]:
+    out: list[DeclaredTable] = []
+    for path in schema_files(folder):
+        stat = path.stat()
+        out.extend(t.model_copy(deep=True) for t in _cached(str(path), stat.st_mtime, stat.st_size))
+    return out
+
+
+def declared_for(data_file: Path) -> DeclaredTable | None:
+    """The declaration of `data_file`: named by a load statement, else a table named like the file."""
+    tables = declared_tables(data_file.parent)
+    if not tables:
+        return None
+    for table in tables:
+        if table.data_file and re.split(r"[\\/]", table.data_file)[-1].lower() == data_file.name.lower():
+            return table
+    stem = snake_case(data_file.stem)
+    for table in tables:
+        if snake_case(table.table) == stem or snake_case(_bare(table.table)) == stem:
+            return table
+    return None
+
+
+# ---------------------------------------------------------------- keys
+
+
+def apply_declared(interpretation: Interpretation) -> None:
+    """Declared primary and foreign keys win over inferred ones. Runs after key inference."""
+    by_table: dict[str, Source] = {}
+    for src in interpretation.sources:
+        if src.declared:
+            by_table[src.declared.table.lower()] = src
+            by_table.setdefault(_bare(src.declared.table).lower(), src)
+    for src in interpretation.sources:
+        declared = src.declared
+        if declared is None:
+            continue
+        pk = _map_columns(src, declared.primary_key)
+        if pk:
+            src.primary_key = KeyCandidate(
+                columns=pk, confidence=1.0, source="declared",
+                reason=f"primary key declared in {declared.schema_file}",
+            )
+            src.candidate_keys = [src.primary_key, *(k for k in src.candidate_keys if k.columns != pk)]
+        for fk in declared.foreign_keys:
+            parent = by_table.get(fk.ref_source.lower()) or by_table.get(_bare(fk.ref_source).lower())
+            columns = _map_columns(src, fk.columns)
+            if parent is None or not columns:
+                continue
+            ref = _map_columns(parent, fk.ref_columns or (parent.declared.primary_key if parent.declared else []))
+            if not ref or len(ref) != len(columns):
+                continue
+            interpretation.foreign_keys = [
+                f for f in interpretation.foreign_keys
+                if not (f.from_.source == src.name and f.from_.columns == columns)
+            ]
+            interpretation.foreign_keys.append(ForeignKey(
+                from_=SourceRef(source=src.name, columns=columns),
+                to=SourceRef(source=parent.name, columns=ref),
+                coverage=1.0, confidence=1.0, source="declared",
+                evidence=[f"declared in {declared.schema_file}"],
+            ))
+
+
+def _map_columns(src: Source, names: list[str]) -> list[str]:
+    """Declared column names -> the source's column names; empty if any is missing."""
+    by_key = {}
+    for col in src.columns:
+        by_key.setdefault(col.original_name.lower(), col.name)
+        by_key.setdefault(col.name.lower(), col.name)
+    out = [by_key.get(n.lower()) or by_key.get(snake_case(n)) for n in names]
+    return [c for c in out if c] if all(out) else []
