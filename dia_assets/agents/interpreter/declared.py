@@ -30,11 +30,12 @@ DIALECTS = [None, "tsql", "mysql", "postgres"]
 _STRING = r"'((?:[^']|'')*)'"
 _NAME = r"((?:[\[\]`\"\w.]|\s(?=\.))+)"
 BULK = re.compile(rf"BULK\s+INSERT\s+{_NAME}\s+FROM\s+{_STRING}(?:\s+WITH\s*\((.*?)\))?", re.I | re.S)
+_END = r"(?=;\s*(?:\n|\Z)|\Z)"  # a statement ends at `;` before a line end (`';'` is a value)
 LOAD = re.compile(
     rf"LOAD\s+DATA\s+(?:LOW_PRIORITY\s+|CONCURRENT\s+)?(?:LOCAL\s+)?INFILE\s+{_STRING}"
-    rf"(?:\s+(?:REPLACE|IGNORE))?\s+INTO\s+TABLE\s+{_NAME}(.*?)(?:;|$)", re.I | re.S,
+    rf"(?:\s+(?:REPLACE|IGNORE))?\s+INTO\s+TABLE\s+{_NAME}(.*?){_END}", re.I | re.S,
 )
-COPY = re.compile(rf"\bCOPY\s+{_NAME}\s*(\([^)]*\))?\s+FROM\s+{_STRING}(.*?)(?:;|$)", re.I | re.S)
+COPY = re.compile(rf"\bCOPY\s+{_NAME}\s*(\([^)]*\))?\s+FROM\s+{_STRING}(.*?){_END}", re.I | re.S)
 ESCAPES = {"\\n": "\n", "\\r": "\r", "\\t": "\t", "\\0": "\x00", "\\\\": "\\"}
 
 
@@ -110,6 +111,11 @@ def _create(tree: exp.Create, schema_file: str) -> DeclaredTable | None:
 def _constraint(item: exp.Expression, out: DeclaredTable) -> None:
     """Table-level PRIMARY KEY / FOREIGN KEY, bare or inside CONSTRAINT name ..."""
     parts = item.expressions if isinstance(item, exp.Constraint) else [item]
+    if any(isinstance(p, exp.PrimaryKeyColumnConstraint) for p in parts):
+        # T-SQL: CONSTRAINT pk PRIMARY KEY CLUSTERED ([a] ASC, [b] ASC)
+        columns = [c.name for p in parts for c in p.find_all(exp.Column)]
+        if columns:
+            out.primary_key = columns
     for part in parts:
         if isinstance(part, exp.PrimaryKey):
             out.primary_key = [_column_name(e) for e in part.expressions]

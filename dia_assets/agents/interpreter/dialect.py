@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 BASE_DELIMITERS = [",", ";", "\t", "|"]
 # Characters that extend a delimiter or a record terminator (`+|`, `~|`, `&|`).
 PUNCT = set("!#$&*+<=>?@^`|~")
+# Characters a misread terminator leaves at the ends of values (`>` and `!` end ordinary text).
+STRAY = set("#$&*+@^`|~")
 MAX_TERMINATOR = 4
 SAMPLE_RECORDS = 400
 
@@ -62,7 +64,7 @@ def record_terminators(sample: str, newline: str) -> list[str]:
     return out
 
 
-def extend_delimiter(body: str, base: str) -> str:
+def extend_delimiter(body: str, base: str, share: float = 0.95) -> str:
     """`|` becomes `+|` (or `~|`, `||`) when nearly every `|` is preceded by that character."""
     total = body.count(base)
     current = base
@@ -74,7 +76,7 @@ def extend_delimiter(body: str, base: str) -> str:
         if char not in PUNCT or (char == base and base != "|"):
             break
         candidate = char + current
-        if body.count(candidate) * candidate.count(base) < 0.95 * total:
+        if body.count(candidate) * candidate.count(base) < share * total:
             break
         current = candidate
     return current
@@ -96,15 +98,17 @@ def split_records(sample: str, delimiter: str, terminator: str, quoted: bool) ->
 
 
 def stray_columns(records: list[list[str]], fields: int) -> list[int]:
-    """Columns whose every non-empty value ends with the same punctuation (a misread terminator)."""
-    out = []
+    """Columns whose every value ends with the same stray character: a misread terminator leaves
+    it on several columns (field terminator) or on the last one (record terminator)."""
+    found: dict[int, str] = {}
     for index in range(fields):
         ends = [r[index][-1] for r in records if len(r) == fields and r[index]]
         if len(ends) >= 3:
             char, count = Counter(ends).most_common(1)[0]
-            if char in PUNCT and count == len(ends):
-                out.append(index + 1)
-    return out
+            if char in STRAY and count == len(ends):
+                found[index + 1] = char
+    shared = Counter(found.values())
+    return [col for col, char in found.items() if shared[char] >= 2 or col == fields]
 
 
 def measure(sample: str, delimiter: str, terminator: str, quoted: bool) -> Dialect:
@@ -126,11 +130,13 @@ def sniff(sample: str, tsv: bool = False) -> Dialect:
         custom = terminator not in ("\n", "\r\n", "\r")
         quoted = not custom and '"' in sample
         for base in ["\t"] if tsv else BASE_DELIMITERS:
-            delimiter = extend_delimiter(body, base)
-            unquoted = quoted and len(delimiter) > 1  # bulk-copy exports do not quote
-            dialect = measure(sample, delimiter, terminator, quoted and not unquoted)
-            if best is None or dialect.score > best.score + 1e-9:
-                best = dialect
+            # A strict extension replaces the base; a loose one (a lone `|` in some values) competes.
+            strict = extend_delimiter(body, base)
+            for delimiter in dict.fromkeys([strict, extend_delimiter(body, base, 0.5)]):
+                unquoted = quoted and len(delimiter) > 1  # bulk-copy exports do not quote
+                dialect = measure(sample, delimiter, terminator, quoted and not unquoted)
+                if best is None or dialect.score > best.score + 1e-9:
+                    best = dialect
     assert best is not None
     if best.fields < 2:  # one column: read line by line
         best = measure(sample, "\t" if tsv else ",", newline, '"' in sample)

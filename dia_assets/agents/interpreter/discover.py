@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 FORMATS = {
-    ".csv": "csv", ".tsv": "csv", ".txt": "csv",
+    ".csv": "csv", ".tsv": "csv", ".txt": "csv", ".dat": "csv",
     ".json": "json", ".jsonl": "jsonl", ".ndjson": "jsonl",
     ".xlsx": "excel", ".xlsm": "excel", ".xls": "excel",
     ".parquet": "parquet", ".pq": "parquet",
