@@ -270,3 +270,17 @@ def test_schema_files_in_each_dialect(tmp_path, sql, table, columns, pk, fields,
     declared = parse_schema_file(path)[table.lower()]
     assert [c.name for c in declared.columns] == columns and declared.primary_key == pk
     assert declared.field_terminator == fields and declared.record_terminator == records
+
+
+def test_declared_foreign_key_orphans_are_measured(tmp_path):
+    (tmp_path / "schema.sql").write_text(
+        "CREATE TABLE parent (pid INT PRIMARY KEY, label TEXT);\n"
+        "CREATE TABLE child (cid INT PRIMARY KEY, owner INT REFERENCES parent (pid));\n"
+    )
+    (tmp_path / "parent.csv").write_text("pid,label\n1,a\n2,b\n")
+    (tmp_path / "child.csv").write_text("cid,owner\n10,1\n11,2\n12,9\n13,\n")
+    result = interpret(tmp_path)
+    fk = next(f for f in result.foreign_keys if f.from_.source == "child" and f.from_.columns == ["owner"])
+    assert fk.source == "declared" and fk.to.source == "parent" and fk.to.columns == ["pid"]
+    assert fk.orphan_count == 1 and fk.orphan_examples == ["9"] and fk.coverage == pytest.approx(2 / 3)
+    assert result.source("child").primary_key.source == "declared"

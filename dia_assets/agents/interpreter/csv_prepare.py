@@ -14,7 +14,7 @@ from pathlib import Path
 from dia_assets.agents.interpreter import header as headers
 from dia_assets.agents.interpreter.declared import DeclaredTable, declared_for
 from dia_assets.agents.interpreter.dialect import Dialect, measure, newline_of, sniff
-from dia_assets.agents.interpreter.naming import unique_names
+from dia_assets.agents.interpreter.naming import snake_case, unique_names
 from dia_assets.agents.interpreter.rewrite import (
     TextStats,
     binary_offset,
@@ -128,10 +128,14 @@ def _names(dialect: Dialect, declared: DeclaredTable | None) -> tuple[headers.He
     width = max(len(first), dialect.fields)
     if declared and declared.columns and len(declared.columns) == dialect.fields:
         names = [c.name for c in declared.columns]
-        is_header = [v.strip().strip('"[]`').lower() for v in first] == [n.lower() for n in names]
-        reason = f"column names from {declared.schema_file}"
-        return headers.HeaderDecision(is_header, True, reason), names
-    decision = headers.decide(records) if records else headers.HeaderDecision(True, True, "empty")
+        source = f"column names from {declared.schema_file}"
+        if [snake_case(v) for v in first] == [snake_case(n) for n in names]:
+            return headers.HeaderDecision(True, True, f"first row repeats the {source}"), names
+        if declared.header is not None:
+            return headers.HeaderDecision(declared.header, True, f"{source}; header as declared"), names
+        decision = headers.decide(records)
+        return headers.HeaderDecision(decision.header, decision.certain, f"{decision.reason}; {source}"), names
+    decision = headers.decide(records[:200]) if records else headers.HeaderDecision(True, True, "empty")
     if decision.header:
         return decision, list(first)
     return decision, [f"column_{i + 1}" for i in range(width)]

@@ -11,10 +11,11 @@ import re
 from functools import lru_cache
 from pathlib import Path
 
+import duckdb
 import sqlglot
 from sqlglot import exp
 
-from dia_assets.agents.interpreter.naming import snake_case
+from dia_assets.agents.interpreter.naming import quote_ident, snake_case
 from dia_assets.contracts.interpretation import (
     DeclaredColumn,
     DeclaredForeignKey,
@@ -247,8 +248,14 @@ def declared_for(data_file: Path) -> DeclaredTable | None:
 # ---------------------------------------------------------------- keys
 
 
-def apply_declared(interpretation: Interpretation) -> None:
-    """Declared primary and foreign keys win over inferred ones. Runs after key inference."""
+def apply_declared(
+    interpretation: Interpretation, con: duckdb.DuckDBPyConnection | None = None,
+    tables: dict[str, str] | None = None,
+) -> None:
+    """Declared primary and foreign keys win over inferred ones. Runs after key inference.
+
+    With a connection and each source's loaded table, a declared foreign key's coverage and
+    orphans are measured (a declared key the data contradicts is a finding, not hidden)."""
     by_table: dict[str, Source] = {}
     for src in interpretation.sources:
         if src.declared:
@@ -273,16 +280,45 @@ def apply_declared(interpretation: Interpretation) -> None:
             ref = _map_columns(parent, fk.ref_columns or (parent.declared.primary_key if parent.declared else []))
             if not ref or len(ref) != len(columns):
                 continue
-            interpretation.foreign_keys = [
-                f for f in interpretation.foreign_keys
-                if not (f.from_.source == src.name and f.from_.columns == columns)
-            ]
+            same = [f for f in interpretation.foreign_keys
+                    if f.from_.source == src.name and f.from_.columns == columns]
+            measured = next((f for f in same if f.to.source == parent.name and f.to.columns == ref), None)
+            interpretation.foreign_keys = [f for f in interpretation.foreign_keys if f not in same]
+            coverage, orphans, examples = (
+                (measured.coverage, measured.orphan_count, measured.orphan_examples) if measured
+                else _measure(con, tables or {}, src.name, columns, parent.name, ref)
+            )
             interpretation.foreign_keys.append(ForeignKey(
                 from_=SourceRef(source=src.name, columns=columns),
                 to=SourceRef(source=parent.name, columns=ref),
-                coverage=1.0, confidence=1.0, source="declared",
+                coverage=coverage, orphan_count=orphans, orphan_examples=examples,
+                confidence=1.0, source="declared",
                 evidence=[f"declared in {declared.schema_file}"],
             ))
+
+
+def _measure(
+    con: duckdb.DuckDBPyConnection | None, tables: dict[str, str], child: str, columns: list[str],
+    parent: str, ref: list[str],
+) -> tuple[float, int, list[str]]:
+    """Coverage of distinct child values, orphan rows and a few orphan values (text compared trimmed)."""
+    if con is None or child not in tables or parent not in tables:
+        return 1.0, 0, []
+    c = [f"trim(c.{quote_ident(x)})" for x in columns]
+    p = [f"trim(p.{quote_ident(x)})" for x in ref]
+    on = " AND ".join(f"{a} = {b}" for a, b in zip(c, p, strict=True))
+    present = " AND ".join(f"{a} IS NOT NULL AND {a} <> ''" for a in c)
+    keys = ", ".join(f"{a} AS k{i}" for i, a in enumerate(c))
+    distinct, orphan_distinct, orphans, examples = con.execute(
+        f"WITH v AS (SELECT {keys}, NOT EXISTS (SELECT 1 FROM {quote_ident(tables[parent])} p "
+        f"WHERE {on}) AS orphan FROM {quote_ident(tables[child])} c WHERE {present}) "
+        "SELECT (SELECT count(*) FROM (SELECT DISTINCT * FROM v)), "
+        "(SELECT count(*) FROM (SELECT DISTINCT * FROM v WHERE orphan)), "
+        "(SELECT count(*) FROM v WHERE orphan), "
+        "(SELECT list(DISTINCT k0 ORDER BY k0)[1:5] FROM v WHERE orphan)"
+    ).fetchone()
+    coverage = 1.0 if not distinct else 1 - orphan_distinct / distinct
+    return coverage, orphans, [str(e) for e in (examples or [])]
 
 
 def _map_columns(src: Source, names: list[str]) -> list[str]:

@@ -62,7 +62,7 @@ def interpret(data_dir: str | Path, progress: Progress | None = None) -> Interpr
         if keys.prefer_link_keys(infos, result.foreign_keys):
             result.foreign_keys = keys.find_foreign_keys(con, infos)
         result.quality_issues.extend(quality.fk_issues(result.foreign_keys))
-        apply_declared(result)  # declared keys (a .sql beside the data) win over inferred ones
+        apply_declared(result, con, {i.source.name: i.table for i in infos})  # a .sql's keys win
         result.join_paths = keys.join_paths(result.sources, result.foreign_keys)
     con.close()
     return result

@@ -133,7 +133,7 @@ def read_csv_source(
     loaded.parse.encoding = prep.encoding
     loaded.parse.delimiter = prep.dialect.delimiter
     loaded.parse.record_terminator = prep.dialect.terminator
-    loaded.parse.quote = '"' if prep.dialect.quoted or prep.rewritten else None
+    loaded.parse.quote = '"' if prep.dialect.standard else None  # bulk-copy files do not quote
     loaded.parse.header = header
     loaded.parse.rewritten = prep.rewritten
     loaded.parse.confidence = confidence(prep)
