@@ -97,6 +97,12 @@ CORPUS: dict[str, tuple[bytes, str, int, int]] = {
     "fixed_width.csv": (
         _lines("code,name,qty", [f"{i:<6},{'Name ' + str(i):<12},{i}" for i in range(1, 7)]), "fixed_width", 6, 3,
     ),
+    "Person.dat": (  # `bcp -w`: UTF-16LE without a BOM
+        "".join(f"{i}+|Ren\u00e9e {i}+|<Survey>\n<Income>{i}</Income>\n</Survey>+|\x00&|\n"
+                for i in range(1, 9)).encode("utf-16-le"),
+        "person", 8, 4,
+    ),
+    "bom_tabs.txt": ("id\tname\n1\tZo\u00eb\n2\tJos\u00e9\n".encode("utf-16"), "bom_tabs", 2, 2),
     "all_text.csv": (_lines("Name,City", ["John,Paris", "Mary,London", "Bob,Rome"]), "all_text", 3, 2),
 }
 
@@ -213,6 +219,13 @@ def test_decimals_without_leading_zero_and_hex_columns(interp):
 def test_fixed_width_padding_is_flagged(interp):
     issue = _issues(interp, "fixed_width")["fixed_width_padding"][0]
     assert "code" in issue.message and "name" in issue.message
+
+
+def test_utf16_bulk_copy_without_bom(interp):
+    src = interp.source("person")
+    assert src.parse.encoding == "utf-16-le" and src.parse.delimiter == "+|"
+    assert "Renée 1" in src.column("column_2").examples
+    assert any("\n<Income>" in e for e in src.column("column_3").examples)
 
 
 def test_all_text_header_is_flagged_as_uncertain(interp):

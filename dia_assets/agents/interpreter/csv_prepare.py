@@ -21,6 +21,7 @@ from dia_assets.agents.interpreter.rewrite import (
     rewrite_records,
     rewrite_text,
     sample_text,
+    utf16_without_bom,
 )
 
 SAMPLE_BYTES = 1 << 16
@@ -54,7 +55,8 @@ def bom_encoding(path: Path) -> str | None:
         return "utf-8-sig"
     if head.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
         return "utf-16"
-    return None
+    with path.open("rb") as fh:
+        return utf16_without_bom(fh.read(4096))
 
 
 def prepare_csv(path: Path, scratch: Path, utf8_ok: bool | None, transcode) -> Prepared:
@@ -80,6 +82,9 @@ def prepare_csv(path: Path, scratch: Path, utf8_ok: bool | None, transcode) -> P
         path=source, delimiter=dialect.delimiter, dialect=dialect, header=decision,
         raw_names=raw_names, encoding=encoding, text=text, declared=declared,
     )
+    if bom:  # NUL markers are judged on the transcoded text
+        with source.open("rb") as fh:
+            head = fh.read(SAMPLE_BYTES)
     has_nul = b"\x00" in head
     stem = f"{path.stem}.{zlib.crc32(str(path).encode()):08x}"
     if not dialect.standard or (has_nul and not dialect.quoted):

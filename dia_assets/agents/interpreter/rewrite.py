@@ -39,12 +39,26 @@ def binary_offset(head: bytes) -> int | None:
 
     Isolated NULs between delimiters are empty-string markers of bulk-copy exports, not binary.
     """
-    if not head or head.startswith((b"\xff\xfe", b"\xfe\xff")):
+    if not head or head.startswith((b"\xff\xfe", b"\xfe\xff")) or utf16_without_bom(head):
         return None
     nul = head.find(b"\x00")
     controls = sum(head.count(bytes([b])) for b in range(1, 32) if b not in (9, 10, 13))
     if b"\x00\x00" in head or head.count(b"\x00") > len(head) * 0.2 or controls > len(head) * 0.05:
         return nul if nul >= 0 else 0
+    return None
+
+
+def utf16_without_bom(head: bytes) -> str | None:
+    """`utf-16-le`/`-be` when NULs fill one byte of nearly every pair (as `bcp -w` writes, no BOM)."""
+    sample = head[: len(head) // 2 * 2][:4096]
+    if len(sample) < 4:
+        return None
+    odd, even = sample[1::2].count(0), sample[0::2].count(0)
+    half = len(sample) // 2
+    if odd > half * 0.7 and even < half * 0.05:
+        return "utf-16-le"
+    if even > half * 0.7 and odd < half * 0.05:
+        return "utf-16-be"
     return None
 
 
