@@ -297,3 +297,10 @@ def test_declared_foreign_key_orphans_are_measured(tmp_path):
     assert fk.source == "declared" and fk.to.source == "parent" and fk.to.columns == ["pid"]
     assert fk.orphan_count == 1 and fk.orphan_examples == ["9"] and fk.coverage == pytest.approx(2 / 3)
     assert result.source("child").primary_key.source == "declared"
+
+
+def test_header_decisions_that_cannot_be_settled_say_so():
+    dirty = decide([["N/A", "John", "2020-01-01", "5"], ["1", "Mary", "2020-02-01", "6"], ["2", "Ann", "2021-01-01", "7"]])
+    assert not dirty.header and not dirty.certain and "2 of 3 typed values fit" in dirty.reason
+    assert not decide([["Accounting", "Finance"]]).certain  # one record: header, or one row of data?
+    assert decide([["customer_id", "name"]]).certain

@@ -19,6 +19,8 @@ TYPES: list[tuple[str, re.Pattern[str]]] = [
     ("timestamp", re.compile(r"\d{4}-\d{1,2}-\d{1,2}[ T]\d{1,2}:\d{2}(:\d{2}(\.\d+)?)?([+-]\d{2}:?\d{2}|Z)?")),
     ("time", re.compile(r"\d{1,2}:\d{2}(:\d{2}(\.\d+)?)?")),
 ]
+# Labels that read as column names: snake_case, camelCase, or an id/name/date word.
+NAME_LIKE = re.compile(r"_|[a-z][A-Z]|(?i:^(id|name|date|code|type|key)$|id$)")
 # A wider type accepts the values of a narrower one.
 WIDER = {"integer": {"decimal"}, "date": {"timestamp"}}
 
@@ -63,14 +65,23 @@ def decide(records: list[list[str]]) -> HeaderDecision:
     """Header or data, from the first record against the rest of the sample."""
     first, rest = records[0], records[1:]
     if not rest:
-        return HeaderDecision(looks_like_labels(first), True, "single record")
+        labels = looks_like_labels(first)
+        named = labels and any(NAME_LIKE.search(v) for v in first)
+        return HeaderDecision(labels, not labels or named, "a single record: header only, or one row of data")
     columns = [[r[i] for r in rest if i < len(r)] for i in range(len(first))]
     types = [column_type(col) for col in columns]
     typed = [i for i, t in enumerate(types) if t not in ("text", "empty")]
-    if typed:
-        misfit = [i for i in typed if first[i].strip() and types[i] not in value_types(first[i])]
+    judged = [i for i in typed if first[i].strip()]
+    if judged:
+        misfit = [i for i in judged if types[i] not in value_types(first[i])]
         if misfit:
-            return HeaderDecision(True, True, f"first-row value {first[misfit[0]]!r} is not {types[misfit[0]]}")
+            # A header misfits every typed column; a dirty first data row only some of them.
+            certain = len(misfit) == len(judged) or len(misfit) >= 3
+            reason = f"first-row value {first[misfit[0]]!r} is not {types[misfit[0]]}"
+            if certain:
+                return HeaderDecision(True, True, reason)
+            return HeaderDecision(len(misfit) * 2 >= len(judged), False,
+                                  f"{reason}, but {len(judged) - len(misfit)} of {len(judged)} typed values fit")
         return HeaderDecision(False, True, "first-row values fit the types of the other rows")
     if not looks_like_labels(first):
         return HeaderDecision(False, True, "first row has numeric or missing labels")

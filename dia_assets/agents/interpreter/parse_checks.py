@@ -62,6 +62,13 @@ def reading_issues(prep: Prepared, source: str, file: str, empty_labels: list[in
             "Name the columns in the overrides, or put a schema file (.sql) beside the data.",
             severity="info",
         ))
+    if not prep.header.header and not prep.header.certain:
+        out.append(_issue(
+            source, "parse_uncertain",
+            f"{file}: took the first row as data, but could not settle it: {prep.header.reason} "
+            f"(confidence {score})",
+            "If the first row is a header, say so in the overrides or add a schema file (.sql).",
+        ))
     elif not prep.header.certain:
         out.append(_issue(
             source, "parse_uncertain",
