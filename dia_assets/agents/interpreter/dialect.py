@@ -53,15 +53,19 @@ def newline_of(sample: str) -> str:
 
 
 def record_terminators(sample: str, newline: str) -> list[str]:
-    """Candidate record terminators: the newline and any punctuation run that ends the last record."""
-    out = [newline]
-    body = sample[: sample.rfind(newline)] if newline in sample else sample
-    for size in range(MAX_TERMINATOR - 1, 1, -1):
-        tail = body[-size:]
-        if len(tail) == size and set(tail) <= PUNCT and sample.count(tail + newline) >= 2:
-            out.insert(0, tail + newline)
-            break
-    return out
+    """Candidate record terminators: punctuation runs that end many lines (`&|`), then the newline.
+
+    The most common ending of each length competes; the split decides (a record whose last value
+    is empty ends in `+|&|`, which must not make `|&|` the terminator)."""
+    lines = [line for line in sample.split(newline)[:-1] if line]
+    out = []
+    for size in range(2, MAX_TERMINATOR):
+        ends = Counter(line[-size:] for line in lines if len(line) >= size and set(line[-size:]) <= PUNCT)
+        if ends:
+            tail, count = ends.most_common(1)[0]
+            if count >= max(2, 0.3 * len(lines)):
+                out.append(tail + newline)
+    return [*out, newline]
 
 
 def extend_delimiter(body: str, base: str, share: float = 0.95) -> str:
@@ -69,11 +73,14 @@ def extend_delimiter(body: str, base: str, share: float = 0.95) -> str:
     total = body.count(base)
     current = base
     while total and len(current) < MAX_TERMINATOR:
-        before = Counter(body[m.start() - 1] for m in re.finditer(re.escape(current), body) if m.start())
+        before = Counter(
+            body[m.start() - 1] for m in re.finditer(re.escape(current), body)
+            if m.start() and body[m.start() - 1] in PUNCT
+        )
         if not before:
             break
         char, _ = before.most_common(1)[0]
-        if char not in PUNCT or (char == base and base != "|"):
+        if char == base and base != "|":
             break
         candidate = char + current
         if body.count(candidate) * candidate.count(base) < share * total:
@@ -87,7 +94,8 @@ def split_records(sample: str, delimiter: str, terminator: str, quoted: bool) ->
     if quoted and len(delimiter) == 1 and terminator in ("\n", "\r\n", "\r"):
         cut = sample.rfind(terminator[-1])
         try:
-            rows = list(csv.reader(io.StringIO(sample[: cut + 1] if cut >= 0 else sample), delimiter=delimiter))
+            text = sample[: cut + 1] if cut >= 0 else sample
+            rows = list(csv.reader(io.StringIO(text, newline=""), delimiter=delimiter))
         except csv.Error:
             rows = []
         return [r for r in rows if any(c.strip() for c in r)][:SAMPLE_RECORDS]
@@ -103,11 +111,13 @@ def stray_columns(records: list[list[str]], fields: int) -> list[int]:
     found: dict[int, str] = {}
     for index in range(fields):
         ends = [r[index][-1] for r in records if len(r) == fields and r[index]]
-        if len(ends) >= 3:
+        if len(ends) >= 2:
             char, count = Counter(ends).most_common(1)[0]
             if char in STRAY and count == len(ends):
                 found[index + 1] = char
     shared = Counter(found.values())
+    if len(found) * 2 >= fields - 1:  # most columns: the delimiter is longer than we split on
+        return list(found)
     return [col for col, char in found.items() if shared[char] >= 2 or col == fields]
 
 
@@ -119,6 +129,13 @@ def measure(sample: str, delimiter: str, terminator: str, quoted: bool) -> Diale
         dialect.fields, dialect.consistency = mode, freq / len(records)
         dialect.stray = stray_columns(records, mode)
     return dialect
+
+
+def _better(new: Dialect, old: Dialect) -> bool:
+    """Higher score; on a tie the longer delimiter (a `~|` in every record is no accident)."""
+    if abs(new.score - old.score) > 1e-9:
+        return new.score > old.score
+    return new.score > 0 and len(new.delimiter) > len(old.delimiter)
 
 
 def sniff(sample: str, tsv: bool = False) -> Dialect:
@@ -135,7 +152,7 @@ def sniff(sample: str, tsv: bool = False) -> Dialect:
             for delimiter in dict.fromkeys([strict, extend_delimiter(body, base, 0.5)]):
                 unquoted = quoted and len(delimiter) > 1  # bulk-copy exports do not quote
                 dialect = measure(sample, delimiter, terminator, quoted and not unquoted)
-                if best is None or dialect.score > best.score + 1e-9:
+                if best is None or _better(dialect, best):
                     best = dialect
     assert best is not None
     if best.fields < 2:  # one column: read line by line

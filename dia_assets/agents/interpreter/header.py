@@ -54,10 +54,10 @@ def column_type(values: list[str]) -> str:
 
 
 def shape(value: str) -> str:
-    """`John Smith` -> `Aa Aa`, `first_name` -> `a_a`, `AB-12` -> `A-9`."""
-    out = re.sub(r"[A-Z]", "A", value.strip())
-    out = re.sub(r"[a-z]", "a", out)
-    out = re.sub(r"\d", "9", out)
+    """`John Smith` -> `Aa Aa`, `first_name` -> `a_a`, `AB-12` -> `A-9`, `Zoë` -> `Aa`."""
+    out = "".join(
+        ("A" if c.isupper() else "a") if c.isalpha() else "9" if c.isdigit() else c for c in value.strip()
+    )
     return re.sub(r"(.)\1+", r"\1", out)
 
 
@@ -88,13 +88,22 @@ def decide(records: list[list[str]]) -> HeaderDecision:
     repeated = [v for v, col in zip(first, columns, strict=False) if v.strip() and v in col]
     if repeated:
         return HeaderDecision(False, True, f"first-row value {repeated[0]!r} recurs in its column")
-    same = all(
-        not v.strip() or shape(v) in {shape(x) for x in col}
-        for v, col in zip(first, columns, strict=False)
-    )
-    if same:
+    # Each column whose other values share one or two shapes votes: a first value of another
+    # shape reads as a label, one of the same shape as data. Free-text columns abstain.
+    header_votes = data_votes = 0
+    for value, col in zip(first, columns, strict=False):
+        shapes = {shape(x) for x in col if x.strip()}
+        if not value.strip() or not shapes or len(shapes) > 2:
+            continue
+        if shape(value) in shapes:
+            data_votes += 1
+        else:
+            header_votes += 1
+    if header_votes and not data_votes:
+        return HeaderDecision(True, True, "first-row values have shapes unlike the rest of their columns")
+    if data_votes and not header_votes:
         return HeaderDecision(True, False, "every column is text and the first row has the shapes of the rest")
-    return HeaderDecision(True, True, "first-row values have shapes unlike the rest of their columns")
+    return HeaderDecision(True, False, "every column is text; the first row's shapes do not settle it")
 
 
 def looks_like_labels(first: list[str]) -> bool:

@@ -45,6 +45,13 @@ def reading_issues(prep: Prepared, source: str, file: str, empty_labels: list[in
             f"(confidence {score})",
             "Check the export's terminators; a schema file (.sql) beside the data can declare them.",
         ))
+    if d.fields == 1 and _split_lines(prep) >= 0.3:
+        out.append(_issue(
+            source, "parse_uncertain",
+            f"{file}: read as one column: no field terminator splits its records evenly, though "
+            f"{_split_lines(prep):.0%} of sampled records hold one (newlines inside unquoted values?)",
+            "Check the export's terminators; a schema file (.sql) beside the data can declare them.",
+        ))
     if d.stray:
         out.append(_issue(
             source, "parse_uncertain",
@@ -102,6 +109,14 @@ def reading_issues(prep: Prepared, source: str, file: str, empty_labels: list[in
             severity="info", count=len(padded),
         ))
     return out
+
+
+def _split_lines(prep: Prepared) -> float:
+    """Share of sampled records that contain a usual field terminator."""
+    records = prep.dialect.records
+    if not records:
+        return 0.0
+    return sum(any(c in r[0] for c in ",;\t|") for r in records) / len(records)
 
 
 def padded_columns(prep: Prepared) -> list[str]:
