@@ -32,10 +32,12 @@ class Dialect:
     stray: list[int] = field(default_factory=list)  # 1-based columns ending in a stray character
     records: list[list[str]] = field(default_factory=list)  # the sample, split
 
+    lone_newlines: bool = False  # `\n` inside unquoted values of `\r\n` records
+
     @property
     def standard(self) -> bool:
         """DuckDB reads it as is: a one-character delimiter and a newline record terminator."""
-        return len(self.delimiter) == 1 and self.terminator in ("\n", "\r\n", "\r")
+        return len(self.delimiter) == 1 and self.terminator in ("\n", "\r\n", "\r") and not self.lone_newlines
 
     @property
     def score(self) -> float:
@@ -65,6 +67,8 @@ def record_terminators(sample: str, newline: str) -> list[str]:
             tail, count = ends.most_common(1)[0]
             if count >= max(2, 0.3 * len(lines)):
                 out.append(tail + newline)
+    if newline == "\n" and sample.count("\r\n") >= 2:  # `\r\n` records, `\n` inside values
+        out.append("\r\n")
     return [*out, newline]
 
 
@@ -152,6 +156,7 @@ def sniff(sample: str, tsv: bool = False) -> Dialect:
             for delimiter in dict.fromkeys([strict, extend_delimiter(body, base, 0.5)]):
                 unquoted = quoted and len(delimiter) > 1  # bulk-copy exports do not quote
                 dialect = measure(sample, delimiter, terminator, quoted and not unquoted)
+                dialect.lone_newlines = terminator == "\r\n" != newline and not dialect.quoted
                 if best is None or _better(dialect, best):
                     best = dialect
     assert best is not None
