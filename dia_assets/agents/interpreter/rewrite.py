@@ -20,7 +20,7 @@ CHUNK = 1 << 20
 
 @dataclass
 class TextStats:
-    utf8_lines: int = 0  # lines with non-ASCII text that decoded as UTF-8
+    utf8_lines: int = 0  # lines (or whole chunks) with non-ASCII text that decoded as UTF-8
     fallback_lines: int = 0  # lines that needed cp1252 or Latin-1
     first_fallback: list[int] | None = None  # 1-based line numbers, a few
 
@@ -93,8 +93,18 @@ def decoded_chunks(path: Path, per_line: bool, stats: TextStats, newline: bytes 
             return
         pending, number = b"", 1
         while block := fh.read(CHUNK):
-            lines = (pending + block).split(newline)
-            pending = lines.pop()
+            data = pending + block
+            cut = data.rfind(newline) + 1
+            data, pending = data[:cut], data[cut:]
+            try:  # most chunks of a mostly-UTF-8 file decode whole
+                text = data.decode("utf-8")
+                stats.utf8_lines += 0 if data.isascii() else 1
+                number += data.count(newline)
+                yield text
+                continue
+            except UnicodeDecodeError:
+                pass
+            lines = data.split(newline)[:-1]
             out = []
             for raw in lines:
                 out.append(decode_line(raw, stats, number) + newline.decode())
