@@ -216,6 +216,7 @@ def test_decimals_without_leading_zero_and_hex_columns(interp):
     assert interp.source("double_pipe").column("price").inferred_type.startswith("DECIMAL")
     hexes = interp.source("hex_blobs")
     assert hexes.column("thumbnail").inferred_type == "VARCHAR"
+    assert "thumbnail" in _issues(interp, "hex_blobs")["hex_binary"][0].message
     assert hexes.column("price").inferred_type.startswith("DECIMAL")
 
 

@@ -7,6 +7,7 @@ header decided by types) and after the read (records in = rows out + rejected li
 from __future__ import annotations
 
 from dia_assets.agents.interpreter.csv_prepare import Prepared
+from dia_assets.agents.interpreter.header import column_type
 from dia_assets.contracts.interpretation import QualityIssue
 
 VISIBLE = {"\t": "tab", "\n": "\\n", "\r\n": "\\r\\n", "\r": "\\r"}
@@ -99,6 +100,13 @@ def reading_issues(prep: Prepared, source: str, file: str, empty_labels: list[in
             "Check those lines; re-export the file in one encoding if they look wrong.",
             count=prep.text.fallback_lines, examples=[f"line {n}" for n in lines],
         ))
+    hexes = hex_columns(prep)
+    if hexes:
+        out.append(_issue(
+            source, "hex_binary",
+            f"{file}: column(s) {hexes} hold hex-encoded binary (0x...); kept as text, not numbers",
+            "None needed; decode in a view if the bytes matter.", severity="info", count=len(hexes),
+        ))
     padded = padded_columns(prep)
     if padded:
         out.append(_issue(
@@ -117,6 +125,17 @@ def _split_lines(prep: Prepared) -> float:
     if not records:
         return 0.0
     return sum(any(c in r[0] for c in ",;\t|") for r in records) / len(records)
+
+
+def hex_columns(prep: Prepared) -> list[str]:
+    """Columns whose sampled values are all `0x` + hex digits (bulk-copy exports of binary)."""
+    records = prep.dialect.records[1 if prep.header.header else 0:]
+    out = []
+    for index in range(prep.dialect.fields):
+        values = [r[index] for r in records if len(r) > index and r[index].strip()]
+        if values and column_type(values) == "hex":
+            out.append(prep.raw_names[index] if index < len(prep.raw_names) else f"column_{index + 1}")
+    return out
 
 
 def padded_columns(prep: Prepared) -> list[str]:
