@@ -10,7 +10,7 @@ from pathlib import Path
 import duckdb
 
 from dia_assets.agents.interpreter import keys, quality
-from dia_assets.agents.interpreter.declared import apply_declared
+from dia_assets.agents.interpreter.declared_keys import apply_declared
 from dia_assets.agents.interpreter.discover import discover, hash_and_check_utf8
 from dia_assets.agents.interpreter.naming import snake_case
 from dia_assets.agents.interpreter.profile import SourceProfile, profile_table
