@@ -369,3 +369,58 @@ def test_generated_exports_are_right_or_flagged(tmp_path, seed):
                                   for q in interp.quality_issues):
             silent.append((name, (src.row_count, len(src.columns)), counts))
     assert silent == [] and right >= 30
+
+
+AW_SQL = r"""PRINT '*** Creating Tables';
+GO
+CREATE TABLE [Person].[Person](
+    [BusinessEntityID] [int] NOT NULL,
+    [FirstName] [Name] NOT NULL,
+    [Demographics] [XML]([Person].[IndividualSurveySchemaCollection]) NULL,
+    [rowguid] uniqueidentifier ROWGUIDCOL NOT NULL CONSTRAINT [DF_Person_rowguid] DEFAULT (NEWID()),
+    [ModifiedDate] [datetime] NOT NULL CONSTRAINT [DF_Person_ModifiedDate] DEFAULT (GETDATE())
+) ON [PRIMARY];
+GO
+CREATE TABLE [Sales].[SalesOrderHeader](
+    [SalesOrderID] [int] IDENTITY (1, 1) NOT FOR REPLICATION NOT NULL,
+    [SalesOrderNumber] AS (ISNULL(N'SO' + CONVERT(nvarchar(23), [SalesOrderID]), N'*** ERROR ***')),
+    [CustomerID] [int] NOT NULL,
+    [ModifiedDate] [datetime] NOT NULL
+) ON [PRIMARY];
+GO
+BULK INSERT [Person].[Person] FROM '$(SqlSamplesSourceDataPath)Person.csv'
+WITH (CHECK_CONSTRAINTS, CODEPAGE='ACP', DATAFILETYPE = 'widechar', FIELDTERMINATOR= '+|',
+      ROWTERMINATOR = '&|\n', KEEPIDENTITY, TABLOCK);
+ALTER TABLE [Person].[Person] WITH CHECK ADD
+    CONSTRAINT [PK_Person_BusinessEntityID] PRIMARY KEY CLUSTERED ([BusinessEntityID]) ON [PRIMARY];
+GO
+ALTER TABLE [Sales].[SalesOrderHeader] ADD
+    CONSTRAINT [PK_SalesOrderHeader_SalesOrderID] PRIMARY KEY CLUSTERED ([SalesOrderID]) ON [PRIMARY];
+ALTER TABLE [Sales].[SalesOrderHeader] WITH CHECK ADD CONSTRAINT [FK_SalesOrderHeader_Person]
+    FOREIGN KEY ([CustomerID]) REFERENCES [Person].[Person]([BusinessEntityID]);
+GO
+"""
+
+
+def test_adventureworks_style_install_script(tmp_path):
+    """T-SQL sqlglot cannot read (ROWGUIDCOL, ON [PRIMARY]) falls back to a plain reading; a computed
+    column is not in the data file; `$(path)Person.csv` names the file; keys come from ALTER TABLE."""
+    (tmp_path / "instawdb.sql").write_text(AW_SQL)
+    person = "".join(
+        f"{i}+|Name {i}+|<Survey>\n  <Income>{i}</Income>\n</Survey>+|{{0000000{i}-AAAA-BBBB-CCCC-DDDDDDDDDDDD}}"
+        f"+|2014-01-0{i} 00:00:00&|\n" for i in range(1, 8)
+    )
+    (tmp_path / "Person.csv").write_bytes(person.encode("utf-16-le"))
+    (tmp_path / "SalesOrderHeader.csv").write_text(
+        "".join(f"{100 + i}\t{1 + i % 7}\t2014-02-0{1 + i % 9} 00:00:00\n" for i in range(30)))
+    result = interpret(tmp_path)
+    p = result.source("person")
+    assert (p.row_count, [c.name for c in p.columns]) == (
+        7, ["business_entity_id", "first_name", "demographics", "rowguid", "modified_date"])
+    assert p.primary_key.columns == ["business_entity_id"] and p.primary_key.source == "declared"
+    soh = result.source("sales_order_header")
+    assert (soh.row_count, [c.name for c in soh.columns]) == (30, ["sales_order_id", "customer_id", "modified_date"])
+    fk = next(f for f in result.foreign_keys if f.from_.source == "sales_order_header")
+    assert (fk.from_.columns, fk.to.source, fk.to.columns, fk.source) == (
+        ["customer_id"], "person", ["business_entity_id"], "declared")
+    assert fk.orphan_count == 0

@@ -96,6 +96,7 @@ class SourceRef(BaseModel):
 class DeclaredColumn(BaseModel):
     name: str
     type: str | None = None
+    computed: bool = Field(False, description="Computed (`AS (...)`): usually absent from data files.")
 
 
 class DeclaredForeignKey(BaseModel):

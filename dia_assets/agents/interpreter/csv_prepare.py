@@ -23,6 +23,7 @@ from dia_assets.agents.interpreter.rewrite import (
     sample_text,
     utf16_without_bom,
 )
+from dia_assets.contracts.interpretation import DeclaredColumn
 
 SAMPLE_BYTES = 1 << 16
 
@@ -131,8 +132,9 @@ def _names(dialect: Dialect, declared: DeclaredTable | None) -> tuple[headers.He
     records = dialect.records
     first = records[0] if records else []
     width = max(len(first), dialect.fields)
-    if declared and declared.columns and len(declared.columns) == dialect.fields:
-        names = [c.name for c in declared.columns]
+    columns = declared_columns(declared, dialect.fields)
+    if declared and columns:
+        names = [c.name for c in columns]
         source = f"column names from {declared.schema_file}"
         if [snake_case(v) for v in first] == [snake_case(n) for n in names]:
             return headers.HeaderDecision(True, True, f"first row repeats the {source}"), names
@@ -144,6 +146,17 @@ def _names(dialect: Dialect, declared: DeclaredTable | None) -> tuple[headers.He
     if decision.header:
         return decision, list(first)
     return decision, [f"column_{i + 1}" for i in range(width)]
+
+
+def declared_columns(declared: DeclaredTable | None, fields: int) -> list[DeclaredColumn]:
+    """The schema file's columns as the data file holds them (computed columns are not exported)."""
+    if declared is None:
+        return []
+    stored = [c for c in declared.columns if not c.computed]
+    for columns in (declared.columns, stored):
+        if columns and len(columns) == fields:
+            return columns
+    return []
 
 
 def final_names(raw_names: list[str]) -> tuple[list[str], list[int]]:

@@ -27,6 +27,11 @@ LOAD = re.compile(
     rf"(?:\s+(?:REPLACE|IGNORE))?\s+INTO\s+TABLE\s+{_NAME}(.*?){_END}", re.I | re.S,
 )
 COPY = re.compile(rf"\bCOPY\s+{_NAME}\s*(\([^)]*\))?\s+FROM\s+{_STRING}(.*?){_END}", re.I | re.S)
+CREATE = re.compile(rf"\s*CREATE\s+(?:(?:GLOBAL\s+|LOCAL\s+)?TEMP(?:ORARY)?\s+)?TABLE\s+(?:IF\s+NOT\s+EXISTS\s+)?{_NAME}\s*\(",
+                    re.I)
+_COLS = r"\(([^()]*)\)"
+PK = re.compile(rf"PRIMARY\s+KEY\s*(?:CLUSTERED|NONCLUSTERED)?\s*{_COLS}", re.I)
+FK = re.compile(rf"FOREIGN\s+KEY\s*{_COLS}\s*REFERENCES\s+{_NAME}\s*(?:{_COLS})?", re.I)
 ESCAPES = {"\\n": "\n", "\\r": "\r", "\\t": "\t", "\\0": "\x00", "\\\\": "\\"}
 
 
@@ -87,7 +92,8 @@ def _create(tree: exp.Create, schema_file: str) -> DeclaredTable | None:
     for item in schema.expressions:
         if isinstance(item, exp.ColumnDef):
             kind = item.args.get("kind")
-            out.columns.append(DeclaredColumn(name=item.name, type=kind.sql() if kind else None))
+            computed = any(isinstance(c.kind, exp.ComputedColumnConstraint) for c in item.args.get("constraints") or [])
+            out.columns.append(DeclaredColumn(name=item.name, type=kind.sql() if kind else None, computed=computed))
             for constraint in item.args.get("constraints") or []:
                 if isinstance(constraint.kind, exp.PrimaryKeyColumnConstraint):
                     out.primary_key = [item.name]
@@ -126,6 +132,86 @@ def _alter(tree: exp.Alter, tables: dict[str, DeclaredTable]) -> None:
     for action in tree.args.get("actions") or []:
         for item in action.expressions if isinstance(action, exp.AddConstraint) else [action]:
             _constraint(item, target)
+
+
+def _body(statement: str, start: int) -> str:
+    """The text inside the parenthesis opened just before `start`, quotes respected."""
+    depth, quote = 1, ""
+    for i in range(start, len(statement)):
+        c = statement[i]
+        if quote:
+            quote = "" if c == quote else quote
+        elif c in "'\"`":
+            quote = c
+        elif c == "[":
+            quote = "]"
+        elif c == "(":
+            depth += 1
+        elif c == ")":
+            depth -= 1
+            if depth == 0:
+                return statement[start:i]
+    return statement[start:]
+
+
+def _top_level(body: str) -> list[str]:
+    """Split at commas outside parentheses and brackets."""
+    parts, depth, current = [], 0, ""
+    for c in body:
+        depth += c in "([" and 1 or 0
+        depth -= c in ")]" and 1 or 0
+        if c == "," and depth == 0:
+            parts.append(current)
+            current = ""
+        else:
+            current += c
+    return [p.strip() for p in [*parts, current] if p.strip()]
+
+
+def _names(text: str) -> list[str]:
+    return [n.strip().strip("[]`\"") for n in text.split(",") if n.strip()]
+
+
+def _create_by_regex(statement: str, schema_file: str) -> DeclaredTable | None:
+    """CREATE TABLE that sqlglot cannot read (T-SQL ROWGUIDCOL, ON [PRIMARY], ...): columns and keys."""
+    match = CREATE.match(statement)
+    if not match:
+        return None
+    out = DeclaredTable(table=_full(match.group(1)), schema_file=schema_file)
+    for item in _top_level(_body(statement, match.end())):
+        head = re.match(r"(\[[^\]]+\]|`[^`]+`|\"[^\"]+\"|\w+)\s*(.*)", item, re.S)
+        if not head:
+            continue
+        if head.group(1).upper() in ("CONSTRAINT", "PRIMARY", "FOREIGN", "UNIQUE", "CHECK", "INDEX", "KEY"):
+            _constraints_by_regex(item, out)
+            continue
+        name, rest = head.group(1).strip("[]`\""), head.group(2)
+        computed = bool(re.match(r"AS\b", rest, re.I))
+        kind = None if computed else (re.match(r"(\[[^\]]+\]|\w+)(\s*\([^)]*\))?", rest) or [None])[0]
+        out.columns.append(DeclaredColumn(name=name, type=kind.replace("[", "").replace("]", "").upper()
+                                          if kind else None, computed=computed))
+        if re.search(r"PRIMARY\s+KEY", rest, re.I):
+            out.primary_key = [name]
+        ref = re.search(rf"REFERENCES\s+{_NAME}\s*(?:{_COLS})?", rest, re.I)
+        if ref:
+            out.foreign_keys.append(DeclaredForeignKey(
+                columns=[name], ref_source=_full(ref.group(1)), ref_columns=_names(ref.group(2) or "")))
+    return out if out.columns else None
+
+
+def _constraints_by_regex(text: str, out: DeclaredTable) -> None:
+    if (pk := PK.search(text)) and not FK.search(text):
+        out.primary_key = [re.sub(r"\s+(ASC|DESC)$", "", n, flags=re.I) for n in _names(pk.group(1))]
+    for fk in FK.finditer(text):
+        out.foreign_keys.append(DeclaredForeignKey(
+            columns=_names(fk.group(1)), ref_source=_full(fk.group(2)), ref_columns=_names(fk.group(3) or "")))
+
+
+def _alter_by_regex(statement: str, tables: dict[str, DeclaredTable]) -> None:
+    match = re.match(rf"\s*ALTER\s+TABLE\s+(?:ONLY\s+)?{_NAME}", statement, re.I)
+    target = tables.get(_full(match.group(1)).lower()) if match else None
+    if target is not None:
+        _constraints_by_regex(statement[match.end():], target)
 
 
 def _option(options: str, *names: str) -> str | None:
@@ -184,18 +270,21 @@ def parse_schema_file(path: Path) -> dict[str, DeclaredTable]:
     text = re.sub(r"--[^\n]*", "", text)
     tables: dict[str, DeclaredTable] = {}
     for statement in _statements(text):
-        if re.match(r"\s*(BULK\s+INSERT|LOAD\s+DATA|COPY)\b", statement, re.I):
+        if not CREATE.match(statement):
             continue
         tree = _parse_ddl(statement)
-        if isinstance(tree, exp.Create) and (table := _create(tree, path.name)):
+        table = _create(tree, path.name) if isinstance(tree, exp.Create) else _create_by_regex(statement, path.name)
+        if table:
             previous = tables.get(table.table.lower())
             tables[table.table.lower()] = table
             if previous:  # a load statement seen first
                 table.data_file = previous.data_file
     for statement in _statements(text):
-        tree = _parse_ddl(statement) if re.match(r"\s*ALTER\b", statement, re.I) else None
+        tree = _parse_ddl(statement) if re.match(r"\s*ALTER\s+TABLE\b", statement, re.I) else None
         if isinstance(tree, exp.Alter):
             _alter(tree, tables)
+        elif re.match(r"\s*ALTER\s+TABLE\b", statement, re.I):
+            _alter_by_regex(statement, tables)
     _loads(text, tables, path.name)
     return tables
 
@@ -226,7 +315,7 @@ def declared_for(data_file: Path) -> DeclaredTable | None:
     if not tables:
         return None
     for table in tables:
-        if table.data_file and re.split(r"[\\/]", table.data_file)[-1].lower() == data_file.name.lower():
+        if table.data_file and re.split(r"[\\/)]", table.data_file)[-1].lower() == data_file.name.lower():
             return table
     stem = snake_case(data_file.stem)
     for table in tables:

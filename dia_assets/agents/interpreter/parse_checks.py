@@ -6,7 +6,7 @@ header decided by types) and after the read (records in = rows out + rejected li
 
 from __future__ import annotations
 
-from dia_assets.agents.interpreter.csv_prepare import Prepared
+from dia_assets.agents.interpreter.csv_prepare import Prepared, declared_columns
 from dia_assets.agents.interpreter.header import column_type
 from dia_assets.contracts.interpretation import QualityIssue
 
@@ -62,7 +62,7 @@ def reading_issues(prep: Prepared, source: str, file: str, empty_labels: list[in
             count=len(d.stray),
         ))
     if not prep.header.header:
-        declared = prep.declared and prep.declared.columns and len(prep.declared.columns) == d.fields
+        declared = bool(declared_columns(prep.declared, d.fields))
         out.append(_issue(
             source, "headerless_file",
             f"{file}: no header row ({prep.header.reason}); columns named "
