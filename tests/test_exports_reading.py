@@ -424,3 +424,24 @@ def test_adventureworks_style_install_script(tmp_path):
     assert (fk.from_.columns, fk.to.source, fk.to.columns, fk.source) == (
         ["customer_id"], "person", ["business_entity_id"], "declared")
     assert fk.orphan_count == 0
+
+
+PG_DUMP = "SET statement_timeout = 0;\nSELECT pg_catalog.set_config('search_path', '', false);\nCREATE TABLE public.customer (\n    customer_id integer DEFAULT nextval('public.customer_customer_id_seq'::regclass) NOT NULL,\n    store_id smallint NOT NULL,\n    first_name text NOT NULL,\n    activebool boolean DEFAULT true NOT NULL,\n    create_date date DEFAULT ('now'::text)::date NOT NULL\n);\nALTER TABLE public.customer OWNER TO postgres;\nCREATE TABLE public.store (store_id integer NOT NULL, manager_staff_id smallint NOT NULL);\nCOPY public.customer (customer_id, store_id, first_name, activebool, create_date) FROM stdin;\n1\t1\tMARY\tt\t2006-02-14\n\\.\nALTER TABLE ONLY public.customer\n    ADD CONSTRAINT customer_pkey PRIMARY KEY (customer_id);\nALTER TABLE ONLY public.store\n    ADD CONSTRAINT store_pkey PRIMARY KEY (store_id);\nALTER TABLE ONLY public.customer\n    ADD CONSTRAINT customer_store_id_fkey FOREIGN KEY (store_id) REFERENCES public.store(store_id) ON UPDATE CASCADE ON DELETE RESTRICT;\n"
+MYSQLDUMP = '/*!40101 SET NAMES utf8 */;\nDROP TABLE IF EXISTS `orderdetails`;\nCREATE TABLE `orderdetails` (\n  `orderNumber` int(11) NOT NULL,\n  `productCode` varchar(15) NOT NULL,\n  `quantityOrdered` int(11) NOT NULL,\n  PRIMARY KEY (`orderNumber`,`productCode`),\n  KEY `productCode` (`productCode`),\n  CONSTRAINT `orderdetails_ibfk_1` FOREIGN KEY (`orderNumber`) REFERENCES `orders` (`orderNumber`),\n  CONSTRAINT `orderdetails_ibfk_2` FOREIGN KEY (`productCode`) REFERENCES `products` (`productCode`)\n) ENGINE=InnoDB DEFAULT CHARSET=latin1;\n'
+
+
+@pytest.mark.parametrize(
+    ("sql", "table", "pk", "fks"),
+    [
+        (PG_DUMP, "public.customer", ["customer_id"], [(["store_id"], "public.store", ["store_id"])]),
+        (MYSQLDUMP, "orderdetails", ["orderNumber", "productCode"],
+         [(["orderNumber"], "orders", ["orderNumber"]), (["productCode"], "products", ["productCode"])]),
+    ],
+)
+def test_schema_dumps(tmp_path, sql, table, pk, fks):
+    """pg_dump (keys in ALTER TABLE ONLY, rows inline after COPY ... FROM stdin) and mysqldump."""
+    path = tmp_path / "dump.sql"
+    path.write_text(sql)
+    declared = parse_schema_file(path)[table]
+    assert declared.primary_key == pk
+    assert [(f.columns, f.ref_source, f.ref_columns) for f in declared.foreign_keys] == fks

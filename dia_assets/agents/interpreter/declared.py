@@ -7,6 +7,7 @@ reads it; load statements, which sqlglot reads only in part, with regular expres
 
 from __future__ import annotations
 
+import logging
 import re
 from functools import lru_cache
 from pathlib import Path
@@ -32,6 +33,7 @@ CREATE = re.compile(rf"\s*CREATE\s+(?:(?:GLOBAL\s+|LOCAL\s+)?TEMP(?:ORARY)?\s+)?
 _COLS = r"\(([^()]*)\)"
 PK = re.compile(rf"PRIMARY\s+KEY\s*(?:CLUSTERED|NONCLUSTERED)?\s*{_COLS}", re.I)
 FK = re.compile(rf"FOREIGN\s+KEY\s*{_COLS}\s*REFERENCES\s+{_NAME}\s*(?:{_COLS})?", re.I)
+STDIN_DATA = re.compile(r"^COPY\b[^;]*\bFROM\s+stdin;\n.*?^\\\.[ \t]*$", re.I | re.M | re.S)
 ESCAPES = {"\\n": "\n", "\\r": "\r", "\\t": "\t", "\\0": "\x00", "\\\\": "\\"}
 
 
@@ -57,14 +59,26 @@ def _statements(text: str) -> list[str]:
     return [s for s in re.split(r";\s*(?:\n|$)", text) if s.strip()]
 
 
+def _dialects(statement: str) -> list[str | None]:
+    """Try the dialect the quoting suggests first: `[x]` T-SQL, backticks MySQL."""
+    first = "tsql" if "[" in statement else "mysql" if "`" in statement else "postgres"
+    return [first, *(d for d in DIALECTS if d != first)]
+
+
 def _parse_ddl(statement: str) -> exp.Expression | None:
-    for dialect in DIALECTS:
-        try:
-            tree = sqlglot.parse_one(statement, read=dialect)
-        except (sqlglot.errors.ParseError, sqlglot.errors.TokenError, ValueError):
-            continue
-        if isinstance(tree, exp.Create | exp.Alter):
-            return tree
+    logger = logging.getLogger("sqlglot")
+    level = logger.level
+    logger.setLevel(logging.ERROR)  # "falling back to parsing as a Command" is expected here
+    try:
+        for dialect in _dialects(statement):
+            try:
+                tree = sqlglot.parse_one(statement, read=dialect)
+            except (sqlglot.errors.ParseError, sqlglot.errors.TokenError, ValueError):
+                continue
+            if isinstance(tree, exp.Create | exp.Alter):
+                return tree
+    finally:
+        logger.setLevel(level)
     return None
 
 
@@ -268,6 +282,7 @@ def parse_schema_file(path: Path) -> dict[str, DeclaredTable]:
     """Declared tables by lower-cased full name (`sales.customer`)."""
     text = path.read_text(encoding="utf-8", errors="replace")
     text = re.sub(r"--[^\n]*", "", text)
+    text = STDIN_DATA.sub("", text)  # pg_dump: COPY ... FROM stdin; rows; \.
     tables: dict[str, DeclaredTable] = {}
     for statement in _statements(text):
         if not CREATE.match(statement):
