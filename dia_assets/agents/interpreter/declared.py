@@ -33,7 +33,8 @@ CREATE = re.compile(rf"\s*CREATE\s+(?:(?:GLOBAL\s+|LOCAL\s+)?TEMP(?:ORARY)?\s+)?
 _COLS = r"\(([^()]*)\)"
 PK = re.compile(rf"PRIMARY\s+KEY\s*(?:CLUSTERED|NONCLUSTERED)?\s*{_COLS}", re.I)
 FK = re.compile(rf"FOREIGN\s+KEY\s*{_COLS}\s*REFERENCES\s+{_NAME}\s*(?:{_COLS})?", re.I)
-STDIN_DATA = re.compile(r"^COPY\b[^;]*\bFROM\s+stdin;\n.*?^\\\.[ \t]*$", re.I | re.M | re.S)
+STDIN_COPY = re.compile(r"COPY\b.*\bFROM\s+stdin\s*;", re.I)
+MAX_SCHEMA_TEXT = 32 << 20
 ESCAPES = {"\\n": "\n", "\\r": "\r", "\\t": "\t", "\\0": "\x00", "\\\\": "\\"}
 
 
@@ -278,11 +279,28 @@ def _column_list(table: DeclaredTable, match: re.Match[str] | None) -> None:
     table.columns = [DeclaredColumn(name=n, type=types.get(n.lower())) for n in names]
 
 
+def _schema_text(path: Path) -> str:
+    """The statements of a schema file, streamed: pg_dump's inline rows (COPY ... FROM stdin
+    up to `\\.`) are skipped, so a dump with data costs one pass and little memory."""
+    out, size, in_data = [], 0, False
+    with path.open(encoding="utf-8", errors="replace") as fh:
+        for line in fh:
+            if in_data:
+                in_data = line.rstrip("\r\n") != "\\."
+                continue
+            if STDIN_COPY.match(line.lstrip()):
+                in_data = True
+                continue
+            out.append(line)
+            size += len(line)
+            if size > MAX_SCHEMA_TEXT:
+                break
+    return "".join(out)
+
+
 def parse_schema_file(path: Path) -> dict[str, DeclaredTable]:
     """Declared tables by lower-cased full name (`sales.customer`)."""
-    text = path.read_text(encoding="utf-8", errors="replace")
-    text = re.sub(r"--[^\n]*", "", text)
-    text = STDIN_DATA.sub("", text)  # pg_dump: COPY ... FROM stdin; rows; \.
+    text = re.sub(r"--[^\n]*", "", _schema_text(path))
     tables: dict[str, DeclaredTable] = {}
     for statement in _statements(text):
         if not CREATE.match(statement):
@@ -317,10 +335,11 @@ def schema_files(folder: Path) -> list[Path]:
 
 
 def declared_tables(folder: Path) -> list[DeclaredTable]:
+    """Every table the schema files in `folder` declare (shared, cached: copy before changing)."""
     out: list[DeclaredTable] = []
     for path in schema_files(folder):
         stat = path.stat()
-        out.extend(t.model_copy(deep=True) for t in _cached(str(path), stat.st_mtime, stat.st_size))
+        out.extend(_cached(str(path), stat.st_mtime, stat.st_size))
     return out
 
 
@@ -331,9 +350,9 @@ def declared_for(data_file: Path) -> DeclaredTable | None:
         return None
     for table in tables:
         if table.data_file and re.split(r"[\\/)]", table.data_file)[-1].lower() == data_file.name.lower():
-            return table
+            return table.model_copy(deep=True)
     stem = snake_case(data_file.stem)
     for table in tables:
         if snake_case(table.table) == stem or snake_case(bare_name(table.table)) == stem:
-            return table
+            return table.model_copy(deep=True)
     return None
