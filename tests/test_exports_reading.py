@@ -445,3 +445,12 @@ def test_schema_dumps(tmp_path, sql, table, pk, fks):
     declared = parse_schema_file(path)[table]
     assert declared.primary_key == pk
     assert [(f.columns, f.ref_source, f.ref_columns) for f in declared.foreign_keys] == fks
+
+
+def test_declared_keys_that_cannot_be_used_are_reported(tmp_path):
+    (tmp_path / "schema.sql").write_text(
+        "CREATE TABLE child (cid INT PRIMARY KEY, owner INT REFERENCES missing_parent (pid));\n")
+    (tmp_path / "child.csv").write_text("cid,owner\n10,1\n11,2\n")
+    result = interpret(tmp_path)
+    issue = next(q for q in result.quality_issues if q.kind == "declared_key_unused")
+    assert issue.source == "child" and "missing_parent" in issue.message and "no data file" in issue.message

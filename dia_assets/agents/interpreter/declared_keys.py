@@ -13,6 +13,7 @@ from dia_assets.contracts.interpretation import (
     ForeignKey,
     Interpretation,
     KeyCandidate,
+    QualityIssue,
     Source,
     SourceRef,
 )
@@ -36,6 +37,8 @@ def apply_declared(
         if declared is None:
             continue
         pk = _map_columns(src, declared.primary_key)
+        if declared.primary_key and not pk:
+            _unused(interpretation, src, f"declared primary key {declared.primary_key} names no column of it")
         if pk:
             src.primary_key = KeyCandidate(
                 columns=pk, confidence=1.0, source="declared",
@@ -45,10 +48,11 @@ def apply_declared(
         for fk in declared.foreign_keys:
             parent = by_table.get(fk.ref_source.lower()) or by_table.get(bare_name(fk.ref_source).lower())
             columns = _map_columns(src, fk.columns)
-            if parent is None or not columns:
-                continue
-            ref = _map_columns(parent, fk.ref_columns or (parent.declared.primary_key if parent.declared else []))
-            if not ref or len(ref) != len(columns):
+            ref = _map_columns(parent, fk.ref_columns or (parent.declared.primary_key if parent.declared else [])
+                               ) if parent else []
+            if parent is None or not columns or not ref or len(ref) != len(columns):
+                why = "no data file holds it" if parent is None else "its columns are not in the data"
+                _unused(interpretation, src, f"declared foreign key {fk.columns} -> {fk.ref_source} not used: {why}")
                 continue
             same = [f for f in interpretation.foreign_keys
                     if f.from_.source == src.name and f.from_.columns == columns]
@@ -65,6 +69,15 @@ def apply_declared(
                 confidence=1.0, source="declared",
                 evidence=[f"declared in {declared.schema_file}"],
             ))
+
+
+def _unused(interpretation: Interpretation, src: Source, message: str) -> None:
+    schema_file = src.declared.schema_file if src.declared else "schema file"
+    interpretation.quality_issues.append(QualityIssue(
+        source=src.name, kind="declared_key_unused", severity="info",
+        message=f"{schema_file}: {message} ({src.path})",
+        suggested_action="Check the schema file against the data files, or add the missing file.",
+    ))
 
 
 def _measure(
