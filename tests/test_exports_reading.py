@@ -454,3 +454,10 @@ def test_declared_keys_that_cannot_be_used_are_reported(tmp_path):
     result = interpret(tmp_path)
     issue = next(q for q in result.quality_issues if q.kind == "declared_key_unused")
     assert issue.source == "child" and "missing_parent" in issue.message and "no data file" in issue.message
+
+
+def test_headerless_file_with_a_huge_first_field(tmp_path):
+    big = "x" * 200_000
+    (tmp_path / "big.csv").write_text(f"1,{big},2020-01-01\n2,small,2020-01-02\n3,tiny,2020-01-03\n")
+    src = interpret(tmp_path).source("big")
+    assert (src.row_count, len(src.columns), src.parse.header) == (3, 3, False)

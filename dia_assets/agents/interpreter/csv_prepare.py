@@ -26,6 +26,7 @@ from dia_assets.agents.interpreter.rewrite import (
 from dia_assets.contracts.interpretation import DeclaredColumn
 
 SAMPLE_BYTES = 1 << 16
+MAX_SAMPLE_BYTES = 1 << 26
 
 
 @dataclass
@@ -77,6 +78,11 @@ def prepare_csv(path: Path, scratch: Path, utf8_ok: bool | None, transcode) -> P
         raise NotText("file holds only blank lines")
     declared = declared_for(path)
     dialect = _declared_dialect(sample, declared) or sniff(sample, tsv=path.suffix.lower() == ".tsv")
+    size = SAMPLE_BYTES
+    while len(dialect.records) < 2 and size < MAX_SAMPLE_BYTES and source.stat().st_size > size:
+        size *= 16  # huge fields: sample until two whole records are seen
+        sample = sample_text(source, per_line, size)
+        dialect = _declared_dialect(sample, declared) or sniff(sample, tsv=path.suffix.lower() == ".tsv")
     decision, raw_names = _names(dialect, declared)
     text = TextStats()
     prepared = Prepared(
