@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import codecs
 import zlib
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from dia_assets.agents.interpreter import header as headers
@@ -43,7 +44,6 @@ class Prepared:
     rewritten: bool = False
     records_written: int | None = None  # records in the rewrite, header included
     declared: DeclaredTable | None = None
-    notes: list[str] = field(default_factory=list)
 
 
 class NotText(ValueError):
@@ -61,7 +61,9 @@ def bom_encoding(path: Path) -> str | None:
         return utf16_without_bom(fh.read(4096))
 
 
-def prepare_csv(path: Path, scratch: Path, utf8_ok: bool | None, transcode) -> Prepared:
+def prepare_csv(
+    path: Path, scratch: Path, utf8_ok: bool | None, transcode: Callable[[Path, str], Path]
+) -> Prepared:
     """Sniff and, when needed, rewrite `path`. `transcode(path, encoding)` handles BOM files."""
     with path.open("rb") as fh:
         head = fh.read(SAMPLE_BYTES)
