@@ -461,3 +461,12 @@ def test_headerless_file_with_a_huge_first_field(tmp_path):
     (tmp_path / "big.csv").write_text(f"1,{big},2020-01-01\n2,small,2020-01-02\n3,tiny,2020-01-03\n")
     src = interpret(tmp_path).source("big")
     assert (src.row_count, len(src.columns), src.parse.header) == (3, 3, False)
+
+
+def test_declared_primary_key_the_data_contradicts_is_reported(tmp_path):
+    (tmp_path / "schema.sql").write_text("CREATE TABLE t (k INT PRIMARY KEY, v TEXT);\n")
+    (tmp_path / "t.csv").write_text("k,v\n1,a\n1,b\n2,c\n,d\n")
+    result = interpret(tmp_path)
+    assert result.source("t").primary_key.source == "declared"
+    issue = next(q for q in result.quality_issues if q.kind == "declared_key_violated")
+    assert issue.source == "t" and "1 duplicated and 1 missing" in issue.message

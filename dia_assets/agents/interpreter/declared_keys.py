@@ -45,6 +45,7 @@ def apply_declared(
                 reason=f"primary key declared in {declared.schema_file}",
             )
             src.candidate_keys = [src.primary_key, *(k for k in src.candidate_keys if k.columns != pk)]
+            _check_unique(interpretation, con, (tables or {}).get(src.name), src, pk)
         for fk in declared.foreign_keys:
             parent = by_table.get(fk.ref_source.lower()) or by_table.get(bare_name(fk.ref_source).lower())
             columns = _map_columns(src, fk.columns)
@@ -69,6 +70,28 @@ def apply_declared(
                 confidence=1.0, source="declared",
                 evidence=[f"declared in {declared.schema_file}"],
             ))
+
+
+def _check_unique(
+    interpretation: Interpretation, con: duckdb.DuckDBPyConnection | None, table: str | None,
+    src: Source, pk: list[str],
+) -> None:
+    """A declared primary key the data contradicts (duplicate or missing values) is a finding."""
+    if con is None or table is None:
+        return
+    cols = ", ".join(quote_ident(c) for c in pk)
+    missing = " OR ".join(f"{quote_ident(c)} IS NULL OR trim({quote_ident(c)}) = ''" for c in pk)
+    dupes, nulls = con.execute(
+        f"SELECT (SELECT count(*) FROM (SELECT {cols} FROM {quote_ident(table)} GROUP BY ALL HAVING count(*) > 1)), "
+        f"(SELECT count(*) FROM {quote_ident(table)} WHERE {missing})"
+    ).fetchone()
+    if dupes or nulls:
+        interpretation.quality_issues.append(QualityIssue(
+            source=src.name, kind="declared_key_violated", severity="warning", count=dupes + nulls,
+            message=f"{src.path}: primary key {pk} declared in {src.declared.schema_file} has "
+                    f"{dupes} duplicated and {nulls} missing value(s)",
+            suggested_action="Check the export; the declared key cannot be enforced as is.",
+        ))
 
 
 def _unused(interpretation: Interpretation, src: Source, message: str) -> None:
