@@ -65,7 +65,7 @@ def record_terminators(sample: str, newline: str) -> list[str]:
         ends = Counter(line[-size:] for line in lines if len(line) >= size and set(line[-size:]) <= PUNCT)
         if ends:
             tail, count = ends.most_common(1)[0]
-            if count >= max(2, 0.3 * len(lines)):
+            if count >= max(1 if len(lines) == 1 else 2, 0.3 * len(lines)):
                 out.append(tail + newline)
     if newline == "\n" and sample.count("\r\n") >= 2:  # `\r\n` records, `\n` inside values
         out.append("\r\n")
@@ -111,18 +111,19 @@ def split_records(sample: str, delimiter: str, terminator: str, quoted: bool) ->
 
 def stray_columns(records: list[list[str]], fields: int) -> list[int]:
     """Columns whose every value ends with the same stray character: a misread terminator leaves
-    it on several columns (field terminator) or on the last one (record terminator)."""
-    found: dict[int, str] = {}
+    it on most columns (field terminator) or on the last one (record terminator)."""
+    found: dict[int, tuple[str, int]] = {}
     for index in range(fields):
         ends = [r[index][-1] for r in records if len(r) == fields and r[index]]
-        if len(ends) >= 2:
-            char, count = Counter(ends).most_common(1)[0]
-            if char in STRAY and count == len(ends):
-                found[index + 1] = char
-    shared = Counter(found.values())
-    if len(found) * 2 >= fields - 1:  # most columns: the delimiter is longer than we split on
-        return list(found)
-    return [col for col, char in found.items() if shared[char] >= 2 or col == fields]
+        if ends and ends.count(ends[0]) == len(ends) and ends[0] in STRAY:
+            found[index + 1] = (ends[0], len(ends))
+    shared = Counter(char for char, _ in found.values())
+    out = []
+    for col, (char, seen) in found.items():
+        most = shared[char] >= 2 and shared[char] * 2 >= fields - 1  # one record is enough
+        if most or (seen >= 2 and (shared[char] >= 2 or col == fields or len(found) * 2 >= fields - 1)):
+            out.append(col)
+    return out
 
 
 def measure(sample: str, delimiter: str, terminator: str, quoted: bool) -> Dialect:
