@@ -480,3 +480,11 @@ def test_declared_primary_key_the_data_contradicts_is_reported(tmp_path):
     assert result.source("t").primary_key.source == "declared"
     issue = next(q for q in result.quality_issues if q.kind == "declared_key_violated")
     assert issue.source == "t" and "1 duplicated and 1 missing" in issue.message
+
+
+def test_nul_marker_in_a_quoted_csv_is_an_empty_string(tmp_path):
+    (tmp_path / "q.csv").write_bytes(b'id,name,note\n1,"Smith, J",\x00\n2,"Doe",x\n3,"Roe",\n4,"Ka\x00y",y\n')
+    src = interpret(tmp_path).source("q")
+    assert src.parse.ok and src.row_count == 4
+    assert (src.column("note").blank_count, src.column("note").null_count) == (1, 1)
+    assert "Kay" in src.column("name").examples

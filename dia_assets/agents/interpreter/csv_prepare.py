@@ -102,7 +102,7 @@ def prepare_csv(
         prepared.path, prepared.delimiter, prepared.rewritten = target, ",", True
     elif per_line or has_nul:
         newline = b"\r" if dialect.terminator == "\r" else b"\n"
-        prepared.path = rewrite_text(source, scratch / f"{stem}.utf8.csv", text, newline)
+        prepared.path = rewrite_text(source, scratch / f"{stem}.utf8.csv", text, newline, dialect.delimiter)
         prepared.rewritten = True
     if per_line:
         prepared.encoding = text.encoding() if text.fallback_lines or text.utf8_lines else "utf-8"

@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -127,11 +128,13 @@ def sample_text(path: Path, per_line: bool, size: int = 1 << 16) -> str:
     return "".join(decode_line(raw, stats, 0) + "\n" for raw in head.split(b"\n"))[:-1]
 
 
-def rewrite_text(path: Path, target: Path, stats: TextStats, newline: bytes) -> Path:
-    """A UTF-8 copy, decoded line by line, NUL markers dropped."""
+def rewrite_text(path: Path, target: Path, stats: TextStats, newline: bytes, delimiter: str = ",") -> Path:
+    """A UTF-8 copy, decoded line by line; a field that is exactly NUL becomes `""` (the empty
+    string), any other NUL is dropped."""
+    marker = re.compile(rf"(?:(?<=^)|(?<=[{re.escape(delimiter)}\r\n]))\x00(?=[{re.escape(delimiter)}\r\n]|$)", re.M)
     with target.open("w", encoding="utf-8", newline="") as out:
         for chunk in decoded_chunks(path, True, stats, newline):
-            out.write(chunk.replace("\x00", ""))
+            out.write(marker.sub('""', chunk).replace("\x00", "") if "\x00" in chunk else chunk)
     return target
 
 
