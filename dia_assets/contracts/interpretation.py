@@ -23,7 +23,8 @@ class ParseInfo(BaseModel):
     """How a source was read, and what went wrong while reading it."""
 
     ok: bool = True
-    delimiter: str | None = None
+    delimiter: str | None = Field(None, description="Field terminator as found in the file (`,`, `+|`).")
+    record_terminator: str | None = Field(None, description="Record terminator (`\\n`, `\\r\\n`, `&|\\n`).")
     quote: str | None = None
     header: bool = True
     header_row: int | None = Field(None, description="1-based row of the header (Excel).")
@@ -33,6 +34,8 @@ class ParseInfo(BaseModel):
     bad_rows: int = 0
     bad_row_examples: list[str] = []
     errors: list[str] = []
+    rewritten: bool = Field(False, description="Read through a streaming rewrite (terminators, encodings, NULs).")
+    confidence: float = Field(1.0, ge=0, le=1, description="How sure the reader is of dialect and header.")
 
 
 class ValueFormat(BaseModel):
@@ -82,11 +85,38 @@ class KeyCandidate(BaseModel):
     confidence: float = Field(ge=0, le=1)
     reason: str
     llm_verdict: Literal["confirmed", "rejected"] | None = None
+    source: Literal["inferred", "declared"] = "inferred"
 
 
 class SourceRef(BaseModel):
     source: str
     columns: list[str]
+
+
+class DeclaredColumn(BaseModel):
+    name: str
+    type: str | None = None
+    computed: bool = Field(False, description="Computed (`AS (...)`): usually absent from data files.")
+
+
+class DeclaredForeignKey(BaseModel):
+    columns: list[str]
+    ref_source: str = Field(description="Referenced table as the schema file names it.")
+    ref_columns: list[str] = Field([], description="Empty: the referenced table's primary key.")
+
+
+class DeclaredTable(BaseModel):
+    """What a schema file beside the data (`.sql`: CREATE TABLE, COPY, BULK INSERT, LOAD DATA) says."""
+
+    table: str
+    schema_file: str
+    columns: list[DeclaredColumn] = []
+    primary_key: list[str] = []
+    foreign_keys: list[DeclaredForeignKey] = []
+    data_file: str | None = Field(None, description="File named by the load statement.")
+    field_terminator: str | None = None
+    record_terminator: str | None = None
+    header: bool | None = None
 
 
 class Source(BaseModel):
@@ -98,6 +128,7 @@ class Source(BaseModel):
     row_count: int = 0
     parse: ParseInfo = ParseInfo()
     parent: SourceRef | None = Field(None, description="Parent key of a flattened child source.")
+    declared: DeclaredTable | None = Field(None, description="The schema file's declaration of this source.")
     columns: list[Column] = []
     candidate_keys: list[KeyCandidate] = []
     primary_key: KeyCandidate | None = None
@@ -124,6 +155,7 @@ class ForeignKey(BaseModel):
         "strong", description="strong: exact name, declared or structural evidence; weak: role, "
         "stem or propagated names. Only strong keys the data contradicts block acceptance.")
     llm_verdict: Literal["confirmed", "rejected"] | None = None
+    source: Literal["inferred", "declared"] = "inferred"
 
     model_config = {"populate_by_name": True}
 

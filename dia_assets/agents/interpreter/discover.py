@@ -8,13 +8,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 FORMATS = {
-    ".csv": "csv", ".tsv": "csv", ".txt": "csv",
+    ".csv": "csv", ".tsv": "csv", ".txt": "csv", ".dat": "csv",
     ".json": "json", ".jsonl": "jsonl", ".ndjson": "jsonl",
     ".xlsx": "excel", ".xlsm": "excel", ".xls": "excel",
     ".parquet": "parquet", ".pq": "parquet",
 }
 # Documentation that travels with an export is not data.
-IGNORED_SUFFIXES = {".md", ".rst", ".yaml", ".yml", ".pdf"}
+# A schema file (.sql) is read by `declared.py` as evidence about the data files beside it.
+IGNORED_SUFFIXES = {".md", ".rst", ".yaml", ".yml", ".pdf", ".sql"}
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,7 @@ from pathlib import Path
 import duckdb
 
 from dia_assets.agents.interpreter import foreign_keys, keys, limits, quality
+from dia_assets.agents.interpreter.declared_keys import apply_declared
 from dia_assets.agents.interpreter.discover import RawFile, discover, hash_and_check_utf8
 from dia_assets.agents.interpreter.join_paths import join_paths
 from dia_assets.agents.interpreter.names import distinct_derived_names, refused_issues, source_name
@@ -76,6 +77,7 @@ def interpret(data_dir: str | Path, progress: Progress | None = None) -> Interpr
         if keys.prefer_link_keys(infos, result.foreign_keys):
             result.foreign_keys = foreign_keys.find_foreign_keys(con, infos)
         result.quality_issues.extend(quality.fk_issues(result.foreign_keys))
+        apply_declared(result, con, {i.source.name: i.table for i in infos})  # a .sql's keys win
         result.join_paths = join_paths(result.sources, result.foreign_keys)
     con.close()
     return result
@@ -140,6 +142,7 @@ def _profile(
     source = Source(
         name=loaded.name, path=rel, format=loaded.format, content_hash=digest, size_bytes=size,
         parse=loaded.parse if loaded.parse else ParseInfo(), parent=loaded.parent,
+        declared=loaded.declared,
     )
     if not loaded.table:
         return source, None

@@ -29,11 +29,12 @@ from dia_assets.agents.interpreter.csv_lines import (
     needs_line_reader,
     sniff_failed,
 )
+from dia_assets.agents.interpreter.csv_prepare import NotText, final_names, prepare_csv
 from dia_assets.agents.interpreter.naming import quote_ident, snake_case, unique_names
+from dia_assets.agents.interpreter.parse_checks import confidence, reading_issues, verify_counts
 from dia_assets.agents.value_parsing import sql_str
-from dia_assets.contracts.interpretation import ParseInfo, QualityIssue, SourceRef
+from dia_assets.contracts.interpretation import DeclaredTable, ParseInfo, QualityIssue, SourceRef
 
-DELIMITERS = [",", ";", "\t", "|"]
 DEFAULT_MAX_LINE = 2_000_000
 # DuckDB keeps a whole line in one buffer; a file with a huge field needs a bigger one.
 HUGE_MAX_LINE = 512_000_000
@@ -49,6 +50,7 @@ class LoadedSource:
     original_columns: list[str] = field(default_factory=list)
     parent: SourceRef | None = None
     issues: list[QualityIssue] = field(default_factory=list)
+    declared: DeclaredTable | None = None
 
     def fail(self, message: str) -> LoadedSource:
         self.parse.ok = False
@@ -123,40 +125,6 @@ def looks_binary(path: Path) -> int | None:
 # ---------------------------------------------------------------- CSV
 
 
-def sniff_delimiter(sample: str) -> str:
-    """The candidate that splits the first lines into the most consistent field count."""
-    lines = [line for line in sample.splitlines()[:50] if line.strip()]
-    best, best_score = ",", -1.0
-    for delim in DELIMITERS:
-        try:
-            counts = [len(row) for row in csv.reader(lines, delimiter=delim)]
-        except csv.Error:
-            continue
-        if not counts or max(counts) < 2:
-            continue
-        mode, freq = Counter(counts).most_common(1)[0]
-        score = freq / len(counts) * min(mode, 50)
-        if score > best_score:
-            best, best_score = delim, score
-    return best
-
-
-def _looks_like_header(first: list[str]) -> bool:
-    """A header row has distinct, non-empty, non-numeric labels."""
-    labels = [cell.strip() for cell in first]
-    if not all(labels) or len(set(labels)) < len(labels) * 0.5:
-        return False
-
-    def numeric(cell: str) -> bool:
-        try:
-            float(cell.replace(",", "."))
-            return True
-        except ValueError:
-            return False
-
-    return not any(numeric(cell) for cell in labels)
-
-
 def read_csv_source(
     con: duckdb.DuckDBPyConnection, path: Path, name: str, table: str, scratch: Path,
     utf8_ok: bool | None = None,
@@ -165,28 +133,22 @@ def read_csv_source(
     size = path.stat().st_size
     if size == 0:
         return loaded.fail("empty file (0 bytes): no header and no rows")
-    nul = looks_binary(path)
-    if nul is not None:
-        return loaded.fail(
-            f"binary content, not a text CSV (NUL byte at offset {nul}); "
-            "is this file really a CSV?"
-        )
-    encoding = detect_encoding(path, utf8_ok)
-    loaded.parse.encoding = encoding
-    text_path = as_utf8(path, encoding, scratch)
-    with text_path.open("r", encoding="utf-8", newline="") as fh:
-        sample = fh.read(1 << 16)
-    if not sample.strip():
-        return loaded.fail("file holds only blank lines")
-    delim = "\t" if path.suffix.lower() == ".tsv" else sniff_delimiter(sample)
-    loaded.parse.delimiter = delim
-    loaded.parse.quote = '"'
-    rows = list(csv.reader(io.StringIO(sample), delimiter=delim))
-    first = next(row for row in rows if any(cell.strip() for cell in row))
-    header = _looks_like_header(first)
+    try:
+        prep = prepare_csv(path, scratch, utf8_ok, lambda p, enc: as_utf8(p, enc, scratch))
+    except NotText as exc:
+        return loaded.fail(str(exc))
+    header = prep.header.header
+    loaded.parse.encoding = prep.encoding
+    loaded.parse.delimiter = prep.dialect.delimiter
+    loaded.parse.record_terminator = prep.dialect.terminator
+    loaded.parse.quote = '"' if prep.dialect.standard else None  # bulk-copy files do not quote
     loaded.parse.header = header
-    raw_names = first if header else [f"column_{i + 1}" for i in range(len(first))]
-    dupes = [n for n, c in Counter(cell.strip() for cell in raw_names).items() if c > 1]
+    loaded.parse.rewritten = prep.rewritten
+    loaded.parse.confidence = confidence(prep)
+    loaded.declared = prep.declared
+    raw_names = prep.raw_names
+    text_path, delim = prep.path, prep.delimiter
+    dupes = [n for n, c in Counter(cell.strip() for cell in raw_names if cell.strip()).items() if c > 1]
     if dupes:
         loaded.issues.append(
             QualityIssue(
@@ -197,8 +159,9 @@ def read_csv_source(
                 suggested_action="Rename the columns in the overrides or fix the export.",
             )
         )
-    names = unique_names(raw_names)
-    loaded.original_columns = [cell.strip() for cell in raw_names]
+    names, empty_labels = final_names(raw_names)
+    loaded.original_columns = [cell.strip() or names[i] for i, cell in enumerate(raw_names)]
+    loaded.issues.extend(reading_issues(prep, name, path.name, empty_labels))
     rejects = f"{table}__rejects"
     options = {
         "delim": delim, "quote": '"', "escape": '"', "header": header,
@@ -246,7 +209,9 @@ def read_csv_source(
                 suggested_action="Route these lines to the reject table; fix the export if they matter.",
             )
         )
-    if header and con.execute(f"SELECT count(*) FROM {quote_ident(table)}").fetchall()[0][0] == 0:
+    rows = con.execute(f"SELECT count(*) FROM {quote_ident(table)}").fetchall()[0][0]
+    loaded.issues.extend(verify_counts(prep, name, path.name, rows, bad))
+    if header and rows == 0:
         loaded.issues.append(
             QualityIssue(
                 source=name, kind="header_only", severity="info",

@@ -73,6 +73,14 @@ def to_markdown(interp: Interpretation) -> str:
             facts.append(f"encoding {parse.encoding}")
         if parse.delimiter:
             facts.append(f"delimiter {parse.delimiter!r}")
+        if parse.record_terminator and parse.record_terminator != "\n":
+            facts.append(f"record terminator {parse.record_terminator!r}")
+        if src.format == "csv" and not parse.header:
+            facts.append("no header row")
+        if parse.confidence < 1.0:
+            facts.append(f"parse confidence {parse.confidence}")
+        if src.declared:
+            facts.append(f"declared in {src.declared.schema_file}")
         if parse.header_row:
             facts.append(f"header on row {parse.header_row}")
         if src.parent:

@@ -1,0 +1,179 @@
+"""Everything decided about a delimited file before DuckDB reads it: encoding, dialect, header.
+
+Deterministic from the file's bytes (and a schema file beside it), so the Schema Creator's loader
+re-derives the same decisions. Ordinary UTF-8 comma files cost one 64 KiB sample and no rewrite.
+"""
+
+from __future__ import annotations
+
+import codecs
+import zlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from dia_assets.agents.interpreter import header as headers
+from dia_assets.agents.interpreter.declared import DeclaredTable, declared_for
+from dia_assets.agents.interpreter.dialect import Dialect, measure, newline_of, sniff
+from dia_assets.agents.interpreter.naming import snake_case, unique_names
+from dia_assets.agents.interpreter.rewrite import (
+    TextStats,
+    binary_offset,
+    rewrite_records,
+    rewrite_text,
+    sample_text,
+    utf16_without_bom,
+)
+from dia_assets.contracts.interpretation import DeclaredColumn
+
+SAMPLE_BYTES = 1 << 16
+MAX_SAMPLE_BYTES = 1 << 26
+
+
+@dataclass
+class Prepared:
+    """What DuckDB should read and how, plus what the reader must report."""
+
+    path: Path  # the file DuckDB reads (the original or a rewrite in scratch)
+    delimiter: str  # as DuckDB sees it
+    dialect: Dialect
+    header: headers.HeaderDecision
+    raw_names: list[str]
+    encoding: str
+    text: TextStats
+    rewritten: bool = False
+    records_written: int | None = None  # records in the rewrite, header included
+    declared: DeclaredTable | None = None
+
+
+class NotText(ValueError):
+    """The file is not delimited text; the message says why."""
+
+
+def bom_encoding(path: Path) -> str | None:
+    with path.open("rb") as fh:
+        head = fh.read(4)
+    if head.startswith(codecs.BOM_UTF8):
+        return "utf-8-sig"
+    if head.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        return "utf-16"
+    with path.open("rb") as fh:
+        return utf16_without_bom(fh.read(4096))
+
+
+def prepare_csv(
+    path: Path, scratch: Path, utf8_ok: bool | None, transcode: Callable[[Path, str], Path]
+) -> Prepared:
+    """Sniff and, when needed, rewrite `path`. `transcode(path, encoding)` handles BOM files."""
+    with path.open("rb") as fh:
+        head = fh.read(SAMPLE_BYTES)
+    nul = binary_offset(head)
+    if nul is not None:
+        raise NotText(f"binary content, not a text CSV (NUL byte at offset {nul}); is this file really a CSV?")
+    bom = bom_encoding(path)
+    source, encoding = path, "utf-8"
+    if bom:
+        source, encoding = transcode(path, bom), bom
+    per_line = not bom and not (utf8_ok if utf8_ok is not None else _all_utf8(path))
+    sample = sample_text(source, per_line, SAMPLE_BYTES)
+    if not sample.strip():
+        raise NotText("file holds only blank lines")
+    declared = declared_for(path)
+    dialect = _declared_dialect(sample, declared) or sniff(sample, tsv=path.suffix.lower() == ".tsv")
+    size = SAMPLE_BYTES
+    while len(dialect.records) < 2 and size < MAX_SAMPLE_BYTES and source.stat().st_size > size:
+        size *= 16  # huge fields: sample until two whole records are seen
+        sample = sample_text(source, per_line, size)
+        dialect = _declared_dialect(sample, declared) or sniff(sample, tsv=path.suffix.lower() == ".tsv")
+    decision, raw_names = _names(dialect, declared)
+    text = TextStats()
+    prepared = Prepared(
+        path=source, delimiter=dialect.delimiter, dialect=dialect, header=decision,
+        raw_names=raw_names, encoding=encoding, text=text, declared=declared,
+    )
+    if bom:  # NUL markers are judged on the transcoded text
+        with source.open("rb") as fh:
+            head = fh.read(SAMPLE_BYTES)
+    has_nul = b"\x00" in head
+    stem = f"{path.stem}.{zlib.crc32(str(path).encode()):08x}"
+    if not dialect.standard or (has_nul and not dialect.quoted):
+        target = scratch / f"{stem}.records.csv"
+        prepared.records_written = rewrite_records(source, target, dialect, per_line, text)
+        prepared.path, prepared.delimiter, prepared.rewritten = target, ",", True
+    elif per_line or has_nul:
+        newline = b"\r" if dialect.terminator == "\r" else b"\n"
+        prepared.path = rewrite_text(source, scratch / f"{stem}.utf8.csv", text, newline, dialect.delimiter)
+        prepared.rewritten = True
+    if per_line:
+        prepared.encoding = text.encoding() if text.fallback_lines or text.utf8_lines else "utf-8"
+    return prepared
+
+
+def _declared_dialect(sample: str, declared: DeclaredTable | None) -> Dialect | None:
+    """The schema file's terminators, when it gives one and the sample splits evenly with them."""
+    if declared is None or not (declared.field_terminator or declared.record_terminator):
+        return None
+    newline = newline_of(sample)
+    term = declared.record_terminator or newline
+    if term.endswith("\n") and not term.endswith("\r\n") and newline == "\r\n":
+        term = term[:-1] + "\r\n"
+    delim = declared.field_terminator or ","
+    quoted = term in ("\n", "\r\n", "\r") and len(delim) == 1 and '"' in sample
+    dialect = measure(sample, delim, term, quoted)
+    return dialect if dialect.fields > 1 and dialect.consistency >= 0.9 and not dialect.stray else None
+
+
+def _all_utf8(path: Path) -> bool:
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    try:
+        with path.open("rb") as fh:
+            while block := fh.read(1 << 22):
+                decoder.decode(block)
+            decoder.decode(b"", final=True)
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def _names(dialect: Dialect, declared: DeclaredTable | None) -> tuple[headers.HeaderDecision, list[str]]:
+    """Header decision and raw column labels; a schema file's column list names headerless files."""
+    records = dialect.records
+    first = records[0] if records else []
+    width = max(len(first), dialect.fields)
+    columns = declared_columns(declared, dialect.fields)
+    if declared and columns:
+        names = [c.name for c in columns]
+        source = f"column names from {declared.schema_file}"
+        if [snake_case(v) for v in first] == [snake_case(n) for n in names]:
+            return headers.HeaderDecision(True, True, f"first row repeats the {source}"), names
+        if declared.header is not None:
+            return headers.HeaderDecision(declared.header, True, f"{source}; header as declared"), names
+        decision = _decide(records, width)
+        return headers.HeaderDecision(decision.header, decision.certain, f"{decision.reason}; {source}"), names
+    decision = _decide(records, width) if records else headers.HeaderDecision(True, True, "empty")
+    if decision.header:
+        return decision, list(first)
+    return decision, [f"column_{i + 1}" for i in range(width)]
+
+
+def _decide(records: list[list[str]], width: int) -> headers.HeaderDecision:
+    """Header by types on up to 200 records (fewer for wide files: the work is records x columns)."""
+    return headers.decide(records[: max(20, min(200, 20_000 // max(1, width)))])
+
+
+def declared_columns(declared: DeclaredTable | None, fields: int) -> list[DeclaredColumn]:
+    """The schema file's columns as the data file holds them (computed columns are not exported)."""
+    if declared is None:
+        return []
+    stored = [c for c in declared.columns if not c.computed]
+    for columns in (declared.columns, stored):
+        if columns and len(columns) == fields:
+            return columns
+    return []
+
+
+def final_names(raw_names: list[str]) -> tuple[list[str], list[int]]:
+    """Column names, with an empty label named `column_N`; the 1-based positions of empty labels."""
+    empty = [i + 1 for i, label in enumerate(raw_names) if not label.strip()]
+    labels = [label if label.strip() else f"column_{i + 1}" for i, label in enumerate(raw_names)]
+    return unique_names(labels), empty
