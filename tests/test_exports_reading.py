@@ -488,3 +488,13 @@ def test_nul_marker_in_a_quoted_csv_is_an_empty_string(tmp_path):
     assert src.parse.ok and src.row_count == 4
     assert (src.column("note").blank_count, src.column("note").null_count) == (1, 1)
     assert "Kay" in src.column("name").examples
+
+
+def test_nul_marker_far_past_the_sample_is_an_empty_string(tmp_path):
+    """The sniffer reads a sample; the whole-file scan (made while hashing) finds a NUL marker
+    that first appears megabytes in."""
+    body = b"".join(b"%d,name%d,x\n" % (i, i) for i in range(1, 200_001))
+    (tmp_path / "late.csv").write_bytes(b"id,name,note\n" + body + b"200001,last,\x00\n")
+    src = interpret(tmp_path).source("late")
+    assert src.parse.ok and src.row_count == 200_001
+    assert src.column("note").blank_count == 1 and src.column("note").null_count == 0

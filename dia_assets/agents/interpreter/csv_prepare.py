@@ -15,6 +15,7 @@ from pathlib import Path
 from dia_assets.agents.interpreter import header as headers
 from dia_assets.agents.interpreter.declared import DeclaredTable, declared_for
 from dia_assets.agents.interpreter.dialect import Dialect, measure, newline_of, sniff
+from dia_assets.agents.interpreter.discover import TextScan, scan_text
 from dia_assets.agents.interpreter.naming import snake_case, unique_names
 from dia_assets.agents.interpreter.rewrite import (
     TextStats,
@@ -62,7 +63,7 @@ def bom_encoding(path: Path) -> str | None:
 
 
 def prepare_csv(
-    path: Path, scratch: Path, utf8_ok: bool | None, transcode: Callable[[Path, str], Path]
+    path: Path, scratch: Path, scan: TextScan | None, transcode: Callable[[Path, str], Path]
 ) -> Prepared:
     """Sniff and, when needed, rewrite `path`. `transcode(path, encoding)` handles BOM files."""
     with path.open("rb") as fh:
@@ -74,7 +75,8 @@ def prepare_csv(
     source, encoding = path, "utf-8"
     if bom:
         source, encoding = transcode(path, bom), bom
-    per_line = not bom and not (utf8_ok if utf8_ok is not None else _all_utf8(path))
+    scan = scan or scan_text(path)
+    per_line = not bom and not scan.utf8
     sample = sample_text(source, per_line, SAMPLE_BYTES)
     if not sample.strip():
         raise NotText("file holds only blank lines")
@@ -91,10 +93,10 @@ def prepare_csv(
         path=source, delimiter=dialect.delimiter, dialect=dialect, header=decision,
         raw_names=raw_names, encoding=encoding, text=text, declared=declared,
     )
+    has_nul = scan.nul
     if bom:  # NUL markers are judged on the transcoded text
         with source.open("rb") as fh:
-            head = fh.read(SAMPLE_BYTES)
-    has_nul = b"\x00" in head
+            has_nul = b"\x00" in fh.read(SAMPLE_BYTES)
     stem = f"{path.stem}.{zlib.crc32(str(path).encode()):08x}"
     if not dialect.standard or (has_nul and not dialect.quoted):
         target = scratch / f"{stem}.records.csv"
@@ -121,18 +123,6 @@ def _declared_dialect(sample: str, declared: DeclaredTable | None) -> Dialect | 
     quoted = term in ("\n", "\r\n", "\r") and len(delim) == 1 and '"' in sample
     dialect = measure(sample, delim, term, quoted)
     return dialect if dialect.fields > 1 and dialect.consistency >= 0.9 and not dialect.stray else None
-
-
-def _all_utf8(path: Path) -> bool:
-    decoder = codecs.getincrementaldecoder("utf-8")()
-    try:
-        with path.open("rb") as fh:
-            while block := fh.read(1 << 22):
-                decoder.decode(block)
-            decoder.decode(b"", final=True)
-    except UnicodeDecodeError:
-        return False
-    return True
 
 
 def _names(dialect: Dialect, declared: DeclaredTable | None) -> tuple[headers.HeaderDecision, list[str]]:

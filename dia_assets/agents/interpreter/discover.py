@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import codecs
 import hashlib
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -72,14 +73,34 @@ def unsafe_reason(root: Path, path: Path) -> str | None:
     return None
 
 
-def hash_and_check_utf8(path: Path, chunk: int = 1 << 22) -> tuple[str, bool]:
-    """sha256 and whether every byte decodes as UTF-8, in one read of the file."""
+@dataclass(frozen=True)
+class TextScan:
+    """What one read of the whole file tells the readers: whether every byte decodes as
+    UTF-8, and whether a NUL byte appears anywhere (a bulk-copy empty-string marker can
+    first show up far past any sample)."""
+
+    utf8: bool
+    nul: bool
+
+
+def hash_and_scan(path: Path, chunk: int = 1 << 22) -> tuple[str, TextScan]:
+    """sha256 and the text scan, in one read of the file."""
     digest = hashlib.sha256()
+    scan = _scan(path, chunk, digest.update)
+    return digest.hexdigest(), scan
+
+
+def scan_text(path: Path, chunk: int = 1 << 22) -> TextScan:
+    return _scan(path, chunk, lambda _block: None)
+
+
+def _scan(path: Path, chunk: int, each: Callable[[bytes], None]) -> TextScan:
     decoder = codecs.getincrementaldecoder("utf-8")()
-    utf8 = True
+    utf8, nul = True, False
     with path.open("rb") as fh:
         while block := fh.read(chunk):
-            digest.update(block)
+            each(block)
+            nul = nul or b"\x00" in block
             if utf8:
                 try:
                     decoder.decode(block)
@@ -90,7 +111,7 @@ def hash_and_check_utf8(path: Path, chunk: int = 1 << 22) -> tuple[str, bool]:
             decoder.decode(b"", final=True)
         except UnicodeDecodeError:
             utf8 = False
-    return digest.hexdigest(), utf8
+    return TextScan(utf8=utf8, nul=nul)
 
 
 def content_hash(path: Path, chunk: int = 1 << 20) -> str:

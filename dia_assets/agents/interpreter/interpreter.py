@@ -11,7 +11,7 @@ import duckdb
 
 from dia_assets.agents.interpreter import foreign_keys, keys, limits, quality
 from dia_assets.agents.interpreter.declared_keys import apply_declared
-from dia_assets.agents.interpreter.discover import RawFile, discover, hash_and_check_utf8
+from dia_assets.agents.interpreter.discover import RawFile, TextScan, discover, hash_and_scan
 from dia_assets.agents.interpreter.join_paths import join_paths
 from dia_assets.agents.interpreter.names import distinct_derived_names, refused_issues, source_name
 from dia_assets.agents.interpreter.naming import quote_ident
@@ -51,10 +51,10 @@ def interpret(data_dir: str | Path, progress: Progress | None = None) -> Interpr
                 ))
                 continue
             say(f"[{index + 1}/{len(files)}] reading {rel}")
-            digest, utf8_ok = hash_and_check_utf8(raw.path)
+            digest, scan = hash_and_scan(raw.path)
             size = raw.path.stat().st_size
             try:
-                done = _read_file(con, raw.path, raw.format, name, index, Path(tmp), utf8_ok, rel, digest, size,
+                done = _read_file(con, raw.path, raw.format, name, index, Path(tmp), scan, rel, digest, size,
                                   say, used)
             except Exception as exc:  # noqa: BLE001 - one file that cannot be processed never stops the others
                 log.debug("processing %s failed", rel, exc_info=True)
@@ -88,11 +88,11 @@ Done = list[tuple[Source, list[QualityIssue], TableInfo | None]]
 
 def _read_file(
     con: duckdb.DuckDBPyConnection, path: Path, fmt: str, name: str, index: int, tmp: Path,
-    utf8_ok: bool, rel: str, digest: str, size: int, say: Progress, used: set[str],
+    scan: TextScan, rel: str, digest: str, size: int, say: Progress, used: set[str],
 ) -> Done:
     """Read and profile one file into its sources (several for workbooks and nested JSON)."""
     done: Done = []
-    entries = read_source(con, path, fmt, name, f"src_{index}", tmp, utf8_ok)
+    entries = read_source(con, path, fmt, name, f"src_{index}", tmp, scan)
     renamed = distinct_derived_names(entries, name, used, rel)
     for loaded in entries:
         refusal = limits.too_wide(_width(con, loaded.table)) if loaded.table else None

@@ -30,6 +30,7 @@ from dia_assets.agents.interpreter.csv_lines import (
     sniff_failed,
 )
 from dia_assets.agents.interpreter.csv_prepare import NotText, final_names, prepare_csv
+from dia_assets.agents.interpreter.discover import TextScan
 from dia_assets.agents.interpreter.naming import quote_ident, snake_case, unique_names
 from dia_assets.agents.interpreter.parse_checks import confidence, reading_issues, verify_counts
 from dia_assets.agents.value_parsing import sql_str
@@ -127,14 +128,14 @@ def looks_binary(path: Path) -> int | None:
 
 def read_csv_source(
     con: duckdb.DuckDBPyConnection, path: Path, name: str, table: str, scratch: Path,
-    utf8_ok: bool | None = None,
+    scan: TextScan | None = None,
 ) -> LoadedSource:
     loaded = LoadedSource(name=name, path=path, format="csv", table=table, parse=ParseInfo())
     size = path.stat().st_size
     if size == 0:
         return loaded.fail("empty file (0 bytes): no header and no rows")
     try:
-        prep = prepare_csv(path, scratch, utf8_ok, lambda p, enc: as_utf8(p, enc, scratch))
+        prep = prepare_csv(path, scratch, scan, lambda p, enc: as_utf8(p, enc, scratch))
     except NotText as exc:
         return loaded.fail(str(exc))
     header = prep.header.header
@@ -274,7 +275,7 @@ def csv_options_sql(opts: dict[str, object]) -> str:
 
 def read_json_source(
     con: duckdb.DuckDBPyConnection, path: Path, name: str, table: str, fmt: str,
-    scratch: Path, utf8_ok: bool | None = None,
+    scratch: Path, scan: TextScan | None = None,
 ) -> list[LoadedSource]:
     """JSON or JSON Lines in any encoding the CSV path reads; transcoded copies go to `scratch`."""
     loaded = LoadedSource(name=name, path=path, format=fmt, table=table, parse=ParseInfo())
@@ -284,7 +285,7 @@ def read_json_source(
     if nul is not None:
         return [loaded.fail(f"binary content, not JSON (NUL byte at offset {nul})")]
     # DuckDB reads JSON as UTF-8 only: any other encoding would turn lines into all-NULL rows.
-    encoding = detect_encoding(path, utf8_ok)
+    encoding = detect_encoding(path, scan.utf8 if scan else None)
     loaded.parse.encoding = encoding
     text_path = path
     if encoding != "utf-8":
@@ -638,14 +639,14 @@ def read_parquet_source(
 
 def read_source(
     con: duckdb.DuckDBPyConnection, path: Path, fmt: str, name: str, table: str, scratch: Path,
-    utf8_ok: bool | None = None,
+    scan: TextScan | None = None,
 ) -> list[LoadedSource]:
     """Dispatch on format; always returns at least one entry naming the file."""
     try:
         if fmt == "csv":
-            return [read_csv_source(con, path, name, table, scratch, utf8_ok)]
+            return [read_csv_source(con, path, name, table, scratch, scan)]
         if fmt in ("json", "jsonl"):
-            return read_json_source(con, path, name, table, fmt, scratch, utf8_ok)
+            return read_json_source(con, path, name, table, fmt, scratch, scan)
         if fmt == "excel":
             return read_excel_sources(con, path, name, table)
         if fmt == "parquet":
