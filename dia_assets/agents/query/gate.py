@@ -74,8 +74,8 @@ def _outer_selects(tree: exp.Expression) -> list[exp.Select]:
 
 
 def _value_free(node: exp.Expression, allowed: tuple[type[exp.Expression], ...], mode: str) -> None:
-    if isinstance(node, exp.Window):
-        _value_free(node.this, allowed, mode)  # partitions only shape the aggregate
+    if isinstance(node, (exp.Window, exp.Filter)):
+        _value_free(node.this, allowed, mode)  # partitions and FILTER only shape the aggregate
         return
     if isinstance(node, allowed):
         return  # the columns inside are aggregated

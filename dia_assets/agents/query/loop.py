@@ -253,10 +253,13 @@ class QueryAgent:
             payload = ex.describe_table(str(args.get("name", "")))
         elif name == "search_schema":
             payload = ex.search_schema(str(args.get("term", "")))
-        elif name == "recall":
-            payload = ex.recall(str(args.get("query", "")))
-        else:  # read_memory
-            payload = ex.read_memory(str(args.get("id", "")))
+        else:  # recall, read_memory: the memory store may be down; the answer goes on without it
+            try:
+                payload = (ex.recall(str(args.get("query", ""))) if name == "recall"
+                           else ex.read_memory(str(args.get("id", ""))))
+            except Exception as err:
+                self._memory_down("recall", err)
+                payload = {"error": "the memory store is unavailable; continue without it"}
         return self._tool(call, payload)
 
     def _tool(self, call: ToolCall, payload: Any, refused: bool = False, **extra: Any) -> str:
@@ -398,6 +401,8 @@ class QueryAgent:
         """A memory outage costs the lesson, never the answer (issue 11)."""
         what = "memory not consulted" if step == "recall" else "lesson not recorded"
         warning = f"{what}: the memory store is unavailable ({type(err).__name__}: {err})"[:300]
+        if any(w.startswith(what) for w in self._warnings):
+            return
         self._warnings.append(warning)
         self._event("memory_unavailable", step=step, warning=warning)
 
