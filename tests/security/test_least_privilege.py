@@ -92,3 +92,24 @@ def test_embedded_postgres_is_private_and_socket_only(pg_server: dict[str, Any])
         assert con.execute("SHOW listen_addresses").fetchone() == ("",)
         loaded = con.execute("SELECT DISTINCT type FROM pg_hba_file_rules").fetchall()
         assert loaded == [("local",)]
+
+
+def test_postgres_post_condition_reads_as_the_reader_role(pg: str) -> None:  # noqa: F811
+    """Under the gate, a modification's post-condition runs as the SELECT-only role too: a
+    row-level-security policy shows that role one row where a superuser sees two."""
+    from tests.security.harness import post_condition, run_agent
+
+    PostgresDatabase(pg).close()  # the reader role exists
+    with psycopg.connect(pg, autocommit=True) as con:
+        con.execute("CREATE TABLE rls_probe AS SELECT * FROM (VALUES (1), (2)) v(x)")
+        con.execute("ALTER TABLE rls_probe ENABLE ROW LEVEL SECURITY")
+        con.execute("CREATE POLICY only_one ON rls_probe FOR SELECT TO dia_query_reader USING (x = 1)")
+    try:
+        out = run_agent(pg, post_condition(
+            "SELECT COUNT(*) = 1 FROM rls_probe", "CREATE TABLE scratch_only AS SELECT 1 AS x", "scratch_only",
+        ), question="Create a scratch table.")
+        assert out.status == "answered", out.tool("submit")["result"]
+        assert out.result.modification.scratch_passed and not out.result.modification.applied
+    finally:
+        with psycopg.connect(pg, autocommit=True) as con:
+            con.execute("DROP TABLE rls_probe")

@@ -358,8 +358,10 @@ class PostgresDatabase:
         self.read_only = read_only
         self._in_tx = False
         self.role = ""
+        self.reader = ""  # the role DIA created for reads, when the URL was a superuser's
         if read_only:
             self.con, self.role = connect_least_privileged(conninfo, schema)
+            self.reader = self.role if self.role == (os.environ.get("DIA_QUERY_PG_ROLE") or READER_ROLE) else ""
         else:
             self.con = psycopg.connect(conninfo, autocommit=True)
 
@@ -408,6 +410,25 @@ class PostgresDatabase:
     def rollback(self) -> None:
         self._in_tx = False
         self.con.execute("ROLLBACK")
+
+    @contextmanager
+    def reading_as(self, role: str) -> Iterator[None]:
+        """Inside a modification's transaction, run the next reads as the read-only role
+        (which is granted SELECT on what the statements just created)."""
+        if not role or not self._in_tx:
+            yield
+            return
+        from psycopg import sql
+
+        ident = sql.Identifier(role)
+        self.con.execute(sql.SQL("GRANT SELECT ON ALL TABLES IN SCHEMA {} TO {}").format(
+            sql.Identifier(self.schema), ident))
+        self.con.execute(sql.SQL("SET LOCAL ROLE {}").format(ident))
+        try:
+            yield
+        finally:
+            with contextlib.suppress(Exception):  # an aborted transaction is rolled back anyway
+                self.con.execute("RESET ROLE")
 
     def scratch(self) -> PostgresDatabase:
         """PostgreSQL runs DDL transactionally: the scratch copy is a rolled-back transaction."""

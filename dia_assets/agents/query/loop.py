@@ -458,6 +458,7 @@ class QueryAgent:
         assert self.memory is not None
         failures = "\n".join(data_text(f) for f in self._failure_notes) or "none"
         convo = [*messages, {"role": "user", "content": fill(prompts()["reflect"], failures=failures)}]
+        self._event("reflection_prompt", content=convo[-1]["content"])  # the trace shows all that was sent
         written: list[str] = []
         try:
             reply = self._call(convo, tool_specs(("write_lesson",)), turn=0)

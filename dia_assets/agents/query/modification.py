@@ -24,7 +24,10 @@ def _run(gate: Gate, db: Any, statements: list[CheckedSQL], post_condition_sql: 
     db.begin()
     try:
         db.execute_script([c.text for c in statements])
-        _, out = gate.read(post_condition_sql, max_rows=1, timeout_s=timeout_s, db=db, schema=schema_of(db))
+        schema = schema_of(db)
+        reader = getattr(gate.db, "reader", "")  # PostgreSQL: read as the SELECT-only role
+        with db.reading_as(reader) if reader else contextlib.nullcontext():
+            _, out = gate.read(post_condition_sql, max_rows=1, timeout_s=timeout_s, db=db, schema=schema)
         rows = out.rows
     except SQLRefused as err:
         _rollback(db)
