@@ -33,6 +33,7 @@ REFUSED = [
     "SELECT 1; DELETE FROM staff",
     "SELECT 1 /* ; */ ; ATTACH '{tmp}/secret.db' AS s",
     "SELECT \"ｌｏａｄ_ｅｘｔｅｎｓｉｏｎ\"('x')",
+    "SELECT length(zeroblob(999999999))",
 ]
 
 
@@ -53,7 +54,11 @@ def test_submit_write_refused(lite: Path) -> None:
     assert out.refused("submit") and lite_count(lite, "SELECT COUNT(*) FROM staff WHERE hourly_rate > 0") == STAFF_ROWS
 
 
-def test_runaway_recursion_is_stopped(lite: Path) -> None:
-    sql = "WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r) SELECT COUNT(*) FROM r"
+@pytest.mark.parametrize("sql", [
+    "WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r) SELECT COUNT(*) FROM r",
+    "WITH RECURSIVE r(n, s) AS (SELECT 1, 'x' UNION ALL SELECT n + 1, s || s FROM r WHERE n < 40) "
+    "SELECT length(max(s)) FROM r",
+])
+def test_resource_bombs_are_stopped(lite: Path, sql: str) -> None:
     out = run_agent(lite, probe(sql), timeout_s=1.0)
     assert out.stopped("probe") and '"rows"' not in out.tool("probe")["result"]

@@ -85,7 +85,7 @@ ANONYMOUS: dict[str, frozenset[str]] = {
     }),
     "sqlite": frozenset(_COMMON - {"now"} | {
         "ifnull", "instr", "char", "hex", "unhex", "likelihood", "likely", "unlikely",
-        "zeroblob", "quote", "soundex", "strftime", "date", "time", "datetime",
+        "quote", "soundex", "strftime", "date", "time", "datetime",
         "julianday", "unixepoch", "printf", "format", "total", "iif", "sign",
     }),
 }

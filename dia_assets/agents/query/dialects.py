@@ -6,7 +6,8 @@ privilege by construction (the gate in gate.py is the first line, these are the 
   `lock_configuration=true` (no SET can undo that), a memory limit and a thread limit
   (`DIA_QUERY_MEMORY_LIMIT`, default 1GB; `DIA_QUERY_THREADS`, default 2).
 - SQLite: a `mode=ro` URI and an authorizer that allows only reads (SELECT, reading
-  columns of the database's own tables, functions other than file/extension ones).
+  columns of the database's own tables, functions other than file/extension ones), and
+  no string or blob longer than 50 MB.
 - PostgreSQL: every query in a READ ONLY transaction with a `statement_timeout`, as a role
   created for the agent with SELECT on the refined schema only (`DIA_QUERY_PG_ROLE`,
   default `dia_query_reader`) whenever the given URL is a superuser's, the embedded
@@ -240,6 +241,7 @@ def _group(rows: list[tuple[Any, ...]]) -> list[TableMeta]:
 
 # -- SQLite ----------------------------------------------------------------------------------
 
+SQLITE_MAX_LENGTH = 50_000_000
 # The authorizer allows these actions and nothing else: reads only.
 _SQLITE_ALLOW = {sqlite3.SQLITE_SELECT, sqlite3.SQLITE_READ, sqlite3.SQLITE_FUNCTION,
                  getattr(sqlite3, "SQLITE_RECURSIVE", 33)}
@@ -259,6 +261,8 @@ class SQLiteDatabase:
         self.con = sqlite3.connect(uri, uri=True, check_same_thread=False, isolation_level=None)
         self._deadline = 0.0
         self.con.set_progress_handler(self._progress, 10_000)
+        # no single string or blob beyond 50 MB: a value bomb fails instead of eating RAM
+        self.con.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, SQLITE_MAX_LENGTH)
         if read_only:
             self.con.set_authorizer(self._authorize)
 
