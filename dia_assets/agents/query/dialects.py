@@ -470,17 +470,25 @@ def connect_least_privileged(conninfo: str, schema: str = "public") -> tuple[Any
         if not (superuser or can_create):
             return psycopg.connect(conninfo, autocommit=True), str(user)
         ident = sql.Identifier(role)
-        with contextlib.suppress(psycopg.errors.DuplicateObject, psycopg.errors.UniqueViolation):
-            if admin.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", (role,)).fetchone() is None:
-                admin.execute(sql.SQL("CREATE ROLE {} LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE "
-                                      "NOREPLICATION NOBYPASSRLS NOINHERIT").format(ident))
-        admin.execute(sql.SQL("ALTER ROLE {} NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION "
-                              "NOBYPASSRLS NOINHERIT").format(ident))
         db = admin.execute("SELECT current_database()").fetchone()[0]  # type: ignore[index]
-        admin.execute(sql.SQL("GRANT CONNECT ON DATABASE {} TO {}").format(sql.Identifier(db), ident))
-        admin.execute(sql.SQL("REVOKE TEMPORARY ON DATABASE {} FROM {}").format(sql.Identifier(db), ident))
-        admin.execute(sql.SQL("GRANT USAGE ON SCHEMA {} TO {}").format(sql.Identifier(schema), ident))
-        admin.execute(sql.SQL("GRANT SELECT ON ALL TABLES IN SCHEMA {} TO {}").format(sql.Identifier(schema), ident))
+        statements = [
+            sql.SQL("ALTER ROLE {} NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION NOBYPASSRLS "
+                    "NOINHERIT").format(ident),
+            sql.SQL("GRANT CONNECT ON DATABASE {} TO {}").format(sql.Identifier(db), ident),
+            sql.SQL("GRANT USAGE ON SCHEMA {} TO {}").format(sql.Identifier(schema), ident),
+            sql.SQL("GRANT SELECT ON ALL TABLES IN SCHEMA {} TO {}").format(sql.Identifier(schema), ident),
+        ]
+        for attempt in range(5):  # concurrent openers may collide on the catalog rows
+            try:
+                if admin.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", (role,)).fetchone() is None:
+                    admin.execute(sql.SQL("CREATE ROLE {} LOGIN").format(ident))
+                for stmt in statements:
+                    admin.execute(stmt)
+                break
+            except psycopg.errors.DatabaseError:
+                if attempt == 4:
+                    raise
+                time.sleep(0.05 * (attempt + 1))
     try:
         con = psycopg.connect(make_conninfo(conninfo, user=role, password=""), autocommit=True)
     except psycopg.OperationalError as err:
