@@ -28,7 +28,7 @@ from dia_assets.agents.query.policies import (
     apply_carryover,
     carryover_prompt,
 )
-from dia_assets.agents.query.safety import SQLRefused, clean_sql
+from dia_assets.agents.query.safety import SQLRefused, clean_sql, normalize_name
 from dia_assets.agents.query.schema import SchemaIndex
 from dia_assets.agents.query.tools import (
     AGENT_TOOLS,
@@ -353,7 +353,7 @@ class QueryAgent:
         if not checked.is_write:
             return self._fail(call, state, "not_a_modification",
                               {"error": "this is a modification task: submit the DDL/DML statement itself"})
-        undeclared = checked.written_tables - {t.lower() for t in contract.targets}
+        undeclared = checked.written_tables - {normalize_name(t) for t in contract.targets}
         if undeclared:
             return self._fail(call, state, "undeclared_target", {"refused_before_execution": (
                 f"the statement writes {', '.join(sorted(undeclared))}, which the contract does not "
