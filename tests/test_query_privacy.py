@@ -109,3 +109,36 @@ def test_interpreter_model_pass_respects_privacy(tmp_path: Path, monkeypatch: py
         enrich(interpret(tmp_path), lambda m, llm=llm: llm.complete(m)[0], llm.model)
         sent = json.dumps(fake.calls, default=str)
         assert any(v in sent for v in PLANTED) is leaks, mode
+
+
+def test_staff_names_of_the_example_warehouse_stay_out_of_requests(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Finding 9: the opening prompt, describe_table and probes used to carry staff names."""
+    from tests.query_fixtures import build_example_warehouse
+
+    wh = build_example_warehouse(tmp_path / "hospital.duckdb")
+    con = duckdb.connect(str(wh), read_only=True)
+    people = {v for (v,) in con.execute(
+        "SELECT DISTINCT first_name FROM staff UNION SELECT DISTINCT last_name FROM staff "
+        "UNION SELECT DISTINCT email FROM staff").fetchall() if v and len(v) >= 4}
+    con.close()
+    steps = [
+        call("declare_contract", kind="analytical", columns=["role", "n"],
+             granularity={"description": "role", "key_columns": ["role"]}),
+        call("probe", sql="SELECT first_name, last_name, email FROM staff"),
+        call("describe_table", name="staff"),
+        call("search_schema", term="nurse"),
+        call("submit", sql="SELECT role, COUNT(*) AS n FROM staff GROUP BY role"),
+    ]
+    sent: dict[str, str] = {}
+    for mode in ("schema-only", "samples"):
+        monkeypatch.setenv("DIA_PRIVACY", mode)
+        handler = register_tools(list(steps))
+        result, _ = answer_question("How many staff per role?", wh, chat=litellm_chat(FAKE_MODEL),
+                                    settings=AgentSettings(reflect=False))
+        assert result.status == "answered"
+        sent[mode] = json.dumps(handler.requests, ensure_ascii=False, default=str)
+    assert len(people) > 20
+    assert sorted(v for v in people if v in sent["schema-only"]) == []
+    assert any(v in sent["samples"] for v in people)  # the control
