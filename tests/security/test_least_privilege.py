@@ -31,6 +31,7 @@ def test_duckdb_is_read_only_sandboxed_and_limited(duck: Path, monkeypatch: pyte
         assert limit.endswith("MiB") and float(limit.split()[0]) < 100
         assert db.query("SELECT current_setting('threads')").rows == [(1,)]
         assert db.query("SELECT current_setting('enable_external_access')").rows == [(False,)]
+        assert db.query("SELECT current_setting('max_temp_directory_size')").rows[0][0].endswith("GiB")
         for sql in ["SET memory_limit = '10GB'", "SET enable_external_access = true", "RESET threads",
                     "DELETE FROM staff", f"SELECT * FROM read_csv('{duck.parent / 'secret.csv'}')"]:
             with pytest.raises(duckdb.Error):

@@ -3,8 +3,9 @@ only transpiles to (Snowflake, BigQuery): one connection factory per dialect, le
 privilege by construction (the gate in gate.py is the first line, these are the second).
 
 - DuckDB: read-only, `enable_external_access=false` (no files, network, extensions),
-  `lock_configuration=true` (no SET can undo that), a memory limit and a thread limit
-  (`DIA_QUERY_MEMORY_LIMIT`, default 1GB; `DIA_QUERY_THREADS`, default 2).
+  `lock_configuration=true` (no SET can undo that), a memory limit, a thread limit and a
+  bound on what spills to disk (`DIA_QUERY_MEMORY_LIMIT`, default 1GB; `DIA_QUERY_THREADS`,
+  default 2; `DIA_QUERY_TEMP_LIMIT`, default 2GB).
 - SQLite: a `mode=ro` URI and an authorizer that allows only reads (SELECT, reading
   columns of the database's own tables, functions other than file/extension ones), and
   no string or blob longer than 50 MB.
@@ -118,6 +119,8 @@ def duckdb_config() -> dict[str, Any]:
         "enable_external_access": False,
         "memory_limit": os.environ.get("DIA_QUERY_MEMORY_LIMIT") or "1GB",
         "threads": int(os.environ.get("DIA_QUERY_THREADS") or 2),
+        # what spills past the memory limit is bounded too (a disk bomb instead of a RAM bomb)
+        "max_temp_directory_size": os.environ.get("DIA_QUERY_TEMP_LIMIT") or "2GB",
         "lock_configuration": True,
     }
 
