@@ -457,9 +457,9 @@ READER_ROLE = "dia_query_reader"
 
 
 def connect_least_privileged(conninfo: str, schema: str = "public") -> tuple[Any, str]:
-    """A connection that can only read the refined schema. A superuser (or role creator)
-    URL creates and refreshes the agent's own role, then logs in as it; any other URL is
-    used as given, and must already be a SELECT-only role (README, Safety)."""
+    """A connection that can only read the refined schema. A superuser's URL creates and
+    refreshes the agent's own role, then logs in as it; any other URL is used as given, and
+    must already be a SELECT-only role (README, Safety)."""
     import psycopg
     from psycopg import sql
     from psycopg.conninfo import make_conninfo
@@ -467,10 +467,10 @@ def connect_least_privileged(conninfo: str, schema: str = "public") -> tuple[Any
     role = os.environ.get("DIA_QUERY_PG_ROLE") or READER_ROLE
     with psycopg.connect(conninfo, autocommit=True) as admin:
         row = admin.execute(
-            "SELECT rolsuper, rolcreaterole, current_user FROM pg_roles WHERE rolname = current_user"
+            "SELECT rolsuper, current_user FROM pg_roles WHERE rolname = current_user"
         ).fetchone()
-        superuser, can_create, user = row if row else (False, False, "")
-        if not (superuser or can_create):
+        superuser, user = row if row else (False, "")
+        if not superuser:
             return psycopg.connect(conninfo, autocommit=True), str(user)
         ident = sql.Identifier(role)
         db = admin.execute("SELECT current_database()").fetchone()[0]  # type: ignore[index]
