@@ -99,6 +99,8 @@ def ask(
         }
         session_path.parent.mkdir(parents=True, exist_ok=True)
         session_path.write_text(json.dumps(session, indent=2))
+    for warning in result.warnings:  # e.g. "lesson not recorded": the answer stands
+        _echo(f"warning: {warning}")
     if as_json:
         typer.echo(result.to_json())
     else:

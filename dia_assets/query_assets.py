@@ -135,6 +135,8 @@ def materialize_question(
     )
     log = context.log.info if result.status == "answered" else context.log.warning
     log(f"{qid}: {result.status} after {result.attempts} attempt(s): {result.message}")
+    for warning in result.warnings:
+        context.log.warning(f"{qid}: {warning}")
     return MaterializeResult(metadata=result_metadata(result))
 
 
@@ -162,7 +164,10 @@ def result_metadata(result: QueryResult) -> dict[str, Any]:
         "memory_used": MetadataValue.json([m.model_dump() for m in result.memory_used]),
         "lessons_written": len(result.lessons_written),
         "dialect": result.dialect,
+        "privacy": result.privacy,
     }
+    if result.warnings:
+        meta["warnings"] = MetadataValue.md("\n".join(f"- {w}" for w in result.warnings))
     for name, path in result.artifacts.items():
         meta[f"path/{name}"] = MetadataValue.path(path)
     if result.columns:

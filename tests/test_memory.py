@@ -345,7 +345,9 @@ def test_probe_runner_is_read_only_and_sandboxed(store: MemoryStore, tmp_path: P
 
 def test_probe_runner_interrupts_a_slow_probe(tmp_path: Path) -> None:
     db = make_duckdb(tmp_path / "w.duckdb")
-    with DuckDBProbeRunner(path=db, timeout_s=0.2) as probe, pytest.raises(duckdb.Error):
+    from dia_assets.agents.query.dialects import QueryTimeout
+
+    with DuckDBProbeRunner(path=db, timeout_s=0.2) as probe, pytest.raises(QueryTimeout):
         probe("SELECT count(*) FROM range(100000000000) a")
 
 
@@ -353,8 +355,12 @@ def test_postgres_probe_runner_is_read_only(db_url: str) -> None:
     probe = PostgresProbeRunner(db_url)
     try:
         assert probe("SELECT true") == [(True,)]
-        with pytest.raises(psycopg.errors.ReadOnlySqlTransaction):
+        from dia_assets.agents.query.safety import SQLRefused
+
+        with pytest.raises(SQLRefused):  # the gate
             probe("CREATE TABLE sneaky (a int)")
+        with pytest.raises(psycopg.errors.ReadOnlySqlTransaction):  # and the connection under it
+            probe.db.query("CREATE TABLE sneaky (a int)")
         with psycopg.connect(db_url) as conn:
             assert database_fingerprint(conn).startswith("db-")
     finally:

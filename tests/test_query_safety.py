@@ -52,7 +52,7 @@ SCHEMA = {
     ("SELECT getenv('HOME')", "forbidden_function"),
     ("SELECT * INTO copy_of_staff FROM staff", "statement_refused"),
     ("SELECT pg_terminate_backend(1)", "forbidden_function"),
-    ("SELECT * FROM pragma_database_list()", "forbidden_table"),
+    ("SELECT * FROM pragma_database_list()", "forbidden_function"),
     ("SELECT * FROM query_table('staff')", "forbidden_function"),
     ("SELECT role FROM staff; DROP TABLE staff", "statement_count"),
     ("SELECT rol FROM staff", "unknown_column:rol"),

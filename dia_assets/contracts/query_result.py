@@ -137,5 +137,9 @@ class QueryResult(Artifact):
     tokens: Usage = Usage()
     latency_s: float = 0.0
     overhead_s: float = Field(0.0, description="Agent time outside model calls.")
+    privacy: str = Field("samples", description="DIA_PRIVACY mode the answer ran under.")
+    warnings: list[str] = Field(
+        default_factory=list, description="Degradations that did not cost the answer (e.g. lesson not recorded)."
+    )
     artifacts: dict[str, str] = Field(default_factory=dict)
 

@@ -9,10 +9,11 @@
   database per `db_name`); without `{db}` every instance uses that one database.
 
 Connections are the Query Generator's own (`dia_assets.agents.query.dialects`): DuckDB
-read-only with external access disabled and its configuration locked, SQLite through a
-`mode=ro` URI with an authorizer that refuses writes, PostgreSQL with every statement in a
-READ ONLY transaction with a `statement_timeout`. Gold and predicted SQL therefore run under
-exactly the rules the agent's SQL runs under.
+read-only with external access disabled, its configuration locked and memory and threads
+limited, SQLite through a `mode=ro` URI with an authorizer that allows only reads,
+PostgreSQL with every statement in a READ ONLY transaction with a `statement_timeout`, as
+the agent's SELECT-only role. Gold and predicted SQL therefore run under exactly the
+connection rules the agent's SQL runs under (the agent's own SQL also passed its gate).
 """
 
 from __future__ import annotations

@@ -2,6 +2,9 @@
 
 Code-derived facts stay the authority: the LLM adds descriptions (marked as such) and
 may confirm or reject keys the code was unsure about; it never changes profile numbers.
+
+Privacy (`DIA_PRIVACY`, see agents/query/gate.py): only in `samples` mode do example values
+travel; in `aggregates` and `schema-only` the model sees names and semantic types only.
 """
 
 from __future__ import annotations
@@ -23,8 +26,13 @@ def _prompt() -> dict[str, str]:
     return yaml.safe_load(resources.files("dia_assets.prompts").joinpath("interpreter.yaml").read_text())
 
 
-def enrich(interp: Interpretation, complete: Complete, model: str) -> list[str]:
-    """Ask once for the whole catalogue; returns what changed, for the log."""
+def enrich(interp: Interpretation, complete: Complete, model: str, privacy: str | None = None) -> list[str]:
+    """Ask once for the whole catalogue; returns what changed, for the log (the first entry
+    says what was sent)."""
+    from dia_assets.agents.query.gate import privacy_mode, shows_values
+
+    mode = privacy_mode(privacy)
+    values = shows_values(mode)
     keys: dict[str, Any] = {}
     for fk in interp.foreign_keys:
         if AMBIGUOUS[0] <= fk.confidence < AMBIGUOUS[1]:
@@ -35,7 +43,8 @@ def enrich(interp: Interpretation, complete: Complete, model: str) -> list[str]:
     profile = {
         "sources": [
             {"name": s.name, "columns": [
-                {"name": c.name, "type": c.semantic_type, "examples": c.examples[:3]} for c in s.columns
+                {"name": c.name, "type": c.semantic_type, **({"examples": c.examples[:3]} if values else {})}
+                for c in s.columns
             ]}
             for s in interp.sources
         ],
@@ -48,6 +57,8 @@ def enrich(interp: Interpretation, complete: Complete, model: str) -> list[str]:
     ])
     data = _parse(reply)
     changes: list[str] = []
+    if not values:
+        changes.append(f"privacy {mode}: names and types sent, no example values")
     for src in interp.sources:
         entry = data.get("sources", {}).get(src.name) or {}
         if isinstance(entry.get("description"), str):

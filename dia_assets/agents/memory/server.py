@@ -11,6 +11,10 @@ module adds what a long-lived, multi-process user needs on top:
 
 Single-user development default: as root, pgserver runs PostgreSQL as a `pgserver` system
 user, widens traverse permissions on the data folder's parents and trusts local sockets.
+`harden` narrows that on every start: the data folder is kept at mode 0700, PostgreSQL
+listens on no TCP address (pgserver starts it with `-h ""`), and `pg_hba.conf` keeps only
+`local` (Unix socket) lines, so trust authentication reaches no further than the socket
+in the data folder. Production points `DIA_MEMORY_URL` at a PostgreSQL with authentication.
 """
 
 from __future__ import annotations
@@ -152,6 +156,7 @@ class EmbeddedServer:
                     lambda: pg.get_server(self.pgdata, cleanup_mode="stop")
                 )
                 atexit_prune(self.pgdata)
+                harden(self.pgdata, self._server.get_uri())
             elif not self._running():
                 _log.warning("embedded PostgreSQL at %s is down; starting it again", self.pgdata)
                 self._start_with_retry(self._restart)
@@ -201,6 +206,50 @@ class EmbeddedServer:
             if self._server is not None:
                 self._server.cleanup()
                 self._server = None
+
+
+def local_only_hba(text: str) -> str:
+    """pg_hba.conf with every non-`local` rule commented out (host, hostssl, ...)."""
+    out = []
+    for line in text.splitlines():
+        fields = line.split()
+        if fields and not line.lstrip().startswith("#") and fields[0] != "local":
+            line = f"# disabled by DIA (local socket only): {line}"
+        out.append(line)
+    return "\n".join(out) + "\n"
+
+
+def harden(pgdata: Path, uri: str) -> list[str]:
+    """Keep the embedded server's data folder private and its trust rules socket-only."""
+    done: list[str] = []
+    if pgdata.exists() and pgdata.stat().st_mode & 0o077:
+        pgdata.chmod(0o700)
+        done.append("data folder mode 0700")
+    hba = pgdata / "pg_hba.conf"
+    if hba.exists():
+        text = hba.read_text()
+        narrowed = local_only_hba(text)
+        if narrowed != text:
+            hba.write_text(narrowed)
+            done.append("pg_hba.conf: local socket only")
+            try:
+                import psycopg
+
+                with psycopg.connect(uri, autocommit=True) as con:
+                    con.execute("SELECT pg_reload_conf()")
+            except Exception as err:  # the next start reads the file anyway
+                _log.warning("could not reload the embedded PostgreSQL configuration: %s", err)
+    socket_dir = _socket_dir(uri)
+    if socket_dir is not None and socket_dir != pgdata:
+        _log.warning("embedded PostgreSQL socket is in %s, outside its data folder (path too long)", socket_dir)
+    return done
+
+
+def _socket_dir(uri: str) -> Path | None:
+    from urllib.parse import parse_qs, urlsplit
+
+    host = parse_qs(urlsplit(uri).query).get("host", [""])[0]
+    return Path(host).resolve() if host.startswith("/") else None
 
 
 _PRUNE_REGISTERED: set[Path] = set()

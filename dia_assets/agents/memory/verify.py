@@ -7,7 +7,6 @@ falsy first value (false, 0, NULL, '') or an error refute it. Probes run read-on
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
@@ -64,8 +63,36 @@ def check(item: MemoryItem, runner: ProbeRunner, scope: str | None) -> Verificat
     )
 
 
-class DuckDBProbeRunner:
-    """Read-only DuckDB probes: external access off, configuration locked, time-limited."""
+class GatedProbeRunner:
+    """Memory probes through the Query Generator's own gate and connections: the same
+    allow-list, the same least-privileged connection, the same privacy mode (DIA_PRIVACY)
+    as the agent's probes. One door, so a lesson cannot reach what a probe cannot."""
+
+    def __init__(self, db: Any, timeout_s: float = 10.0, max_rows: int = 1) -> None:
+        from dia_assets.agents.query.gate import Gate, privacy_mode, schema_of
+
+        self.db = db
+        self.gate = Gate(db, schema_of(db), privacy_mode())
+        self.timeout_s = timeout_s
+        self.max_rows = max_rows
+
+    def __call__(self, sql: str) -> list[tuple[Any, ...]]:
+        return [tuple(r) for r in self.gate.rows(sql, self.max_rows, self.timeout_s)]
+
+    probe = __call__
+
+    def close(self) -> None:
+        self.db.close()
+
+    def __enter__(self) -> GatedProbeRunner:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class DuckDBProbeRunner(GatedProbeRunner):
+    """Read-only DuckDB probes: gated, external access off, configuration locked, limited."""
 
     def __init__(
         self,
@@ -74,42 +101,15 @@ class DuckDBProbeRunner:
         timeout_s: float = 10.0,
         max_rows: int = 1,
     ) -> None:
-        import duckdb
+        from dia_assets.agents.query.dialects import DuckDBDatabase
 
-        if connection is None:
-            if path is None:
-                raise ValueError("give a DuckDB file path or an open connection")
-            connection = duckdb.connect(str(path), read_only=True)
-            connection.execute("SET enable_external_access = false")
-            connection.execute("SET lock_configuration = true")
-            self._owned = True
+        if connection is not None:
+            db: Any = DuckDBDatabase.from_connection(connection)
+        elif path is not None:
+            db = DuckDBDatabase(path)
         else:
-            self._owned = False
-        self.con = connection
-        self.timeout_s = timeout_s
-        self.max_rows = max_rows
-
-    def __call__(self, sql: str) -> list[tuple[Any, ...]]:
-        cursor = self.con.cursor()
-        timer = threading.Timer(self.timeout_s, cursor.interrupt)
-        timer.start()
-        try:
-            return list(cursor.execute(sql).fetchmany(self.max_rows))
-        finally:
-            timer.cancel()
-            cursor.close()
-
-    probe = __call__
-
-    def close(self) -> None:
-        if self._owned:
-            self.con.close()
-
-    def __enter__(self) -> DuckDBProbeRunner:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+            raise ValueError("give a DuckDB file path or an open connection")
+        super().__init__(db, timeout_s, max_rows)
 
 
 def duckdb_probe_runner(path: str | Path, timeout_s: float = 10.0) -> DuckDBProbeRunner:
@@ -117,25 +117,10 @@ def duckdb_probe_runner(path: str | Path, timeout_s: float = 10.0) -> DuckDBProb
     return DuckDBProbeRunner(path=path, timeout_s=timeout_s)
 
 
-class PostgresProbeRunner:
+class PostgresProbeRunner(GatedProbeRunner):
     """Read-only PostgreSQL probes for a warehouse that moved to PostgreSQL (DESIGN §9)."""
 
     def __init__(self, conninfo: str, timeout_ms: int = 10_000) -> None:
-        import psycopg
+        from dia_assets.agents.query.dialects import PostgresDatabase
 
-        self.con = psycopg.connect(conninfo, autocommit=True)
-        self.timeout_ms = timeout_ms
-
-    def __call__(self, sql: str) -> list[tuple[Any, ...]]:
-        with self.con.transaction():
-            self.con.execute("SET TRANSACTION READ ONLY")
-            self.con.execute(
-                "SELECT set_config('statement_timeout', %s, true)", (str(self.timeout_ms),)
-            )
-            rows = self.con.execute(sql).fetchmany(1)  # type: ignore[arg-type]
-        return list(rows)
-
-    probe = __call__
-
-    def close(self) -> None:
-        self.con.close()
+        super().__init__(PostgresDatabase(conninfo), timeout_ms / 1000)

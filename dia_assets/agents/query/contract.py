@@ -5,11 +5,15 @@ from __future__ import annotations
 
 from typing import Any
 
-import sqlglot
 from pydantic import ValidationError
-from sqlglot import exp
 
-from dia_assets.agents.query.safety import closest_columns
+from dia_assets.agents.query.safety import (
+    SQLRefused,
+    check_allowed,
+    check_functions,
+    closest_columns,
+    parse_one_statement,
+)
 from dia_assets.contracts.query_result import OutputContract
 
 __all__ = ["OutputContract", "ContractError", "parse_contract"]
@@ -79,12 +83,14 @@ def parse_contract(args: dict[str, Any], schema: dict[str, dict[str, str]], dial
         if not contract.post_condition_sql:
             problems.append("a modification declares post_condition_sql: a SELECT whose first value is true when the change holds")
         else:
+            # the gate's statement and function rules now; its tables when it runs, against
+            # the tables the declared statements leave behind
             try:
-                tree = sqlglot.parse_one(contract.post_condition_sql, read=dialect)
-                if not isinstance(tree, (exp.Select, exp.Union)):
-                    problems.append("post_condition_sql must be a SELECT")
-            except sqlglot.errors.SqlglotError as err:
-                problems.append(f"post_condition_sql does not parse: {str(err)[:200]}")
+                tree = parse_one_statement(contract.post_condition_sql, dialect)
+                check_allowed(tree, allow_write=False)
+                check_functions(tree, dialect)
+            except SQLRefused as err:
+                problems.append(f"post_condition_sql must be one read-only SELECT: {err}")
     for flt in contract.filters:
         if flt.column and flt.column.lower() not in known and flt.column.lower() not in names:
             close = closest_columns(flt.column.split(".")[-1], schema)

@@ -1,15 +1,27 @@
 """Warehouses the agent executes on (DuckDB default, PostgreSQL, SQLite) and the dialects it
-only transpiles to (Snowflake, BigQuery).
+only transpiles to (Snowflake, BigQuery): one connection factory per dialect, least
+privilege by construction (the gate in gate.py is the first line, these are the second).
 
-Every `Database` opens read-only for analytical work: DuckDB with external access disabled
-and its configuration locked, SQLite through a read-only URI plus an authorizer that denies
-ATTACH and writes, PostgreSQL inside `SET TRANSACTION READ ONLY`. Each query runs with a
-row cap and a timeout.
+- DuckDB: read-only, `enable_external_access=false` (no files, network, extensions),
+  `lock_configuration=true` (no SET can undo that), a memory limit, a thread limit and a
+  bound on what spills to disk (`DIA_QUERY_MEMORY_LIMIT`, default 1GB; `DIA_QUERY_THREADS`,
+  default 2; `DIA_QUERY_TEMP_LIMIT`, default 2GB).
+- SQLite: a `mode=ro` URI and an authorizer that allows only reads (SELECT, reading
+  columns of the database's own tables, functions other than file/extension ones), and
+  no string or blob longer than 50 MB.
+- PostgreSQL: every query in a READ ONLY transaction with a `statement_timeout`, as a role
+  created for the agent with SELECT on the refined schema only (`DIA_QUERY_PG_ROLE`,
+  default `dia_query_reader`) whenever the given URL is a superuser's, the embedded
+  default included; never as a superuser.
+
+Each query runs with a row cap and a timeout.
 """
 
 from __future__ import annotations
 
 import contextlib
+import logging
+import os
 import re
 import shutil
 import sqlite3
@@ -26,6 +38,7 @@ import sqlglot
 
 from dia_assets.agents.locations import is_postgres
 
+_log = logging.getLogger(__name__)
 EXECUTED = ("duckdb", "postgres", "sqlite")
 TRANSPILE_TARGETS = ("snowflake", "bigquery", "postgres", "sqlite", "duckdb")
 
@@ -100,6 +113,28 @@ def _fetch(cursor: Any, max_rows: int) -> tuple[list[str], list[tuple[Any, ...]]
 # -- DuckDB ----------------------------------------------------------------------------------
 
 
+def duckdb_config() -> dict[str, Any]:
+    """Sandbox and resource limits of every DuckDB connection the agent uses."""
+    return {
+        "enable_external_access": False,
+        "memory_limit": os.environ.get("DIA_QUERY_MEMORY_LIMIT") or "1GB",
+        "threads": int(os.environ.get("DIA_QUERY_THREADS") or 2),
+        # what spills past the memory limit is bounded too (a disk bomb instead of a RAM bomb)
+        "max_temp_directory_size": os.environ.get("DIA_QUERY_TEMP_LIMIT") or "2GB",
+        "lock_configuration": True,
+    }
+
+
+def _memory_error(err: Exception) -> Exception | None:
+    text = str(err)
+    if "Out of Memory" in text or "memory limit" in text.lower():
+        return MemoryError(
+            f"the query needs more memory than the agent's limit ({duckdb_config()['memory_limit']}, "
+            "DIA_QUERY_MEMORY_LIMIT): aggregate or filter before building large values"
+        )
+    return None
+
+
 class DuckDBDatabase:
     dialect = "duckdb"
 
@@ -109,10 +144,15 @@ class DuckDBDatabase:
         self.path = Path(path)
         self.location = str(self.path)
         self.read_only = read_only
-        self.con = duckdb.connect(
-            str(self.path), read_only=read_only,
-            config={"enable_external_access": False, "lock_configuration": True},
-        )
+        self.con = duckdb.connect(str(self.path), read_only=read_only, config=duckdb_config())
+
+    @classmethod
+    def from_connection(cls, con: Any, location: str = "duckdb connection") -> DuckDBDatabase:
+        """Wrap a connection the caller owns (and configured): closing leaves it open."""
+        db = cls.__new__(cls)
+        db.path, db.location, db.read_only, db.con = Path(location), location, True, con
+        db._borrowed = True  # type: ignore[attr-defined]
+        return db
 
     def query(self, sql: str, max_rows: int = 200, timeout_s: float = 10.0) -> QueryOutput:
         started = time.perf_counter()
@@ -133,6 +173,9 @@ class DuckDBDatabase:
         except Exception as err:
             if fired.is_set():
                 raise QueryTimeout(f"query exceeded {timeout_s:g} s and was interrupted") from err
+            memory = _memory_error(err)
+            if memory is not None:
+                raise memory from err
             raise
         finally:
             timer.cancel()
@@ -180,12 +223,11 @@ class DuckDBDatabase:
         import duckdb
 
         self.close()
-        self.con = duckdb.connect(
-            str(self.path), read_only=self.read_only,
-            config={"enable_external_access": False, "lock_configuration": True},
-        )
+        self.con = duckdb.connect(str(self.path), read_only=self.read_only, config=duckdb_config())
 
     def close(self) -> None:
+        if getattr(self, "_borrowed", False):
+            return
         with contextlib.suppress(Exception):
             self.con.close()
         folder = getattr(self, "_scratch_dir", None)
@@ -202,12 +244,13 @@ def _group(rows: list[tuple[Any, ...]]) -> list[TableMeta]:
 
 # -- SQLite ----------------------------------------------------------------------------------
 
-_SQLITE_DENY = {
-    sqlite3.SQLITE_ATTACH, sqlite3.SQLITE_DETACH, sqlite3.SQLITE_INSERT, sqlite3.SQLITE_UPDATE,
-    sqlite3.SQLITE_DELETE, sqlite3.SQLITE_CREATE_TABLE, sqlite3.SQLITE_DROP_TABLE,
-    sqlite3.SQLITE_ALTER_TABLE, sqlite3.SQLITE_CREATE_INDEX, sqlite3.SQLITE_CREATE_VIEW,
-    sqlite3.SQLITE_PRAGMA,
-}
+SQLITE_MAX_LENGTH = 50_000_000
+# The authorizer allows these actions and nothing else: reads only.
+_SQLITE_ALLOW = {sqlite3.SQLITE_SELECT, sqlite3.SQLITE_READ, sqlite3.SQLITE_FUNCTION,
+                 getattr(sqlite3, "SQLITE_RECURSIVE", 33)}
+_SQLITE_DENIED_FUNCTIONS = {"load_extension", "readfile", "writefile", "edit", "fts3_tokenizer",
+                            "sqlite_version", "sqlite_source_id", "sqlite_compileoption_get",
+                            "sqlite_compileoption_used", "sqlite_offset"}
 
 
 class SQLiteDatabase:
@@ -221,11 +264,20 @@ class SQLiteDatabase:
         self.con = sqlite3.connect(uri, uri=True, check_same_thread=False, isolation_level=None)
         self._deadline = 0.0
         self.con.set_progress_handler(self._progress, 10_000)
+        # no single string or blob beyond 50 MB: a value bomb fails instead of eating RAM
+        self.con.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, SQLITE_MAX_LENGTH)
         if read_only:
             self.con.set_authorizer(self._authorize)
 
-    def _authorize(self, action: int, *args: Any) -> int:
-        return sqlite3.SQLITE_DENY if action in _SQLITE_DENY else sqlite3.SQLITE_OK
+    def _authorize(self, action: int, arg1: Any = None, arg2: Any = None, *args: Any) -> int:
+        """An allow-list: SELECT, reading the database's own tables, harmless functions."""
+        if action not in _SQLITE_ALLOW:
+            return sqlite3.SQLITE_DENY
+        if action == sqlite3.SQLITE_READ and str(arg1 or "").lower().startswith("sqlite_"):
+            return sqlite3.SQLITE_DENY  # the catalog
+        if action == sqlite3.SQLITE_FUNCTION and str(arg2 or "").lower() in _SQLITE_DENIED_FUNCTIONS:
+            return sqlite3.SQLITE_DENY
+        return sqlite3.SQLITE_OK
 
     def _progress(self) -> int:
         return 1 if self._deadline and time.perf_counter() > self._deadline else 0
@@ -312,7 +364,13 @@ class PostgresDatabase:
         self.schema = schema
         self.read_only = read_only
         self._in_tx = False
-        self.con = psycopg.connect(conninfo, autocommit=True)
+        self.role = ""
+        self.reader = ""  # the role DIA created for reads, when the URL was a superuser's
+        if read_only:
+            self.con, self.role = connect_least_privileged(conninfo, schema)
+            self.reader = self.role if self.role == (os.environ.get("DIA_QUERY_PG_ROLE") or READER_ROLE) else ""
+        else:
+            self.con = psycopg.connect(conninfo, autocommit=True)
 
     def query(self, sql: str, max_rows: int = 200, timeout_s: float = 10.0) -> QueryOutput:
         import psycopg
@@ -360,6 +418,25 @@ class PostgresDatabase:
         self._in_tx = False
         self.con.execute("ROLLBACK")
 
+    @contextmanager
+    def reading_as(self, role: str) -> Iterator[None]:
+        """Inside a modification's transaction, run the next reads as the read-only role
+        (which is granted SELECT on what the statements just created)."""
+        if not role or not self._in_tx:
+            yield
+            return
+        from psycopg import sql
+
+        ident = sql.Identifier(role)
+        self.con.execute(sql.SQL("GRANT SELECT ON ALL TABLES IN SCHEMA {} TO {}").format(
+            sql.Identifier(self.schema), ident))
+        self.con.execute(sql.SQL("SET LOCAL ROLE {}").format(ident))
+        try:
+            yield
+        finally:
+            with contextlib.suppress(Exception):  # an aborted transaction is rolled back anyway
+                self.con.execute("RESET ROLE")
+
     def scratch(self) -> PostgresDatabase:
         """PostgreSQL runs DDL transactionally: the scratch copy is a rolled-back transaction."""
         db = PostgresDatabase(self.conninfo, self.schema, read_only=False)
@@ -374,6 +451,56 @@ class PostgresDatabase:
 
     def close(self) -> None:
         self.con.close()
+
+
+READER_ROLE = "dia_query_reader"
+
+
+def connect_least_privileged(conninfo: str, schema: str = "public") -> tuple[Any, str]:
+    """A connection that can only read the refined schema. A superuser's URL creates and
+    refreshes the agent's own role, then logs in as it; any other URL is used as given, and
+    must already be a SELECT-only role (README, Safety)."""
+    import psycopg
+    from psycopg import sql
+    from psycopg.conninfo import make_conninfo
+
+    role = os.environ.get("DIA_QUERY_PG_ROLE") or READER_ROLE
+    with psycopg.connect(conninfo, autocommit=True) as admin:
+        row = admin.execute(
+            "SELECT rolsuper, current_user FROM pg_roles WHERE rolname = current_user"
+        ).fetchone()
+        superuser, user = row if row else (False, "")
+        if not superuser:
+            return psycopg.connect(conninfo, autocommit=True), str(user)
+        ident = sql.Identifier(role)
+        db = admin.execute("SELECT current_database()").fetchone()[0]  # type: ignore[index]
+        statements = [
+            sql.SQL("ALTER ROLE {} NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION NOBYPASSRLS "
+                    "NOINHERIT").format(ident),
+            sql.SQL("GRANT CONNECT ON DATABASE {} TO {}").format(sql.Identifier(db), ident),
+            sql.SQL("GRANT USAGE ON SCHEMA {} TO {}").format(sql.Identifier(schema), ident),
+            sql.SQL("GRANT SELECT ON ALL TABLES IN SCHEMA {} TO {}").format(sql.Identifier(schema), ident),
+        ]
+        for attempt in range(5):  # concurrent openers may collide on the catalog rows
+            try:
+                if admin.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", (role,)).fetchone() is None:
+                    admin.execute(sql.SQL("CREATE ROLE {} LOGIN").format(ident))
+                for stmt in statements:
+                    admin.execute(stmt)
+                break
+            except psycopg.errors.DatabaseError:
+                if attempt == 4:
+                    raise
+                time.sleep(0.05 * (attempt + 1))
+    try:
+        con = psycopg.connect(make_conninfo(conninfo, user=role, password=""), autocommit=True)
+    except psycopg.OperationalError as err:
+        raise PermissionError(
+            f"could not log in as the agent's read-only role {role!r} ({err}); the warehouse URL "
+            "is a superuser's, which the agent never uses: give it a URL for a role with SELECT "
+            "on the refined schema only"
+        ) from err
+    return con, role
 
 
 def _redact(conninfo: str) -> str:

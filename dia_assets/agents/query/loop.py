@@ -16,6 +16,7 @@ from typing import Any
 
 from dia_assets.agents.query.contract import ContractError, describe_contract, parse_contract
 from dia_assets.agents.query.dialects import Database, QueryOutput, transpile_all
+from dia_assets.agents.query.gate import Gate, privacy_mode, shows_values
 from dia_assets.agents.query.lineage import column_lineage
 from dia_assets.agents.query.llm import ChatFn, ChatReply, ToolCall
 from dia_assets.agents.query.memory import Lesson, QueryMemory
@@ -27,7 +28,7 @@ from dia_assets.agents.query.policies import (
     apply_carryover,
     carryover_prompt,
 )
-from dia_assets.agents.query.safety import SQLRefused, check_sql, clean_sql
+from dia_assets.agents.query.safety import SQLRefused, clean_sql, normalize_name
 from dia_assets.agents.query.schema import SchemaIndex
 from dia_assets.agents.query.tools import (
     AGENT_TOOLS,
@@ -109,7 +110,11 @@ class QueryAgent:
         settings: AgentSettings | None = None,
         ask_user: AskUser | None = None,
         allow_writes: bool = False,
+        privacy: str | None = None,
     ) -> None:
+        self.privacy = privacy_mode(privacy)
+        # without samples the prompt, describe_table and search_schema carry no data value
+        index = index if shows_values(self.privacy) else index.without_values()
         self.db, self.index, self.chat, self.memory = db, index, chat, memory
         self.settings = settings or AgentSettings()
         self.ask_user = ask_user
@@ -133,7 +138,9 @@ class QueryAgent:
         self._started = started
         self._previous = previous
         self._question = question
-        explorer = Explorer(self.db, self.index, self.memory, s.probe_rows, s.timeout_s)
+        self._warnings: list[str] = []
+        self._gate = Gate(self.db, self.index.qualify_schema(), self.privacy)
+        explorer = Explorer(self.db, self.index, self.memory, s.probe_rows, s.timeout_s, gate=self._gate)
         self._explorer = explorer
         self._resubmit = ResubmissionControl(self.db.dialect, s.resubmission_window)
         self._clarify = ForcedClarification(s.clarify_after)
@@ -141,7 +148,7 @@ class QueryAgent:
         tools = tool_specs(AGENT_TOOLS, s.probe_rows, s.timeout_s)
 
         messages = self._opening(question, previous, known_clarifications or [])
-        self._event("start", question=question, question_id=question_id,
+        self._event("start", question=question, question_id=question_id, privacy=self.privacy,
                     prompt_chars=sum(len(m["content"]) for m in messages),
                     linked_tables=self._linked)
         turn = 0
@@ -182,7 +189,11 @@ class QueryAgent:
         self._linked = self.index.link(question, self.settings.link_tables)
         memory = ""
         if self.memory is not None and self.settings.memory_refs:
-            refs = self.memory.recall(question, self.settings.memory_refs)
+            try:
+                refs = self.memory.recall(question, self.settings.memory_refs)
+            except Exception as err:  # memory down: answer without it, say so
+                refs = []
+                self._memory_down("recall", err)
             self._event("recall", query=question, refs=[r.__dict__ for r in refs], auto=True)
             if refs:
                 memory = fill(p["memory_refs"],
@@ -242,10 +253,13 @@ class QueryAgent:
             payload = ex.describe_table(str(args.get("name", "")))
         elif name == "search_schema":
             payload = ex.search_schema(str(args.get("term", "")))
-        elif name == "recall":
-            payload = ex.recall(str(args.get("query", "")))
-        else:  # read_memory
-            payload = ex.read_memory(str(args.get("id", "")))
+        else:  # recall, read_memory: the memory store may be down; the answer goes on without it
+            try:
+                payload = (ex.recall(str(args.get("query", ""))) if name == "recall"
+                           else ex.read_memory(str(args.get("id", ""))))
+            except Exception as err:
+                self._memory_down("recall", err)
+                payload = {"error": "the memory store is unavailable; continue without it"}
         return self._tool(call, payload)
 
     def _tool(self, call: ToolCall, payload: Any, refused: bool = False, **extra: Any) -> str:
@@ -260,6 +274,11 @@ class QueryAgent:
         except ContractError as err:
             return self._tool(call, {"error": str(err)}, refused=True)
         revised = state.contract is not None
+        if revised and contract.kind != state.contract.kind:  # type: ignore[union-attr]
+            # text in the data must never turn a question into a write (or back)
+            return self._tool(call, {"error": (
+                f"the contract's kind is {state.contract.kind} for this run and cannot change "  # type: ignore[union-attr]
+                f"to {contract.kind}; ask a new question for a {contract.kind} task")}, refused=True)
         state.contract = contract
         self._event("contract", contract=contract.model_dump(), revised=revised)
         return self._tool(call, {"accepted": True, "contract": describe_contract(contract)})
@@ -296,24 +315,27 @@ class QueryAgent:
         state.attempts += 1
         if contract.kind == "modification":
             return self._modify(call, sql, contract, state)
-        schema = self.index.qualify_schema()
+        gate = self._gate
         try:
-            checked = check_sql(sql, self.db.dialect, schema, allow_write=False)
+            checked = gate.check(sql)
         except SQLRefused as err:
             return self._fail(call, state, err.signature, {"refused_before_execution": str(err)})
-        try:
-            output = self.db.query(sql, s.result_rows, max(s.timeout_s, 30.0))
+        try:  # the result goes to the user, not the model: shown=False
+            _, output = gate.read(checked, max_rows=s.result_rows, timeout_s=max(s.timeout_s, 30.0), shown=False)
         except Exception as err:
             return self._fail(call, state, f"execution_error:{type(err).__name__}",
-                              {"execution_error": f"{type(err).__name__}: {err}"[:600]})
+                              {"execution_error": gate.error_text(err, 600)})
         assert checked.qualified is not None
-        verification = verify_result(contract, sql, checked.qualified, output, self.db, self.index, s.timeout_s)
+        verification = verify_result(contract, checked.text, checked.qualified, output, self.db, self.index,
+                                     s.timeout_s, gate=gate)
         self._event("verification", attempt=state.attempts, sql=sql, passed=verification.passed,
                     checks=[c.model_dump() for c in verification.checks])
         if not verification.passed:
+            result: dict[str, Any] = {"columns": output.columns, "row_count": output.row_count}
+            if shows_values(self.privacy):
+                result["first_rows"] = [list(r) for r in output.rows[:5]]
             return self._fail(call, state, signature(verification), {
-                "result": {"columns": output.columns, "row_count": output.row_count,
-                           "first_rows": [list(r) for r in output.rows[:5]]},
+                "result": result,
                 "verification_failed": [f"{c.name}: {c.detail}" for c in verification.failed()],
             }, verification=verification)
         state.sql, state.output, state.verification = sql, output, verification
@@ -324,16 +346,21 @@ class QueryAgent:
                                  "checks": [c.name for c in verification.checks]})
 
     def _modify(self, call: ToolCall, sql: str, contract: OutputContract, state: _State) -> str:
-        schema = self.index.qualify_schema()
         try:
-            checked = check_sql(sql, self.db.dialect, schema, allow_write=True)
+            checked = self._gate.check(sql, write=True)
         except SQLRefused as err:
             return self._fail(call, state, err.signature, {"refused_before_execution": str(err)})
         if not checked.is_write:
             return self._fail(call, state, "not_a_modification",
                               {"error": "this is a modification task: submit the DDL/DML statement itself"})
+        undeclared = checked.written_tables - {normalize_name(t) for t in contract.targets}
+        if undeclared:
+            return self._fail(call, state, "undeclared_target", {"refused_before_execution": (
+                f"the statement writes {', '.join(sorted(undeclared))}, which the contract does not "
+                f"declare (targets: {', '.join(contract.targets)})")})
         assert contract.post_condition_sql
-        outcome = run_modification(self.db, [sql], contract.post_condition_sql, self.allow_writes, max(self.settings.timeout_s, 30.0))
+        outcome = run_modification(self._gate, [checked], contract.post_condition_sql, self.allow_writes,
+                                   max(self.settings.timeout_s, 30.0))
         state.modification = outcome
         checks = [
             Check(name="post_condition", passed=outcome.scratch_passed, detail=outcome.detail),
@@ -370,8 +397,25 @@ class QueryAgent:
 
     # -- after the answer: outcomes, reflection, preference lessons -------------------------
 
+    def _memory_down(self, step: str, err: BaseException) -> None:
+        """A memory outage costs the lesson, never the answer (issue 11)."""
+        what = "memory not consulted" if step == "recall" else "lesson not recorded"
+        warning = f"{what}: the memory store is unavailable ({type(err).__name__}: {err})"[:300]
+        if any(w.startswith(what) for w in self._warnings):
+            return
+        self._warnings.append(warning)
+        self._event("memory_unavailable", step=step, warning=warning)
+
     def _after(self, question: str, state: _State, messages: list[dict[str, Any]]) -> list[str]:
         written: list[str] = []
+        try:
+            self._after_memory(question, state, messages, written)
+        except Exception as err:  # the verified answer stands; the lesson waits for next time
+            self._memory_down("reflection", err)
+        return written
+
+    def _after_memory(self, question: str, state: _State, messages: list[dict[str, Any]],
+                      written: list[str]) -> list[str]:
         if self.memory is None:
             return written
         for item_id, (usable, _detail, _title) in self._explorer.memory_checked.items():
@@ -414,6 +458,7 @@ class QueryAgent:
         assert self.memory is not None
         failures = "\n".join(data_text(f) for f in self._failure_notes) or "none"
         convo = [*messages, {"role": "user", "content": fill(prompts()["reflect"], failures=failures)}]
+        self._event("reflection_prompt", content=convo[-1]["content"])  # the trace shows all that was sent
         written: list[str] = []
         try:
             reply = self._call(convo, tool_specs(("write_lesson",)), turn=0)
@@ -467,6 +512,7 @@ class QueryAgent:
             lessons_written=lessons, clarifications=state.clarifications,
             modification=state.modification, tokens=self._usage,
             latency_s=round(total, 4), overhead_s=round(total - self._model_s, 4),
+            privacy=self.privacy, warnings=list(self._warnings),
         )
         trace = {
             "version": 1, "question_id": question_id, "question": question,
@@ -476,6 +522,7 @@ class QueryAgent:
             "sql": state.sql, "verification": state.verification.model_dump(),
             "events": self._events, "messages": jsonable(messages),
             "usage": self._usage.model_dump(), "latency_s": result.latency_s,
+            "privacy": self.privacy, "warnings": self._warnings,
             "overhead_s": result.overhead_s,
         }
         return AgentRun(result=result, output=out, trace=trace)

@@ -1,26 +1,40 @@
 """Modification tasks (DDL/DML): run in a transaction on a scratch copy, check the declared
 post-condition, and apply to the real warehouse only when it holds and the caller allowed
-writes. On PostgreSQL the scratch copy is a transaction that is rolled back."""
+writes. On PostgreSQL the scratch copy is a transaction that is rolled back.
+
+What runs is exactly what the gate checked: the declared statements (regenerated from their
+checked trees) and a post-condition that passes the same gate as a probe, as a read-only
+SELECT against the tables the statements left behind. A post-condition never writes, and
+it never runs on the live warehouse unless writes were allowed and it held on the copy."""
 
 from __future__ import annotations
 
 import contextlib
 from typing import Any
 
-from dia_assets.agents.query.dialects import Database
+from dia_assets.agents.query.gate import Gate, schema_of
 from dia_assets.agents.query.memory import probe_confirms
+from dia_assets.agents.query.safety import CheckedSQL, SQLRefused
 from dia_assets.contracts.query_result import ModificationOutcome
 
 
-def _run(db: Any, statements: list[str], post_condition_sql: str, timeout_s: float) -> tuple[bool, str]:
+def _run(gate: Gate, db: Any, statements: list[CheckedSQL], post_condition_sql: str,
+         timeout_s: float) -> tuple[bool, str]:
     """Statements then post-condition, inside one transaction on `db`; returns (holds, detail)."""
     db.begin()
     try:
-        db.execute_script(statements)
-        rows = db.query(post_condition_sql, 1, timeout_s).rows
+        db.execute_script([c.text for c in statements])
+        schema = schema_of(db)
+        reader = getattr(gate.db, "reader", "")  # PostgreSQL: read as the SELECT-only role
+        with db.reading_as(reader) if reader else contextlib.nullcontext():
+            _, out = gate.read(post_condition_sql, max_rows=1, timeout_s=timeout_s, db=db, schema=schema)
+        rows = out.rows
+    except SQLRefused as err:
+        _rollback(db)
+        return False, f"post-condition refused: {err}"[:500]
     except Exception as err:
         _rollback(db)
-        return False, f"{type(err).__name__}: {err}"[:500]
+        return False, gate.error_text(err)
     holds = probe_confirms(rows)
     first = repr(rows[0][0]) if rows and rows[0] else "no rows"
     return holds, f"post-condition {'holds' if holds else 'fails'} (first value {first})"
@@ -32,13 +46,15 @@ def _rollback(db: Any) -> None:
 
 
 def run_modification(
-    db: Database, statements: list[str], post_condition_sql: str, allow_writes: bool,
+    gate: Gate, statements: list[CheckedSQL], post_condition_sql: str, allow_writes: bool,
     timeout_s: float = 30.0,
 ) -> ModificationOutcome:
-    outcome = ModificationOutcome(statements=statements, post_condition_sql=post_condition_sql)
+    """`statements` were checked by `gate` as writes; only they are ever applied."""
+    db = gate.db
+    outcome = ModificationOutcome(statements=[c.text for c in statements], post_condition_sql=post_condition_sql)
     scratch: Any = db.scratch()
     try:
-        holds, detail = _run(scratch, statements, post_condition_sql, timeout_s)
+        holds, detail = _run(gate, scratch, statements, post_condition_sql, timeout_s)
         _rollback(scratch)  # the scratch copy is thrown away either way
     finally:
         scratch.close()
@@ -56,7 +72,7 @@ def run_modification(
         outcome.detail = f"scratch copy: {detail}; not applied: the warehouse cannot be opened for writing ({err})"
         return outcome
     try:
-        holds, live_detail = _run(live, statements, post_condition_sql, timeout_s)
+        holds, live_detail = _run(gate, live, statements, post_condition_sql, timeout_s)
         if holds:
             live.commit()
             outcome.applied = True

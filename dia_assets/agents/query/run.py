@@ -184,6 +184,7 @@ def render_answer(result: QueryResult) -> str:
     lines = [f"# {result.question}", "", f"- status: **{result.status}**"]
     if result.message:
         lines.append(f"- {result.message}")
+    lines += [f"- warning: {w}" for w in result.warnings]
     if result.status == "no_model":
         return "\n".join(lines) + "\n"
     lines += [f"- dialect: {result.dialect}; attempts: {result.attempts}; rows: {result.row_count}",

@@ -153,6 +153,19 @@ class SchemaIndex:
                     add(value, 1.5)
             self._terms[name] = weights
 
+    def without_values(self) -> SchemaIndex:
+        """A copy with no sampled data values (privacy modes): names, types, keys, row counts."""
+        import copy
+
+        tables = {}
+        for name, info in self.tables.items():
+            clone = copy.copy(info)
+            clone.columns = [ColumnInfo(c.name, c.type, c.description) for c in info.columns]
+            tables[name] = clone
+        index = SchemaIndex(self.dialect, tables)
+        index._build_terms()
+        return index
+
     # -- queries --------------------------------------------------------------------------
 
     def qualify_schema(self) -> dict[str, dict[str, str]]:

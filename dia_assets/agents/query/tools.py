@@ -17,8 +17,9 @@ import yaml
 
 from dia_assets.agents.jsonable import jsonable
 from dia_assets.agents.query.dialects import Database, QueryOutput
+from dia_assets.agents.query.gate import Gate, privacy_mode
 from dia_assets.agents.query.memory import QueryMemory
-from dia_assets.agents.query.safety import SQLRefused, check_sql, clean_sql
+from dia_assets.agents.query.safety import SQLRefused
 from dia_assets.agents.query.schema import SchemaIndex
 
 PROMPTS = Path(__file__).resolve().parents[2] / "prompts" / "query_agent.yaml"
@@ -122,30 +123,29 @@ def table_payload(output: QueryOutput, limit: int = 20) -> dict[str, Any]:
 
 
 class Explorer:
-    """The read-only exploration tools over one warehouse, schema index and memory."""
+    """The read-only exploration tools over one warehouse, schema index and memory. Every
+    statement goes through the gate."""
 
     def __init__(self, db: Database, index: SchemaIndex, memory: QueryMemory | None,
-                 max_rows: int = 50, timeout_s: float = 10.0) -> None:
+                 max_rows: int = 50, timeout_s: float = 10.0, gate: Gate | None = None) -> None:
         self.db, self.index, self.memory = db, index, memory
         self.max_rows, self.timeout_s = max_rows, timeout_s
+        self.gate = gate or Gate(db, index.qualify_schema(), privacy_mode())
         self.memory_checked: dict[str, tuple[bool, str, str]] = {}  # id -> (usable, detail, title)
 
     def probe(self, sql: str) -> dict[str, Any]:
-        sql = clean_sql(sql)
         try:
-            check_sql(sql, self.db.dialect, self.index.qualify_schema())
+            checked = self.gate.check(sql)
+            _, out = self.gate.read(checked, max_rows=self.max_rows, timeout_s=self.timeout_s)
         except SQLRefused as err:
             return {"error": str(err), "refused": True}
-        try:
-            out = self.db.query(sql, self.max_rows, self.timeout_s)
         except Exception as err:
-            return {"error": f"{type(err).__name__}: {err}"[:500]}
+            return {"error": self.gate.error_text(err)}
         return table_payload(out, self.max_rows)
 
     def probe_rows(self, sql: str) -> list[tuple[Any, ...]]:
-        """For memory probes: the same checks, raising on refusal."""
-        check_sql(sql, self.db.dialect, self.index.qualify_schema())
-        return self.db.query(sql, 5, self.timeout_s).rows
+        """For memory probes: the same gate, raising on refusal."""
+        return list(self.gate.rows(sql, 5, self.timeout_s))
 
     def describe_table(self, name: str) -> dict[str, Any]:
         info = self.index.describe(name)

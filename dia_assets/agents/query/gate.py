@@ -1,0 +1,193 @@
+"""The one door for SQL the model influences (DESIGN §8).
+
+Probes, submissions, post-conditions, verification probes and memory probes all run
+through a `Gate`: the static allow-list check (`safety.check_sql`), then the privacy rule
+for anything whose result goes back to the model, then execution of the *regenerated*
+statement on the warehouse's least-privileged connection (`dialects.py`). Nothing that
+executes model-influenced SQL should call `Database.query` directly.
+
+Privacy (`DIA_PRIVACY`):
+
+- `samples` (default): results and sampled values may reach the model.
+- `aggregates`: no row-level value: a result shown to the model has only aggregate
+  statistics (COUNT, SUM, AVG, STDDEV, ...) in its projection; MIN, MAX, string/list
+  aggregates and bare columns are refused, as are text and date values in the result.
+- `schema-only`: no data value at all: only counts (COUNT, COUNT DISTINCT, COUNT_IF and
+  expressions over them, such as `COUNT(*) > 0`). Prompts carry names, types and row counts.
+
+Counts and aggregates computed under a filter the model chose can still narrow down a
+value by repeated questions; the modes stop raw values from being shown, they do not make
+the data anonymous.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any
+
+from sqlglot import exp
+
+from dia_assets.agents.query.dialects import Database, QueryOutput
+from dia_assets.agents.query.safety import CheckedSQL, SQLRefused, check_sql, clean_sql
+
+PRIVACY_MODES = ("schema-only", "aggregates", "samples")
+COUNTS: tuple[type[exp.Expression], ...] = (exp.Count, exp.CountIf, exp.ApproxDistinct)
+STATISTICS: tuple[type[exp.Expression], ...] = (
+    *COUNTS, exp.Sum, exp.Avg, exp.Stddev, exp.StddevPop, exp.StddevSamp, exp.Variance,
+    exp.VariancePop, exp.Corr, exp.CovarPop, exp.CovarSamp,
+)
+
+
+def privacy_mode(value: str | None = None) -> str:
+    """The privacy mode: the argument, else DIA_PRIVACY, else `samples`."""
+    text = (value or os.environ.get("DIA_PRIVACY") or "samples").strip().lower().replace("_", "-")
+    if text == "schema":
+        text = "schema-only"
+    if text not in PRIVACY_MODES:
+        raise ValueError(f"DIA_PRIVACY must be one of {', '.join(PRIVACY_MODES)} (got {text!r})")
+    return text
+
+
+def shows_values(mode: str) -> bool:
+    """Whether data values (samples, rows) may be sent to a model in this mode."""
+    return mode == "samples"
+
+
+def redact(text: str, mode: str) -> str:
+    """Quoted text in an engine message may be a data value (`could not convert 'Ana'`)."""
+    if shows_values(mode):
+        return text
+    return re.sub(r"'(?:[^']|'')*'|\"(?:[^\"]|\"\")*\"", "'…'", text)
+
+
+def _outer_selects(tree: exp.Expression) -> list[exp.Select]:
+    if isinstance(tree, exp.SetOperation):
+        return _outer_selects(tree.left) + _outer_selects(tree.right)
+    if isinstance(tree, exp.Subquery):
+        return _outer_selects(tree.this)
+    return [tree] if isinstance(tree, exp.Select) else []
+
+
+def _value_free(node: exp.Expression, allowed: tuple[type[exp.Expression], ...], mode: str) -> None:
+    if isinstance(node, (exp.Window, exp.Filter)):
+        _value_free(node.this, allowed, mode)  # partitions and FILTER only shape the aggregate
+        return
+    if isinstance(node, allowed):
+        return  # the columns inside are aggregated
+    if isinstance(node, exp.AggFunc):
+        raise SQLRefused(
+            f"privacy mode {mode}: {node.sql()[:60]} returns values from the data; "
+            f"only {'counts' if mode == 'schema-only' else 'aggregate statistics (COUNT, SUM, AVG, ...)'} may be shown",
+            "privacy",
+        )
+    if isinstance(node, (exp.Column, exp.Star)):
+        raise SQLRefused(
+            f"privacy mode {mode}: column {node.sql()[:60]} would show row-level values; "
+            f"return only {'counts' if mode == 'schema-only' else 'aggregates'}",
+            "privacy",
+        )
+    if isinstance(node, (exp.Select, exp.SetOperation, exp.Subquery)):
+        for select in _outer_selects(node):
+            for projection in select.expressions:
+                _value_free(projection, allowed, mode)
+        return
+    for child in node.iter_expressions():
+        _value_free(child, allowed, mode)
+
+
+def check_privacy(tree: exp.Expression, mode: str) -> None:
+    """Refuse a statement whose result, shown to the model, would carry data values."""
+    if shows_values(mode):
+        return
+    allowed = COUNTS if mode == "schema-only" else STATISTICS
+    selects = _outer_selects(tree)
+    if not selects:
+        raise SQLRefused(f"privacy mode {mode}: only SELECT results can be checked", "privacy")
+    for select in selects:
+        for projection in select.expressions:
+            _value_free(projection, allowed, mode)
+
+
+def check_result_privacy(output: QueryOutput, mode: str) -> None:
+    """The second look: whatever the SQL, no text, date or binary value is shown."""
+    if shows_values(mode):
+        return
+    for row in output.rows:
+        for value in row:
+            if value is None or isinstance(value, (bool, int, float, Decimal)):
+                continue
+            kind = "text" if isinstance(value, str) else "date" if isinstance(value, (dt.date, dt.time)) else type(value).__name__
+            raise SQLRefused(f"privacy mode {mode}: the result carries a {kind} value; "
+                             "return only numbers (counts or aggregates)", "privacy")
+
+
+@dataclass
+class Gate:
+    """Check, privacy, then execution on the least-privileged connection."""
+
+    db: Database
+    schema: dict[str, dict[str, str]]
+    privacy: str = "samples"
+
+    @property
+    def dialect(self) -> str:
+        return self.db.dialect
+
+    def check(self, sql: str, *, write: bool = False,
+              schema: dict[str, dict[str, str]] | None = None) -> CheckedSQL:
+        """The static check alone (raises SQLRefused)."""
+        return check_sql(clean_sql(sql), self.db.dialect, self.schema if schema is None else schema,
+                         allow_write=write)
+
+    def read(
+        self, sql: str | CheckedSQL, *, max_rows: int, timeout_s: float, shown: bool = True,
+        db: Any = None, schema: dict[str, dict[str, str]] | None = None,
+    ) -> tuple[CheckedSQL, QueryOutput]:
+        """Run a read-only statement; `shown` results must respect the privacy mode."""
+        checked = sql if isinstance(sql, CheckedSQL) else self.check(sql, schema=schema)
+        if checked.is_write:
+            raise SQLRefused("only a read-only SELECT may run here", "write_refused")
+        if shown:
+            check_privacy(checked.qualified if checked.qualified is not None else checked.tree, self.privacy)
+        output = (db or self.db).query(checked.text, max_rows, timeout_s)
+        if shown:
+            check_result_privacy(output, self.privacy)
+        return checked, output
+
+    def rows(self, sql: str, max_rows: int = 5, timeout_s: float = 10.0) -> Sequence[Sequence[Any]]:
+        """A memory probe: the same gate, raising on refusal (a refusal refutes the lesson)."""
+        return self.read(sql, max_rows=max_rows, timeout_s=timeout_s)[1].rows
+
+    probe = rows
+
+    def as_database(self) -> GatedDatabase:
+        """The warehouse as verification sees it: every probe through this gate."""
+        return GatedDatabase(self)
+
+    def error_text(self, err: BaseException, limit: int = 500) -> str:
+        """An engine error for the model, without data values in privacy modes."""
+        return redact(f"{type(err).__name__}: {err}", self.privacy)[:limit]
+
+
+class GatedDatabase:
+    """`Database.query` for checks built from model SQL (verification probes): gated, and
+    results not shown to the model as rows."""
+
+    def __init__(self, gate: Gate) -> None:
+        self.gate = gate
+        self.dialect = gate.db.dialect
+        self.location = gate.db.location
+        self.show_values = shows_values(gate.privacy)
+
+    def query(self, sql: str, max_rows: int = 200, timeout_s: float = 10.0) -> QueryOutput:
+        return self.gate.read(sql, max_rows=max_rows, timeout_s=timeout_s, shown=False)[1]
+
+
+def schema_of(db: Database) -> dict[str, dict[str, str]]:
+    """{table: {column: type}} of a connection's refined tables (lower case), for the gate."""
+    return {t.name.lower(): {c.name.lower(): c.type for c in t.columns} for t in db.tables()}
