@@ -69,8 +69,11 @@ def build(
     data_dir: Annotated[Path, typer.Argument(help="Folder of raw files.")],
     warehouse: Annotated[str | None, typer.Option(help="DuckDB file or postgresql:// URL.")] = None,
     overrides: Annotated[Path | None, typer.Option(help="Seed review/interpretation_overrides.yaml from this file if absent.")] = None,
+    replace_anyway: Annotated[bool, typer.Option(help="Install the new warehouse even when it is not accepted.")] = False,
 ) -> None:
-    """Interpret DATA_DIR, plan the schema, load the warehouse, validate it; print the report."""
+    """Interpret DATA_DIR, plan the schema, load the warehouse, validate it; print the report.
+
+    The new warehouse replaces the old one only when it is accepted (or with --replace-anyway)."""
     from dia_assets.agents.schema_creator.build import build as build_warehouse
     from dia_assets.agents.schema_creator.build import summary
 
@@ -78,7 +81,8 @@ def build(
         _echo(f"error: {data_dir} is not a folder")
         raise typer.Exit(2)
     workspace = workspace_root()
-    report = build_warehouse(data_dir, workspace, warehouse=warehouse, overrides_seed=overrides)
+    report = build_warehouse(data_dir, workspace, warehouse=warehouse, overrides_seed=overrides,
+                             replace_anyway=replace_anyway)
     typer.echo(summary(report))
     typer.echo(f"report: {workspace / 'validation' / 'report.md'}")
     raise typer.Exit(0 if report.accepted else 1)

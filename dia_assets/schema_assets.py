@@ -12,6 +12,8 @@ from dagster import (
     AssetExecutionContext,
     AssetKey,
     AutomationCondition,
+    Config,
+    Failure,
     MaterializeResult,
     MetadataValue,
     TableColumn,
@@ -93,19 +95,32 @@ def warehouse_metadata(manifest: Manifest, counts: dict[str, int]) -> dict:
     return meta
 
 
+class WarehouseConfig(Config):
+    replace_anyway: bool = False  # install a build that is not accepted
+
+
 @asset(deps=[schema_manifest], group_name=GROUP, kinds={"duckdb"})
-def warehouse(context: AssetExecutionContext, workspace: WorkspaceResource, duckdb: DuckDBResource) -> MaterializeResult:
-    """Load staging, refined and reject tables; atomic (build beside, then swap)."""
+def warehouse(context: AssetExecutionContext, config: WarehouseConfig, workspace: WorkspaceResource,
+              duckdb: DuckDBResource) -> MaterializeResult:
+    """Load staging, refined and reject tables beside the warehouse, validate, then swap in.
+    A build that is not accepted keeps the previous warehouse and fails this step."""
     manifest = _manifest(workspace)
-    loaded = sc.load_warehouse(manifest, warehouse_target(duckdb))
-    load_path = workspace.path("schema", "load_result.json")
-    load_path.write_text(loaded.to_json(), encoding="utf-8")
-    counts = {name: t.refined for name, t in loaded.tables.items()}
+    interp_path = workspace.path("interpretation.json")
     # The report is written here too, so a load that fails a blocking check (and so never
     # reaches `validation_report`) still leaves the expert a report saying why.
-    interp_path = workspace.path("interpretation.json")
-    report = sc.validate_warehouse(manifest, warehouse_target(duckdb), workspace.root_path,
-                                   Interpretation.read(interp_path) if interp_path.exists() else None)
+    loaded, report = sc.load_and_validate(
+        manifest, warehouse_target(duckdb), workspace.root_path,
+        Interpretation.read(interp_path) if interp_path.exists() else None,
+        replace_anyway=config.replace_anyway)
+    load_path = workspace.path("schema", "load_result.json")
+    load_path.write_text(loaded.to_json(), encoding="utf-8")
+    if not report.installed:
+        raise Failure(
+            description=f"the new build is not accepted, so the previous warehouse stays in place; "
+            f"the build is kept at {report.rejected_build}. {sc.summary(report)}",
+            metadata={"report": MetadataValue.path(str(workspace.path("validation", "report.md")))},
+        )
+    counts = {name: t.refined for name, t in loaded.tables.items()}
     return MaterializeResult(metadata={
         "accepted": report.accepted,
         "dagster/row_count": sum(counts.values()),
@@ -174,11 +189,8 @@ def validation_report(context: AssetExecutionContext, workspace: WorkspaceResour
     manifest = _manifest(workspace)
     interp_path = workspace.path("interpretation.json")
     interp = Interpretation.read(interp_path) if interp_path.exists() else None
-    with _target(duckdb) as t:
-        report = v.validate(t, manifest, interp)
-    report.write(workspace.path("validation", "report.json"))
+    report = sc.validate_warehouse(manifest, warehouse_target(duckdb), workspace.root_path, interp)
     md = v.render_markdown(report)
-    workspace.path("validation", "report.md").write_text(md, encoding="utf-8")
     return MaterializeResult(metadata={
         "accepted": report.accepted,
         "axes": MetadataValue.json({k: a.model_dump() for k, a in report.axes.items()}),

@@ -28,3 +28,12 @@ def is_postgres(target: str | Path | None) -> bool:
     """A PostgreSQL URL (`postgresql://...`) or keyword conninfo (`host=... dbname=...`)."""
     text = str(target or "")
     return text.startswith(("postgresql://", "postgres://")) or bool(re.match(r"^\s*\w+=", text))
+
+
+# Temporary folders of the interpreter and the loader carry their owner's pid, so the next
+# build can remove what a killed one left (schema_creator/swap.clean_leftovers).
+TEMP_KINDS = ("dia-load-", "dia-interpret-", "dia-pg-")
+
+
+def temp_prefix(kind: str) -> str:
+    return f"{kind}{os.getpid()}-"

@@ -80,6 +80,10 @@ class ValidationReport(Artifact):
     warehouse: str
     dialect: str = "duckdb"
     accepted: bool = False
+    installed: bool = Field(True, description="The build this report describes is the warehouse in place. "
+                            "False: it was not accepted and the previous warehouse was kept.")
+    rejected_build: str | None = Field(None, description="Where a build that was not installed was kept.")
+    warehouse_hash: str | None = Field(None, description="blake2b of the DuckDB file this report describes.")
     row_counts: list[TableRowCounts] = []
     column_coverage: list[ColumnCoverage] = []
     key_validity: list[KeyResult] = []

@@ -33,6 +33,7 @@ from dia_assets.agents.interpreter.csv_prepare import NotText, final_names, prep
 from dia_assets.agents.interpreter.discover import TextScan
 from dia_assets.agents.interpreter.naming import quote_ident, snake_case, unique_names
 from dia_assets.agents.interpreter.parse_checks import confidence, reading_issues, verify_counts
+from dia_assets.agents.locations import temp_prefix
 from dia_assets.agents.value_parsing import sql_str
 from dia_assets.contracts.interpretation import DeclaredTable, ParseInfo, QualityIssue, SourceRef
 
@@ -658,4 +659,4 @@ def read_source(
 
 
 def scratch_dir() -> tempfile.TemporaryDirectory[str]:
-    return tempfile.TemporaryDirectory(prefix="dia-interpret-")
+    return tempfile.TemporaryDirectory(prefix=temp_prefix("dia-interpret-"))

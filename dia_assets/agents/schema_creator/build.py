@@ -14,8 +14,10 @@ from dia_assets.agents.schema_creator.lineage import manifest_lineage
 from dia_assets.agents.schema_creator.load import LoadResult, StepHook, load_duckdb
 from dia_assets.agents.schema_creator.overrides import load_overrides, write_template
 from dia_assets.agents.schema_creator.plan import plan_manifest
+from dia_assets.agents.schema_creator.swap import content_hash
 from dia_assets.agents.schema_creator.target import Target
 from dia_assets.agents.schema_creator.validate import render_markdown, validate
+from dia_assets.contracts.artifact import write_atomic
 from dia_assets.contracts.interpretation import Interpretation
 from dia_assets.contracts.manifest import Manifest
 from dia_assets.contracts.report import ValidationReport
@@ -75,14 +77,56 @@ def load_warehouse(manifest: Manifest, warehouse: str, hook: StepHook | None = N
     return load_duckdb(manifest, manifest.data_dir, warehouse, hook)
 
 
+def load_and_validate(
+    manifest: Manifest, warehouse: str, workspace: str | Path, interp: Interpretation | None = None,
+    hook: StepHook | None = None, replace_anyway: bool = False,
+) -> tuple[LoadResult, ValidationReport]:
+    """Load, validating the new DuckDB file *before* it replaces the old one: a build that is
+    not accepted keeps the previous warehouse unless `replace_anyway`. The report says which
+    file it describes (path, content hash, installed or not)."""
+    if is_postgres(warehouse):
+        loaded = load_warehouse(manifest, warehouse, hook)
+        with Target(warehouse) as target:
+            report = validate(target, manifest, interp)
+    else:
+        reports: list[ValidationReport] = []
+
+        def accept(built: Path) -> bool:
+            with Target(built) as target:
+                reports.append(validate(target, manifest, interp))
+            return reports[-1].accepted
+
+        loaded = load_duckdb(manifest, manifest.data_dir, warehouse, hook, accept, replace_anyway)
+        report = reports[-1]
+        report.warehouse = loaded.warehouse
+    report.installed, report.rejected_build = loaded.installed, loaded.rejected_build
+    report.warehouse_hash = loaded.content_hash
+    write_report(report, workspace)
+    return loaded, report
+
+
 def validate_warehouse(manifest: Manifest, warehouse: str, workspace: str | Path,
                        interp: Interpretation | None = None) -> ValidationReport:
+    """Validate the warehouse in place (the Dagster checks and `validation_report`)."""
     with Target(warehouse) as target:
         report = validate(target, manifest, interp)
+    if not is_postgres(warehouse):
+        report.warehouse_hash = content_hash(Path(warehouse))
+    write_report(report, workspace)
+    return report
+
+
+def write_report(report: ValidationReport, workspace: str | Path) -> None:
     out = Path(workspace) / "validation"
     report.write(out / "report.json")
-    (out / "report.md").write_text(render_markdown(report), encoding="utf-8")
-    return report
+    write_atomic(out / "report.md", render_markdown(report))
+
+
+def report_describes(report: ValidationReport, warehouse: str | Path) -> bool:
+    """Whether a report was made for the DuckDB file now at `warehouse` (a kill between the
+    swap and the report write leaves an older report beside a newer file)."""
+    path = Path(warehouse)
+    return report.installed and path.exists() and report.warehouse_hash == content_hash(path)
 
 
 @dataclass
@@ -95,7 +139,7 @@ class BuildResult:
 
 def run(data_dir: str | Path, workspace: str | Path, warehouse: str | None = None,
         interpretation: Interpretation | None = None, overrides_seed: str | Path | None = None,
-        hook: StepHook | None = None) -> BuildResult:
+        hook: StepHook | None = None, replace_anyway: bool = False) -> BuildResult:
     ws = Path(workspace).resolve()
     ws.mkdir(parents=True, exist_ok=True)
     interp = interpretation
@@ -107,21 +151,23 @@ def run(data_dir: str | Path, workspace: str | Path, warehouse: str | None = Non
     target = warehouse or default_warehouse(ws)
     dialect = "postgres" if is_postgres(target) else "duckdb"
     manifest, paths = write_plan(interp, ws, dialect, overrides_seed)
-    loaded = load_warehouse(manifest, target, hook)
-    report = validate_warehouse(manifest, target, ws, interp)
+    loaded, report = load_and_validate(manifest, target, ws, interp, hook, replace_anyway)
     paths["report"] = ws / "validation" / "report.json"
     paths["report_md"] = ws / "validation" / "report.md"
     return BuildResult(manifest=manifest, load=loaded, report=report, paths=paths)
 
 
 def build(data_dir: str | Path, workspace: str | Path, warehouse: str | None = None,
-          overrides_seed: str | Path | None = None) -> ValidationReport:
+          overrides_seed: str | Path | None = None, replace_anyway: bool = False) -> ValidationReport:
     """Interpret, plan, load and validate; the entry point for `dia build`."""
-    return run(data_dir, workspace, warehouse, overrides_seed=overrides_seed).report
+    return run(data_dir, workspace, warehouse, overrides_seed=overrides_seed, replace_anyway=replace_anyway).report
 
 
 def summary(report: ValidationReport) -> str:
     lines = [f"accepted: {str(report.accepted).lower()}  ({report.warehouse})"]
+    if not report.installed:
+        lines.append(f"  NOT INSTALLED: the previous warehouse is still in place; this build is kept at "
+                     f"{report.rejected_build} (use --replace-anyway to install it regardless)")
     for name, axis in report.axes.items():
         lines.append(f"  {'PASS' if axis.passed else 'FAIL'} {name}: {axis.summary}")
     nulled = {r.table: r.values_nulled for r in report.load_integrity}

@@ -21,11 +21,13 @@ import duckdb
 from dia_assets.agents.interpreter.discover import unsafe_reason
 from dia_assets.agents.interpreter.naming import quote_ident as q
 from dia_assets.agents.interpreter.readers import LoadedSource, bad_json_lines, read_source
-from dia_assets.agents.schema_creator import sqlgen
+from dia_assets.agents.locations import temp_prefix
+from dia_assets.agents.schema_creator import sqlgen, swap
 from dia_assets.agents.value_parsing import sql_str
 from dia_assets.contracts.manifest import Manifest, ManifestTable
 
 StepHook = Callable[[str], None]
+Check = Callable[[Path], bool]  # validates a built file; True when it may replace the target
 
 
 class SourceMissingError(FileNotFoundError):
@@ -57,6 +59,9 @@ class LoadResult:
     loaded_at: str
     tables: dict[str, TableLoad] = field(default_factory=dict)
     applied_ddl: list[str] = field(default_factory=list)
+    installed: bool = True
+    rejected_build: str | None = None  # where a build that was not installed was kept
+    content_hash: str | None = None  # of the DuckDB file this load produced
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), indent=2)
@@ -76,14 +81,20 @@ def check_sources(manifest: Manifest, data_dir: str | Path) -> None:
 
 
 def load_duckdb(
-    manifest: Manifest, data_dir: str | Path, target: str | Path, hook: StepHook | None = None
+    manifest: Manifest, data_dir: str | Path, target: str | Path, hook: StepHook | None = None,
+    check: Check | None = None, replace_anyway: bool = False,
 ) -> LoadResult:
-    """Build the warehouse beside `target`, then swap it in. A failure leaves `target` as it was."""
+    """Build the warehouse beside `target`, check it, then swap it in.
+
+    A failure leaves `target` as it was. A build that `check` does not accept replaces an
+    existing warehouse only with `replace_anyway`; otherwise it is kept beside the target
+    (`<stem>-rejected.duckdb`) for inspection and the previous warehouse stays in place."""
     target = Path(target).resolve()
     target.parent.mkdir(parents=True, exist_ok=True)
     check_sources(manifest, data_dir)
-    building = target.with_name(f"{target.stem}-building-{os.getpid()}.duckdb")
-    _remove(building)
+    swap.clean_leftovers(target)
+    building = swap.building_path(target)
+    swap.remove_database(building)
     try:
         con = duckdb.connect(str(building))
         try:
@@ -91,20 +102,26 @@ def load_duckdb(
             _run(con, "CHECKPOINT")
         finally:
             con.close()
+        swap.check_opens(building)
+        accepted = check(building) if check else True
         if hook:
             hook("swap")
-        os.replace(building, target)
+        final = target
+        if accepted or replace_anyway or not target.exists():
+            swap.install(building, target)
+            if hook:
+                hook("installed")
+        else:
+            final = swap.rejected_path(target)
+            swap.remove_database(final)
+            os.replace(building, final)
+            result.installed, result.rejected_build = False, str(final)
     except BaseException:
-        _remove(building)
+        swap.remove_database(building)
         raise
     result.warehouse = str(target)
+    result.content_hash = swap.content_hash(final)
     return result
-
-
-def _remove(path: Path) -> None:
-    for p in (path, path.with_name(path.name + ".wal")):
-        if p.exists():
-            p.unlink()
 
 
 def build_into(
@@ -117,7 +134,7 @@ def build_into(
     _run(con, "SET TimeZone = 'UTC'")
     home = _run(con, "SELECT current_database()")[0][0]
     _run(con, "ATTACH ':memory:' AS scratch")
-    with tempfile.TemporaryDirectory(prefix="dia-load-") as tmp:
+    with tempfile.TemporaryDirectory(prefix=temp_prefix("dia-load-")) as tmp:
         readers = _read_sources(con, manifest, Path(data_dir), Path(tmp), home)
         _run(con, "CREATE SCHEMA IF NOT EXISTS staging")
         _run(con, "CREATE SCHEMA IF NOT EXISTS rejects")

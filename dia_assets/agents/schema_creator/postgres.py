@@ -10,6 +10,7 @@ from pathlib import Path
 import duckdb
 
 from dia_assets.agents.interpreter.naming import quote_ident as q
+from dia_assets.agents.locations import temp_prefix
 from dia_assets.agents.schema_creator import sqlgen
 from dia_assets.agents.schema_creator.load import LoadResult, StepHook, build_into
 from dia_assets.contracts.manifest import Manifest, ManifestTable
@@ -55,7 +56,7 @@ def load_postgres(
 ) -> LoadResult:
     import psycopg
 
-    with tempfile.TemporaryDirectory(prefix="dia-pg-") as tmp:
+    with tempfile.TemporaryDirectory(prefix=temp_prefix("dia-pg-")) as tmp:
         con = duckdb.connect(str(Path(tmp) / "build.duckdb"))
         try:
             result = build_into(con, manifest, data_dir, hook)
