@@ -6,7 +6,6 @@ re-derives the same decisions. Ordinary UTF-8 comma files cost one 64 KiB sample
 
 from __future__ import annotations
 
-import codecs
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -20,10 +19,10 @@ from dia_assets.agents.interpreter.naming import snake_case, unique_names
 from dia_assets.agents.interpreter.rewrite import (
     TextStats,
     binary_offset,
+    bom_encoding,
     rewrite_records,
     rewrite_text,
     sample_text,
-    utf16_without_bom,
 )
 from dia_assets.contracts.interpretation import DeclaredColumn
 
@@ -49,17 +48,6 @@ class Prepared:
 
 class NotText(ValueError):
     """The file is not delimited text; the message says why."""
-
-
-def bom_encoding(path: Path) -> str | None:
-    with path.open("rb") as fh:
-        head = fh.read(4)
-    if head.startswith(codecs.BOM_UTF8):
-        return "utf-8-sig"
-    if head.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
-        return "utf-16"
-    with path.open("rb") as fh:
-        return utf16_without_bom(fh.read(4096))
 
 
 def prepare_csv(

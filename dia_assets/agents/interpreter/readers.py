@@ -33,6 +33,7 @@ from dia_assets.agents.interpreter.csv_prepare import NotText, final_names, prep
 from dia_assets.agents.interpreter.discover import TextScan
 from dia_assets.agents.interpreter.naming import quote_ident, snake_case, unique_names
 from dia_assets.agents.interpreter.parse_checks import confidence, reading_issues, verify_counts
+from dia_assets.agents.interpreter.rewrite import bom_encoding
 from dia_assets.agents.locations import temp_prefix
 from dia_assets.agents.value_parsing import sql_str
 from dia_assets.contracts.interpretation import DeclaredTable, ParseInfo, QualityIssue, SourceRef
@@ -80,12 +81,9 @@ class TextFile:
 def detect_encoding(path: Path, utf8_ok: bool | None = None) -> str:
     """utf-8 when every byte decodes, else cp1252, else latin-1; BOMs decide first.
     `utf8_ok` is the answer from a read the caller already made (hashing)."""
-    with path.open("rb") as fh:
-        head = fh.read(4)
-    if head.startswith(codecs.BOM_UTF8):
-        return "utf-8-sig"
-    if head.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
-        return "utf-16"
+    bom = bom_encoding(path)
+    if bom:
+        return bom
     if utf8_ok:
         return "utf-8"
     for encoding in ("cp1252",) if utf8_ok is False else ("utf-8", "cp1252"):

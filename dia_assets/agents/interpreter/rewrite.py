@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import codecs
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -47,6 +48,17 @@ def binary_offset(head: bytes) -> int | None:
     if b"\x00\x00" in head or head.count(b"\x00") > len(head) * 0.2 or controls > len(head) * 0.05:
         return nul if nul >= 0 else 0
     return None
+
+
+def bom_encoding(path: Path) -> str | None:
+    """The encoding a byte-order mark (or UTF-16's telltale NULs) declares, if any."""
+    with path.open("rb") as fh:
+        head = fh.read(4096)
+    if head.startswith(codecs.BOM_UTF8):
+        return "utf-8-sig"
+    if head.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        return "utf-16"
+    return utf16_without_bom(head)
 
 
 def utf16_without_bom(head: bytes) -> str | None:
