@@ -181,3 +181,17 @@ def test_weak_key_with_orphans_is_for_review_strong_key_blocks(tmp_path):
     result = run(data, tmp_path / "ws2")
     strong = next(k for k in result.report.key_validity if k.table == "shifts" and k.columns == ["badge"])
     assert strong.orphan_rows == 2 and strong.blocking and not result.report.accepted
+
+
+def test_all_null_reference_takes_the_key_type_and_builds(tmp_path):
+    data = tmp_path / "data"
+    data.mkdir()
+    _write(data, "language", ["language_id", "name"], [[i, f"L{i}"] for i in range(1, 7)])
+    _write(data, "film", ["film_id", "language_id", "original_language_id"],
+           [[i, i % 6 + 1, None] for i in range(1, 101)])
+    result = run(data, tmp_path / "ws")
+    assert result.report.accepted, [a.summary for a in result.report.axes.values()]
+    film = next(t for t in result.manifest.tables if t.name == "film")
+    types = {c.name: c.type for c in film.columns}
+    assert types["original_language_id"] == types["language_id"]
+    assert any(fk.columns == ["original_language_id"] for fk in film.foreign_keys)

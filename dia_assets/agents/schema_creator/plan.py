@@ -246,6 +246,7 @@ def _plan_foreign_keys(
             except KeyError:
                 continue  # a column of the key was excluded
             fk.ref_table = names[dst]
+            _type_empty_references(interp, manifest, table, source, fk, by_table[dst])
             if fk.expected_orphans and not fk.allow_orphans:
                 outcome = ("key_validity will fail" if fk.blocking else
                            "weakly inferred, so reported for review without failing acceptance")
@@ -253,6 +254,27 @@ def _plan_foreign_keys(
                     table=table.name, what=f"foreign key {fk.columns} -> {fk.ref_table} has "
                     f"{fk.expected_orphans} orphan rows and no allowance: {outcome}"))
             table.foreign_keys.append(fk)
+
+
+def _type_empty_references(
+    interp: Interpretation, manifest: Manifest, table: ManifestTable, source: str,
+    fk: ManifestForeignKey, parent: ManifestTable,
+) -> None:
+    """A reference column with no values at all has no type of its own: it takes the type of
+    the key it references (`original_language_id`, NULL in every row)."""
+    src = next((s for s in interp.sources if s.name == source), None)
+    columns = {c.name: c for c in table.columns}
+    parent_types = {c.name: c.type for c in parent.columns}
+    for col_name, ref_name in zip(fk.columns, fk.ref_columns, strict=True):
+        col, ref_type = columns.get(col_name), parent_types.get(ref_name)
+        if col is None or ref_type is None or col.type == ref_type or src is None:
+            continue
+        raw = next((c for c in src.columns if c.name == col.source_column), None)
+        if raw is not None and raw.distinct_count == 0 and raw.null_fraction >= 1.0:
+            manifest.decisions.append(Decision(
+                table=table.name, column=col.name,
+                what=f"type {col.type} -> {ref_type}: NULL in every row, typed like {parent.name}.{ref_name}"))
+            col.type = ref_type
 
 
 def _apply_fk_override(
@@ -315,6 +337,8 @@ def _order_and_enforce(manifest: Manifest) -> None:
                 fk.not_enforced_reason = "self-reference: rows are checked in insert order"
             elif fk.ref_columns != parent.primary_key:
                 fk.not_enforced_reason = "does not reference the parent's primary key"
+            elif _types(table, fk.columns) != _types(parent, fk.ref_columns):
+                fk.not_enforced_reason = "column types differ from the referenced key's"
             elif fk.expected_orphans or fk.allow_orphans:
                 fk.not_enforced_reason = f"{fk.expected_orphans} known orphan rows"
             else:
@@ -345,6 +369,11 @@ def _order_and_enforce(manifest: Manifest) -> None:
             if fk.enforced:
                 table.constraints.append(
                     f"FOREIGN KEY ({', '.join(fk.columns)}) REFERENCES {fk.ref_table} ({', '.join(fk.ref_columns)})")
+
+
+def _types(table: ManifestTable, columns: list[str]) -> list[str | None]:
+    by_name = {c.name: c.type for c in table.columns}
+    return [by_name.get(c) for c in columns]
 
 
 def _reader_stem(interp: Interpretation, source: Source) -> str:
