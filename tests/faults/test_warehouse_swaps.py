@@ -110,11 +110,14 @@ KILLER = textwrap.dedent("""
 """)
 
 
-def _killed_build(data: Path, ws: Path, step: str) -> None:
+def _killed_build(data: Path, ws: Path, step: str) -> int:
+    """Run a build in a child process that kills itself at `step`; its pid."""
     env = dict(os.environ, PYTHONPATH=str(ROOT), LITELLM_LOCAL_MODEL_COST_MAP="True")
-    proc = subprocess.run([sys.executable, "-c", KILLER, str(data), str(ws), step], env=env,
-                          capture_output=True, text=True, timeout=300)
-    assert proc.returncode == -signal.SIGKILL, proc.stderr[-2000:]
+    proc = subprocess.Popen([sys.executable, "-c", KILLER, str(data), str(ws), step], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    _, err = proc.communicate(timeout=300)
+    assert proc.returncode == -signal.SIGKILL, err[-2000:]
+    return proc.pid
 
 
 @pytest.mark.parametrize("step", ["staging:orders", "refined:orders", "swap"])
@@ -122,12 +125,11 @@ def test_kill_during_a_build_keeps_the_previous_warehouse_and_leftovers_are_clea
     data, ws, warehouse = built
     before = warehouse.read_bytes()
     _export(data, orders=40)
-    earlier = set(Path(tempfile.gettempdir()).glob("dia-*"))
-    _killed_build(data, ws, step)
+    pid = _killed_build(data, ws, step)
     assert warehouse.read_bytes() == before and _count(warehouse, "orders") == 20
     leftovers = list(warehouse.parent.glob("warehouse-building-*"))
     assert leftovers, "a killed build leaves its building file"
-    temp = [p for p in set(Path(tempfile.gettempdir()).glob("dia-*")) - earlier if p.is_dir()]
+    temp = [p for p in Path(tempfile.gettempdir()).glob(f"dia-*-{pid}-*") if p.is_dir()]
     assert temp or step == "swap", "a killed load leaves its temporary folders"
     result = run(data, ws)  # the next build cleans up and installs
     assert result.report.installed and _count(warehouse, "orders") == 40
