@@ -14,7 +14,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from dia_assets.agents.query.contract import ContractError, describe_contract, parse_contract
+from dia_assets.agents.query.contract import (
+    PARTS,
+    ContractError,
+    changed_parts,
+    describe_contract,
+    parse_contract,
+    weakenings,
+)
 from dia_assets.agents.query.dialects import Database, QueryOutput, transpile_all
 from dia_assets.agents.query.gate import Gate, privacy_mode, shows_values
 from dia_assets.agents.query.lineage import column_lineage
@@ -44,6 +51,7 @@ from dia_assets.agents.query.verify import signature, verify_result
 from dia_assets.contracts.query_result import (
     Check,
     Clarification,
+    ContractRevision,
     MemoryUse,
     ModificationOutcome,
     OutputContract,
@@ -66,6 +74,7 @@ class AgentSettings:
     preview_rows: int = 20
     timeout_s: float = 10.0
     clarify_after: int = 3
+    max_revisions: int = 2
     resubmission_window: int = 5
     link_tables: int = 6
     memory_refs: int = 3
@@ -96,6 +105,8 @@ class _State:
     modification: ModificationOutcome | None = None
     clarifications: list[Clarification] = field(default_factory=list)
     failures: list[str] = field(default_factory=list)
+    last_failed: list[str] = field(default_factory=list)  # check names of the last failed submit
+    revisions: list[ContractRevision] = field(default_factory=list)
 
 
 class QueryAgent:
@@ -279,9 +290,51 @@ class QueryAgent:
             return self._tool(call, {"error": (
                 f"the contract's kind is {state.contract.kind} for this run and cannot change "  # type: ignore[union-attr]
                 f"to {contract.kind}; ask a new question for a {contract.kind} task")}, refused=True)
+        if revised:
+            refusal = self._revision_refusal(state, contract, args)
+            if isinstance(refusal, str):
+                return self._tool(call, {"error": refusal}, refused=True, policy="contract_revision")
+            state.revisions.append(refusal)
+            state.last_failed = []
         state.contract = contract
         self._event("contract", contract=contract.model_dump(), revised=revised)
         return self._tool(call, {"accepted": True, "contract": describe_contract(contract)})
+
+    def _revision_refusal(self, state: _State, contract: OutputContract,
+                          args: dict[str, Any]) -> str | ContractRevision:
+        """A re-declaration is budgeted, names the declared fact that was wrong, and never
+        removes the declaration a check just failed on (so it cannot weaken to pass)."""
+        old = state.contract
+        assert old is not None
+        budget = self.settings.max_revisions
+        if len(state.revisions) >= budget:
+            return (f"policy (contract revisions): the contract was already revised {budget} times; "
+                    "repair the SQL against it, or ask")
+        changed = changed_parts(old, contract)
+        raw = args.get("revises") or []
+        named = [str(p).strip().lower() for p in ([raw] if isinstance(raw, str) else raw) if str(p).strip()]
+        reason = str(args.get("reason") or "").strip()
+        if state.last_failed:
+            if not named or not reason:
+                return ("a revision after a failed check names the declared fact that was wrong: give "
+                        f"revises (one or more of {', '.join(PARTS)}) and reason (what the data or the "
+                        f"question showed); the last failed checks: {', '.join(state.last_failed)}")
+            unknown = [p for p in named if p not in PARTS]
+            if unknown:
+                return f"revises names unknown parts {unknown}; use {', '.join(PARTS)}"
+            unnamed = [p for p in changed if p not in named]
+            if unnamed:
+                return f"the revision also changes {unnamed}, which revises does not name"
+            weak = weakenings(old, contract, state.last_failed)
+            if weak:
+                return ("the revision weakens the contract to pass instead of fixing the SQL: "
+                        + "; ".join(weak) + ". Correct the declared fact (e.g. the value as stored) or the SQL")
+        if not changed:
+            return "the revision changes nothing; repair the SQL instead"
+        revision = ContractRevision(after_failure=list(state.last_failed), revises=named or changed,
+                                    reason=reason, before=describe_contract(old), after=describe_contract(contract))
+        self._event("contract_revision", **revision.model_dump())
+        return revision
 
     def _tool_ask(self, call: ToolCall, args: dict[str, Any], state: _State) -> str:
         question = str(args.get("question", "")).strip()
@@ -334,6 +387,7 @@ class QueryAgent:
             result: dict[str, Any] = {"columns": output.columns, "row_count": output.row_count}
             if shows_values(self.privacy):
                 result["first_rows"] = [list(r) for r in output.rows[:5]]
+            state.last_failed = [c.name for c in verification.failed()]
             return self._fail(call, state, signature(verification), {
                 "result": result,
                 "verification_failed": [f"{c.name}: {c.detail}" for c in verification.failed()],
@@ -502,6 +556,7 @@ class QueryAgent:
             message=state.message, sql=state.sql, dialect=self.db.dialect,
             transpiled=transpile_all(state.sql, self.db.dialect, s.transpile_to) if state.sql else {},
             contract=state.contract, verification=state.verification, attempts=state.attempts,
+            contract_revisions=state.revisions,
             row_count=out.row_count if out else 0, columns=out.columns if out else [],
             preview=[list(jsonable(list(r))) for r in out.rows[: s.preview_rows]] if out else [],
             answer=state.answer,
@@ -520,6 +575,7 @@ class QueryAgent:
             "settings": jsonable(s.__dict__), "status": state.status, "failures": state.failures,
             "contract": state.contract.model_dump() if state.contract else None,
             "sql": state.sql, "verification": state.verification.model_dump(),
+            "contract_revisions": [r.model_dump() for r in state.revisions],
             "events": self._events, "messages": jsonable(messages),
             "usage": self._usage.model_dump(), "latency_s": result.latency_s,
             "privacy": self.privacy, "warnings": self._warnings,
