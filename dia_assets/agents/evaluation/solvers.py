@@ -102,13 +102,15 @@ class AgentSolver:
             ensure_registered,
             not_null_columns,
         )
+        from dia_assets.agents.evaluation.gold_contract import gold_contract
 
         model = ensure_registered()
         sql = transpile_gold(instance.gold_sql[0], instance.dialect, db.dialect)
         res = db.query(sql, self.timeout_s)
         key = instance.prompt()
         REGISTRY.put(key, OracleAnswer(sql=sql, columns=res.columns, allow_empty=not res.rows,
-                                       not_null_columns=not_null_columns(sql, db.dialect)))
+                                       not_null_columns=not_null_columns(sql, db.dialect),
+                                       declared=gold_contract(sql, db.dialect, res.columns, not res.rows)))
         return model, key
 
 

@@ -457,9 +457,11 @@ def check_fanout(
         aliases = sorted({a for _, tables in needs for a in tables})
         probe = select.copy()
         group = _resolved_group(select)
-        probe.set("expressions", [exp.alias_(exp.Count(this=exp.Star()), "n"), *[
-            exp.alias_(exp.maybe_parse(f"COUNT(DISTINCT {_key_sql(a, keyed[a])})", dialect=db.dialect), f"d{i}")
-            for i, a in enumerate(aliases)]])
+        # per alias: its key's non-NULL occurrences and distinct values in each group (a LEFT
+        # JOIN's NULL-extended row is no repetition)
+        probe.set("expressions", [
+            exp.maybe_parse(sql, dialect=db.dialect) for i, a in enumerate(aliases) for sql in (
+                f"COUNT({_key_sql(a, keyed[a])}) AS n{i}", f"COUNT(DISTINCT {_key_sql(a, keyed[a])}) AS d{i}")])
         if group:
             probe.set("group", exp.Group(expressions=group))
         for arg in ("order", "having", "limit", "offset", "qualify", "distinct", "windows"):
@@ -467,7 +469,7 @@ def check_fanout(
         with_ = _with(tree)
         if with_ is not None and select is not tree:
             probe.set("with_", with_.copy())
-        outer = ("SELECT " + ", ".join(f"SUM(CASE WHEN n <> d{i} THEN 1 ELSE 0 END)" for i in range(len(aliases)))
+        outer = ("SELECT " + ", ".join(f"SUM(CASE WHEN n{i} <> d{i} THEN 1 ELSE 0 END)" for i in range(len(aliases)))
                  + f" FROM ({probe.sql(dialect=db.dialect)}) AS fanout_probe")
         try:
             row = db.query(outer, 1, timeout_s).rows[0]
