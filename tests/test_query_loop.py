@@ -519,16 +519,16 @@ def test_a_revision_cannot_drop_the_filter_that_failed(wh: Path) -> None:
 
 def test_a_revision_is_named_recorded_and_budgeted(wh: Path) -> None:
     result, run, _ = ask(SHIFTS_Q, wh, [
-        _shift_contract(value="Completed"),
-        call("submit", sql=SHIFTS_SQL),  # the value as stored is lower case: the filter check fails
-        _shift_contract(revises=["filters"], reason="status is stored lower case: 'completed'"),
-        _shift_contract(value="done", revises=["filters"], reason="second thoughts"),  # over budget
+        _shift_contract(value="done"),
+        call("submit", sql=SHIFTS_SQL),  # the data says 'completed', not 'done': the filter check fails
+        _shift_contract(revises=["filters"], reason="probing status shows the value is stored as 'completed'"),
+        _shift_contract(value="finished", revises=["filters"], reason="second thoughts"),  # over budget
         call("submit", sql=SHIFTS_SQL.replace("GROUP BY 1 ORDER BY 1", "GROUP BY month ORDER BY month")),
     ], settings=AgentSettings(max_revisions=1))
     assert result.status == "answered"
     [revision] = result.contract_revisions
     assert revision.after_failure == ["filter:completed shifts"] and revision.revises == ["filters"]
-    assert "lower case" in revision.reason and "completed shifts" in revision.after
+    assert "stored as" in revision.reason and "completed shifts" in revision.after
     assert run.trace["contract_revisions"][0]["revises"] == ["filters"]
     refusals = [e["result"] for e in tool_events(run, "declare_contract") if e["refused"]]
     assert "already revised 1 times" in refusals[0]
