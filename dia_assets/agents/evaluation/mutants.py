@@ -181,10 +181,10 @@ def mutants(sql: str, dialect: str, schema: dict[str, dict[str, str]], contract:
             if inner == node and len(select.expressions) > 1:
                 p.pop()
         node.pop()
-        return f"GROUP BY without {text}"
+        return f"{'outer' if select is root else 'inner'} GROUP BY without {text}"
 
     for root, note in _variants(tree, lambda n: isinstance(n.parent, exp.Group), missing_group):
-        add("group_by", root, note, has_keys)
+        add("group_by", root, note, has_keys and note.startswith("outer"))
 
     def extra_group(node: exp.Expression, root: exp.Expression) -> str:
         if not isinstance(node, exp.Select) or node.args.get("group") is None:
@@ -195,11 +195,11 @@ def mutants(sql: str, dialect: str, schema: dict[str, dict[str, str]], contract:
                 c = exp.column(col, table=alias)
                 if c.sql() not in grouped:
                     node.args["group"].append("expressions", c)
-                    return f"GROUP BY also {c.sql()}"
+                    return f"{'outer' if node is root else 'inner'} GROUP BY also {c.sql()}"
         return ""
 
     for root, note in _variants(tree, lambda n: isinstance(n, exp.Select), extra_group):
-        add("group_by", root, note, has_keys)
+        add("group_by", root, note, has_keys and note.startswith("outer"))
 
     # wrong aggregate
     def aggregate(node: exp.Expression, root: exp.Expression) -> str:
@@ -227,10 +227,10 @@ def mutants(sql: str, dialect: str, schema: dict[str, dict[str, str]], contract:
         if not isinstance(node, exp.Select) or node.args.get("distinct") is None:
             return ""
         node.set("distinct", None)
-        return "SELECT DISTINCT -> SELECT"
+        return f"{'outer' if node is root else 'inner'} SELECT DISTINCT -> SELECT"
 
     for root, note in _variants(tree, lambda n: isinstance(n, exp.Select), distinct):
-        add("dropped_distinct", root, note, has_keys)
+        add("dropped_distinct", root, note, has_keys and note.startswith("outer"))
 
     # flipped ORDER BY (the outer query's first key), LIMIT off by one
     order = tree.args.get("order")

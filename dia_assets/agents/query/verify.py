@@ -37,7 +37,7 @@ def verify_result(
         check_non_empty(contract, output),
         check_granularity(contract, sql, output, db, timeout_s),
         check_order(contract, qualified, output),
-        check_limit(contract, qualified, output),
+        check_limit(contract, qualified, output, db, timeout_s),
         *check_filters(contract, qualified),
         check_null_filters(contract, qualified),
         check_fanout(contract, qualified, db, index, timeout_s),
@@ -294,8 +294,11 @@ def _check_filter(flt: FilterSpec, tree: exp.Expression) -> Check:
                         "use the value as stored (probe the column)")
 
 
-def check_limit(contract: OutputContract, tree: exp.Expression, output: QueryOutput) -> Check:
-    """A declared top-k: the outer LIMIT is k and no more than k rows come back."""
+def check_limit(contract: OutputContract, tree: exp.Expression, output: QueryOutput,
+                db: Database | None = None, timeout_s: float = 10.0) -> Check:
+    """A declared top-k: the outer LIMIT is k, no more than k rows come back, and (with a
+    declared order) they are the first k by that order: the query without its LIMIT, sorted
+    by the contract's order, must start with the same order values."""
     if contract.limit is None:
         return Check(name="row_limit", passed=True, detail="no row limit declared")
     k = contract.limit
@@ -311,7 +314,26 @@ def check_limit(contract: OutputContract, tree: exp.Expression, output: QueryOut
         return Check(name="row_limit", passed=False, detail=f"the query keeps {written} rows (LIMIT), the contract {k}")
     if output.row_count > k:
         return Check(name="row_limit", passed=False, detail=f"{output.row_count} rows, the contract declares at most {k}")
-    return Check(name="row_limit", passed=True, detail=f"{output.row_count} rows <= {k}")
+    lower = [c.lower() for c in output.columns]
+    if db is None or not contract.order or limit is None or any(o.column.lower() not in lower for o in contract.order):
+        return Check(name="row_limit", passed=True, detail=f"{output.row_count} rows <= {k}")
+    full = tree.copy()
+    full.set("limit", None)
+    full.set("offset", None)
+    cols = [output.columns[lower.index(o.column.lower())] for o in contract.order]
+    order = ", ".join(f"{_q(c)} {o.direction.upper()}" for c, o in zip(cols, contract.order, strict=True))
+    probe = (f"SELECT {', '.join(_q(c) for c in cols)} FROM ({full.sql(dialect=db.dialect)}) AS topk_probe "
+             f"ORDER BY {order} LIMIT {k}")
+    try:
+        expected = [tuple(r) for r in db.query(probe, k, timeout_s).rows]
+    except Exception as err:
+        return Check(name="row_limit", passed=False, detail=f"the top-{k} probe did not run: {err}"[:300])
+    idx = [lower.index(o.column.lower()) for o in contract.order]
+    got = [tuple(r[i] for i in idx) for r in output.rows]
+    if sorted(map(repr, got)) != sorted(map(repr, expected)):
+        return Check(name="row_limit", passed=False, detail=(
+            f"the {len(got)} rows kept are not the first {k} by {', '.join(f'{o.column} {o.direction}' for o in contract.order)}"))
+    return Check(name="row_limit", passed=True, detail=f"the first {output.row_count} rows by the declared order")
 
 
 def _with(tree: exp.Expression) -> exp.Expression | None:
@@ -406,6 +428,64 @@ def _agg_tables(agg: exp.Expression, sources: dict[str, str], index: SchemaIndex
     return out
 
 
+def _repeated(select: exp.Select, tree: exp.Expression, aliases: list[str], keyed: dict[str, list[str]],
+              db: Database, timeout_s: float) -> set[str]:
+    """The aliases whose key repeats within some group of `select` (its joins, filters and
+    grouping kept; a LEFT JOIN's NULL-extended row is no repetition)."""
+    probe = select.copy()
+    group = _resolved_group(select)
+    probe.set("expressions", [
+        exp.maybe_parse(sql, dialect=db.dialect) for i, a in enumerate(aliases) for sql in (
+            f"COUNT({_key_sql(a, keyed[a])}) AS n{i}", f"COUNT(DISTINCT {_key_sql(a, keyed[a])}) AS d{i}")])
+    if group:
+        probe.set("group", exp.Group(expressions=group))
+    for arg in ("order", "having", "limit", "offset", "qualify", "distinct", "windows"):
+        probe.set(arg, None)
+    with_ = _with(tree)
+    if with_ is not None and select is not tree:
+        probe.set("with_", with_.copy())
+    outer = ("SELECT " + ", ".join(f"SUM(CASE WHEN n{i} <> d{i} THEN 1 ELSE 0 END)" for i in range(len(aliases)))
+             + f" FROM ({probe.sql(dialect=db.dialect)}) AS fanout_probe")
+    row = db.query(outer, 1, timeout_s).rows[0]
+    return {a for i, a in enumerate(aliases) if (row[i] or 0) > 0}
+
+
+def count_entity(sql: str, db: Database, index: SchemaIndex, timeout_s: float = 10.0) -> str | None:
+    """`table.column` of what a correct query's plain COUNT counts: the table whose key is
+    unique in every group of the first select with a COUNT(*) or COUNT(col) (the FROM table
+    when several are). An oracle declares it as the contract's entity_key, so an extra join
+    that repeats those rows fails verification."""
+    import sqlglot
+
+    try:
+        tree = sqlglot.parse_one(sql, read=db.dialect)
+    except sqlglot.errors.SqlglotError:
+        return None
+    keys = _Keys(index, db, timeout_s)
+    for select in tree.find_all(exp.Select):
+        if not any(c.find_ancestor(exp.Select) is select and not isinstance(c.this, exp.Distinct)
+                   and not isinstance(c.parent, exp.Window) for c in select.find_all(exp.Count)):
+            continue
+        if _outer_refs(select):
+            return None
+        sources = _sources(select)
+        keyed = {a: k for a, t in sources.items() if (k := keys.key(t)) and len(k) == 1}
+        if not keyed:
+            return None
+        if not select.args.get("joins"):
+            alias = next(iter(sources))
+            return f"{sources[alias]}.{keyed[alias][0]}" if alias in keyed else None
+        try:
+            unique = [a for a in keyed if a not in _repeated(select, tree, sorted(keyed), keyed, db, timeout_s)]
+        except Exception:
+            return None
+        base = select.args.get("from_") or select.args.get("from")
+        first = base.this.alias_or_name.lower() if base is not None and isinstance(base.this, exp.Table) else None
+        pick = first if first in unique else (unique[0] if unique else None)
+        return f"{sources[pick]}.{keyed[pick][0]}" if pick else None
+    return None
+
+
 def check_fanout(
     contract: OutputContract, tree: exp.Expression, db: Database, index: SchemaIndex, timeout_s: float
 ) -> Check:
@@ -439,7 +519,7 @@ def check_fanout(
                 alias = next((a for a, t in sources.items() if t == entity[0]), None)
                 tables = [alias] if alias else []
                 if alias:
-                    keyed.setdefault(alias, [entity[1]])
+                    keyed[alias] = [entity[1]]
             elif isinstance(agg, exp.Count) and (isinstance(agg.this, exp.Star) or not list(agg.find_all(exp.Column))):
                 tables = list(keyed)
             else:
@@ -455,28 +535,11 @@ def check_fanout(
         if not needs:
             continue
         aliases = sorted({a for _, tables in needs for a in tables})
-        probe = select.copy()
-        group = _resolved_group(select)
-        # per alias: its key's non-NULL occurrences and distinct values in each group (a LEFT
-        # JOIN's NULL-extended row is no repetition)
-        probe.set("expressions", [
-            exp.maybe_parse(sql, dialect=db.dialect) for i, a in enumerate(aliases) for sql in (
-                f"COUNT({_key_sql(a, keyed[a])}) AS n{i}", f"COUNT(DISTINCT {_key_sql(a, keyed[a])}) AS d{i}")])
-        if group:
-            probe.set("group", exp.Group(expressions=group))
-        for arg in ("order", "having", "limit", "offset", "qualify", "distinct", "windows"):
-            probe.set(arg, None)
-        with_ = _with(tree)
-        if with_ is not None and select is not tree:
-            probe.set("with_", with_.copy())
-        outer = ("SELECT " + ", ".join(f"SUM(CASE WHEN n{i} <> d{i} THEN 1 ELSE 0 END)" for i in range(len(aliases)))
-                 + f" FROM ({probe.sql(dialect=db.dialect)}) AS fanout_probe")
         try:
-            row = db.query(outer, 1, timeout_s).rows[0]
+            repeated = _repeated(select, tree, aliases, keyed, db, timeout_s)
         except Exception as err:
             return Check(name="join_fanout", passed=False,
                          detail=f"the fan-out probe did not run, so the join cannot be shown not to fan out: {err}"[:300])
-        repeated = {a for i, a in enumerate(aliases) if (row[i] or 0) > 0}
         checked += 1
         for agg, tables in needs:
             if all(a in repeated for a in tables):
