@@ -200,9 +200,11 @@ def test_forced_clarification_after_three_same_signature_failures(wh: Path) -> N
     assert tool_events(run, "probe")[0]["refused"]
     # the answer is short-term memory in the conversation and becomes a preference lesson
     assert result.clarifications[0].answer.startswith("Count every current staff member")
-    prefs = [lesson for lesson in memory.lessons if lesson.kind == "preference"]
-    assert len(prefs) == 1 and "Count every current staff member" in prefs[0].rule
-    assert prefs[0].probe_sql == "SELECT COUNT(*) > 0 FROM staff"
+    # the accepted SQL filters on no stored value, so nothing tests the preference: unverifiable,
+    # not stored as a usable lesson (a probe like SELECT COUNT(*) > 0 FROM staff always holds)
+    assert not [lesson for lesson in memory.lessons if lesson.kind == "preference"]
+    refused = [e for e in run.trace["events"] if e["event"] == "lesson_refused" and e.get("kind") == "preference"]
+    assert refused and "unverifiable" in refused[0]["reason"]
 
 
 def test_without_a_user_the_clarification_is_returned(wh: Path) -> None:
@@ -443,8 +445,15 @@ def test_a_failing_model_call_ends_the_loop_with_a_trace(wh: Path, tmp_path: Pat
     def boom(messages):  # noqa: ANN001, ANN202
         raise RuntimeError("provider unavailable")
 
-    result, run, _ = ask(ROLE_Q, wh, [ROLE_CONTRACT, boom], workspace=tmp_path, question_id="q")
+    from dia_assets.agents.query.llm import RetryPolicy
+
+    waits: list[float] = []
+    register_tools([ROLE_CONTRACT, boom, boom, boom])  # the provider stays down through every retry
+    chat = litellm_chat(FAKE_MODEL, retry=RetryPolicy(attempts=3, jitter=0.0, sleep=waits.append))
+    result, run = answer_question(ROLE_Q, wh, chat=chat, memory=InMemoryMemory(), workspace=tmp_path,
+                                  question_id="q")
     assert result.status == "failed" and "model call failed" in result.message
+    assert waits == [1.0, 2.0]  # retried with backoff before giving up
     assert (tmp_path / "queries" / "q" / "trace.json").exists()
 
 
@@ -532,3 +541,18 @@ def test_a_revision_is_named_recorded_and_budgeted(wh: Path) -> None:
     assert run.trace["contract_revisions"][0]["revises"] == ["filters"]
     refusals = [e["result"] for e in tool_events(run, "declare_contract") if e["refused"]]
     assert "already revised 1 times" in refusals[0]
+
+
+def test_a_preference_lesson_probes_the_values_the_answer_relied_on(wh: Path) -> None:
+    memory = InMemoryMemory()
+    result, run, _ = ask(SHIFTS_Q, wh, [
+        _shift_contract(),
+        call("ask", question="Does 'completed' mean status completed, or also checked-out shifts?"),
+        call("submit", sql=SHIFTS_SQL),
+    ], ask_user=lambda q: "Only status completed.", memory=memory)
+    assert result.status == "answered"
+    [pref] = [lesson for lesson in memory.lessons if lesson.kind == "preference"]
+    assert pref.probe_sql == "SELECT EXISTS (SELECT 1 FROM shifts WHERE status = 'completed')"
+    db = DuckDBDatabase(str(wh))
+    assert db.query(pref.probe_sql, 1).rows[0][0] is True
+    assert db.query(pref.probe_sql.replace("'completed'", "'archived'"), 1).rows[0][0] is False  # it can fail

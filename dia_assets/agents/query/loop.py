@@ -109,6 +109,42 @@ class _State:
     revisions: list[ContractRevision] = field(default_factory=list)
 
 
+def preference_probe(sql: str | None, dialect: str, schema: dict[str, dict[str, str]]) -> str | None:
+    """The precondition of a preference the answer was built on: every stored value the
+    accepted SQL filters on still exists (`SELECT EXISTS(...) AND ...`). None when the SQL
+    filters on no literal value of a warehouse column (the preference is then unverifiable)."""
+    if not sql:
+        return None
+    import sqlglot
+    from sqlglot import exp
+
+    from dia_assets.agents.evaluation.gold_contract import _conjuncts, _filter
+
+    try:
+        tree = sqlglot.parse_one(sql, read=dialect)
+    except sqlglot.errors.SqlglotError:
+        return None
+    ctes = {c.alias_or_name.lower() for c in tree.find_all(exp.CTE)}
+    tests = []
+    for where in tree.find_all(exp.Where):
+        for pred in _conjuncts(where.this):
+            flt = _filter(pred, tree, ctes)
+            if flt is None or "." not in flt["column"] or flt["op"] not in ("=", "in", "like", "ilike"):
+                continue
+            table, column = flt["column"].split(".", 1)
+            if column.lower() not in schema.get(table.lower(), {}):
+                continue
+            values = flt["value"] if isinstance(flt["value"], list) else [flt["value"]]
+            for v in values:
+                literal = exp.Literal.string(v) if isinstance(v, str) else exp.Literal.number(v)
+                op = "LIKE" if flt["op"] in ("like", "ilike") else "="
+                tests.append(f"EXISTS (SELECT 1 FROM {exp.to_identifier(table).sql(dialect)} WHERE "
+                             f"{exp.to_identifier(column).sql(dialect)} {op} {literal.sql(dialect)})")
+    if not tests:
+        return None
+    return "SELECT " + " AND ".join(dict.fromkeys(tests))
+
+
 class QueryAgent:
     """One warehouse, one schema index, one model; `answer` runs the loop for a question."""
 
@@ -479,34 +515,25 @@ class QueryAgent:
             return written
         if self.settings.reflect:
             written += self._reflect(question, state, messages)
-        tables = sorted(self._tables_of(state.sql))
-        for c in state.clarifications:
-            if not c.answer or not tables:
+        answered = [c for c in state.clarifications if c.answer]
+        probe = preference_probe(state.sql, self.db.dialect, self.index.qualify_schema()) if answered else None
+        for c in answered:
+            title = f"User preference: {c.question}"[:200]
+            if probe is None:  # nothing in the data tests it: unverifiable, so never stored as usable
+                self._event("lesson_refused", kind="preference", title=title,
+                            reason="unverifiable: the accepted SQL filters on no stored value a probe could test")
                 continue
             lesson = Lesson(
                 kind="preference",
-                title=f"User preference: {c.question}"[:200],
+                title=title,
                 rule=f"Asked '{c.question}', the user answered: {c.answer}. It led to a verified answer to: {question}",
-                probe_sql=f"SELECT COUNT(*) > 0 FROM {tables[0]}",
+                probe_sql=probe,
                 evidence=[f"question: {question}", f"accepted SQL: {state.sql}"],
                 question=question,
             )
             written.append(self.memory.write_lesson(lesson))
-            self._event("lesson", kind="preference", title=lesson.title)
+            self._event("lesson", kind="preference", title=lesson.title, probe_sql=probe)
         return written
-
-    def _tables_of(self, sql: str | None) -> set[str]:
-        if not sql:
-            return set()
-        import sqlglot
-        from sqlglot import exp
-
-        try:
-            tree = sqlglot.parse_one(sql, read=self.db.dialect)
-        except sqlglot.errors.SqlglotError:
-            return set()
-        ctes = {c.alias_or_name.lower() for c in tree.find_all(exp.CTE)}
-        return {t.name for t in tree.find_all(exp.Table) if t.name.lower() not in ctes and t.name in self.index.tables}
 
     def _reflect(self, question: str, state: _State, messages: list[dict[str, Any]]) -> list[str]:
         assert self.memory is not None
