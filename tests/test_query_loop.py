@@ -556,3 +556,50 @@ def test_a_preference_lesson_probes_the_values_the_answer_relied_on(wh: Path) ->
     db = DuckDBDatabase(str(wh))
     assert db.query(pref.probe_sql, 1).rows[0][0] is True
     assert db.query(pref.probe_sql.replace("'completed'", "'archived'"), 1).rows[0][0] is False  # it can fail
+
+
+def test_cross_validation_sends_an_outlier_back_to_repair(wh: Path) -> None:
+    """Data Agents §III-D: candidates are executed; the answer must hold the majority result."""
+    fanned = ("SELECT strftime(shift_date, '%Y-%m') AS month, COUNT(*) AS completed_shifts FROM shifts s "
+              "JOIN shifts_assignments a ON a.shift_id = s.shift_id WHERE status = 'completed' "
+              "AND shift_date >= DATE '2026-01-01' GROUP BY 1 ORDER BY 1")
+    alternative = SHIFTS_SQL.replace("COUNT(*)", "COUNT(shift_id)")
+    result, run, _ = ask(SHIFTS_Q, wh, [
+        _shift_contract(),
+        # submitted: a join the fan-out check accepts (COUNT(*) counts assignments); both candidates disagree
+        call("submit", sql=fanned.replace("COUNT(*)", "COUNT(a.badge)"), candidates=[SHIFTS_SQL, alternative]),
+        call("submit", sql=SHIFTS_SQL, candidates=[alternative, fanned]),
+    ])
+    assert result.status == "answered" and result.attempts == 2
+    assert run.trace["failures"][0] == "cross_validation"
+    assert "cross_validation" in {c.name for c in result.verification.checks}
+    events = [e for e in run.trace["events"] if e["event"] == "cross_validation"]
+    assert events[-1]["agree"] == 1 and events[-1]["frequencies"][0] == 2
+
+
+def test_pipeline_to_nl_judge_can_refuse(wh: Path) -> None:
+    """The executed SQL described in words; a judge model says it does not answer the question."""
+    wrong = SHIFTS_SQL.replace("ORDER BY 1", "ORDER BY 1").replace("COUNT(*)", "COUNT(DISTINCT shift_date)")
+    result, run, fake = ask(SHIFTS_Q, wh, [
+        _shift_contract(),
+        call("submit", sql=wrong),
+        say("no: it counts days with a completed shift, not shifts"),
+        call("submit", sql=SHIFTS_SQL),
+        say("yes"),
+    ], settings=AgentSettings(nl_check="judge"))
+    assert result.status == "answered" and result.attempts == 2
+    assert run.trace["failures"] == ["pipeline_to_nl"]
+    judged = [r for r in fake.requests if "described" in str(r["messages"][-1].get("content"))]
+    assert len(judged) == 2 and "number of distinct shift date" in judged[0]["messages"][-1]["content"]
+    assert {c.name: c.passed for c in result.verification.checks}["pipeline_to_nl"]
+
+
+def test_pipeline_to_nl_overlap_without_a_model(wh: Path) -> None:
+    result, run, _ = ask(SHIFTS_Q, wh, [
+        _shift_contract(),
+        call("submit", sql=SHIFTS_SQL),
+    ], settings=AgentSettings(nl_check="overlap", nl_threshold=0.99))
+    assert result.status != "answered" and run.trace["failures"] == ["pipeline_to_nl"]
+    result, _, _ = ask(SHIFTS_Q, wh, [_shift_contract(), call("submit", sql=SHIFTS_SQL)],
+                       settings=AgentSettings(nl_check="overlap", nl_threshold=0.2))
+    assert result.status == "answered"

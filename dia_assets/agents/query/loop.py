@@ -75,6 +75,11 @@ class AgentSettings:
     timeout_s: float = 10.0
     clarify_after: int = 3
     max_revisions: int = 2
+    # Data Agents §III-D feedback: candidates the model submits alongside are cross-validated;
+    # pipeline-to-NL describes the SQL back in words and compares it with the question:
+    # "off", "overlap" (word overlap, no model call) or "judge" (one model call)
+    nl_check: str = "off"
+    nl_threshold: float = 0.5
     resubmission_window: int = 5
     link_tables: int = 6
     memory_refs: int = 3
@@ -428,12 +433,68 @@ class QueryAgent:
                 "result": result,
                 "verification_failed": [f"{c.name}: {c.detail}" for c in verification.failed()],
             }, verification=verification)
+        feedback = self._feedback(checked.text, output, args, state)
+        if feedback:
+            verification = Verification(passed=all(c.passed for c in feedback), checks=[*verification.checks, *feedback])
+        if not verification.passed:
+            failed = [c for c in feedback if not c.passed]
+            state.last_failed = [c.name for c in failed]
+            return self._fail(call, state, failed[0].name,
+                              {"verification_failed": [f"{c.name}: {c.detail}" for c in failed]},
+                              verification=verification)
         state.sql, state.output, state.verification = sql, output, verification
         state.answer = str(args.get("answer") or "")
         capped = f" (result capped at {output.row_count} rows)" if output.truncated else ""
         self._finish(state, "answered", "verified against the contract" + capped)
         return self._tool(call, {"accepted": True, "row_count": output.row_count,
                                  "checks": [c.name for c in verification.checks]})
+
+    def _feedback(self, sql: str, output: QueryOutput, args: dict[str, Any], state: _State) -> list[Check]:
+        """Cross-validation against the submitted candidates, then pipeline-to-NL."""
+        from dia_assets.agents.query.crosscheck import cross_validate, describe_sql, nl_agreement
+
+        s = self.settings
+        candidates = [str(c) for c in (args.get("candidates") or []) if str(c).strip()]
+        if candidates:
+            results: list[Any] = [output.rows]
+            for cand in candidates[:4]:
+                try:
+                    _, out = self._gate.read(clean_sql(cand), max_rows=s.result_rows, timeout_s=s.timeout_s, shown=False)
+                    results.append(out.rows)
+                except Exception:
+                    results.append(None)
+            ordered = bool(state.contract and state.contract.order)
+            votes = cross_validate(results, ordered)
+            agree = votes[0].frequency - 1
+            self._event("cross_validation", candidates=len(candidates), agree=agree,
+                        frequencies=[v.frequency for v in votes])
+            if not votes[0].confirmed:
+                return [Check(name="cross_validation", passed=False, detail=(
+                    f"{agree} of {len(candidates)} candidates give the submitted result; the majority "
+                    "disagrees or there is none: find which reading of the question is right and repair"))]
+            checks = [Check(name="cross_validation", passed=True,
+                            detail=f"{agree} of {len(candidates)} candidates agree (coverage {votes[0].coverage})")]
+        else:
+            checks = []
+        if s.nl_check == "off":
+            return checks
+        description = describe_sql(sql, self.db.dialect)
+        if s.nl_check == "overlap":
+            score = nl_agreement(description, self._question)
+            ok = score >= s.nl_threshold
+            detail = f"the SQL described as '{description[:200]}' covers {score:.0%} of the question's words"
+        else:
+            prompt = fill(prompts()["nl_judge"], question=data_text(self._question), description=data_text(description))
+            try:
+                reply = self._call([{"role": "user", "content": prompt}], [], turn=-1)
+            except Exception as err:  # no verdict: the contract's checks stand
+                self._event("nl_judge_unavailable", error=f"{type(err).__name__}: {err}"[:200])
+                return checks
+            verdict = (reply.content or "").strip()
+            ok = verdict.lower().startswith("yes")
+            detail = f"judge on '{description[:160]}': {verdict[:200]}"
+        self._event("pipeline_to_nl", passed=ok, detail=detail)
+        return [*checks, Check(name="pipeline_to_nl", passed=ok, detail=detail)]
 
     def _modify(self, call: ToolCall, sql: str, contract: OutputContract, state: _State) -> str:
         try:

@@ -62,7 +62,9 @@ _PARAMETERS: dict[str, dict[str, Any]] = {
     "search_schema": {"type": "object", "properties": {"term": _STR}, "required": ["term"]},
     "recall": {"type": "object", "properties": {"query": _STR}, "required": ["query"]},
     "read_memory": {"type": "object", "properties": {"id": _STR}, "required": ["id"]},
-    "submit": {"type": "object", "properties": {"sql": _STR, "answer": _STR}, "required": ["sql"]},
+    "submit": {"type": "object", "properties": {"sql": _STR, "answer": _STR,
+                                                "candidates": {"type": "array", "items": _STR}},
+               "required": ["sql"]},
     "ask": {"type": "object", "properties": {"question": _STR}, "required": ["question"]},
     "write_lesson": {
         "type": "object",
