@@ -3,7 +3,6 @@ queries take (ranked aggregates, top-k, LEFT JOIN with COALESCE, windows, CTEs) 
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import duckdb

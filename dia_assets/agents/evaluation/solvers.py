@@ -96,13 +96,13 @@ class AgentSolver:
         return to_prediction(result, run, self.score_unverified)
 
     def _register_oracle(self, instance: EvalInstance, db: Database) -> tuple[str, str]:
+        from dia_assets.agents.evaluation.gold_contract import gold_contract
         from dia_assets.agents.evaluation.oracle import (
             REGISTRY,
             OracleAnswer,
             ensure_registered,
             not_null_columns,
         )
-        from dia_assets.agents.evaluation.gold_contract import gold_contract
 
         model = ensure_registered()
         sql = transpile_gold(instance.gold_sql[0], instance.dialect, db.dialect)

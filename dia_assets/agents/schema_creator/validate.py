@@ -10,7 +10,12 @@ from dia_assets.agents.interpreter.naming import quote_ident as q
 from dia_assets.agents.schema_creator.target import Target
 from dia_assets.agents.value_parsing import sql_str
 from dia_assets.contracts.interpretation import Interpretation
-from dia_assets.contracts.manifest import Manifest, ManifestColumn, ManifestForeignKey, ManifestTable
+from dia_assets.contracts.manifest import (
+    Manifest,
+    ManifestColumn,
+    ManifestForeignKey,
+    ManifestTable,
+)
 from dia_assets.contracts.report import (
     AxisResult,
     ColumnCoverage,
