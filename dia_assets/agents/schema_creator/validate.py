@@ -255,11 +255,23 @@ def sum_query(table: ManifestTable, col: ManifestColumn) -> TestQuery:
     return TestQuery(name=f"sum {table.name}.{col.name} from staging", sql=sql, expected=0)
 
 
+def row_query(table: ManifestTable) -> TestQuery:
+    """The first staged row, parsed from its text, is in the refined table with every value
+    (found by its key; expected 1)."""
+    from dia_assets.agents.schema_creator import sqlgen
+
+    parsed = ", ".join(f"{sqlgen.value_sql(c, q(c.source_column))} AS {q(c.name)}" for c in table.columns)
+    same = " AND ".join(f"t.{q(c.name)} IS NOT DISTINCT FROM e.{q(c.name)}" for c in table.columns)
+    sql = (f"SELECT count(*) FROM {q(table.name)} t JOIN (SELECT {parsed} FROM {_expected_rows(table)} "
+           f"ORDER BY _source_row LIMIT 1) e ON {same}")
+    return TestQuery(name=f"first row of {table.name} from staging", sql=sql, expected=1)
+
+
 def generate_test_queries(target: Target, manifest: Manifest) -> list[TestQuery]:
     """Per-table counts, then checks whose expected values come from the staging text and
     rejects alone, never from the refined table: rows per foreign-key value, sums of the
-    parsed numeric columns (up to three per table, keys excluded), one lookup per primary
-    key. A load that keeps the row count but moves, changes or swaps values fails them."""
+    parsed numeric columns (up to three per table, keys excluded), the first staged row with
+    all its parsed values, and one lookup per primary key. A load that keeps the row count but moves, changes or swaps values fails them."""
     out = []
     for table in manifest.tables:
         staged, _refined, rejected, _unparsed, dups = staged_counts(target, table)
@@ -275,6 +287,9 @@ def generate_test_queries(target: Target, manifest: Manifest) -> list[TestQuery]
         numeric = [c for c in table.columns
                    if c.type.upper().startswith(_NUMERIC) and c.name not in keyish][:3] if reparse else []
         out += [sum_query(table, c) for c in numeric]
+        # every column parsed again: DuckDB only (PostgreSQL has no try_strptime for dates)
+        if table.primary_key and target.dialect == "duckdb" and staged - rejected - dups > 0:
+            out.append(row_query(table))
         if table.primary_key:
             keys = ", ".join(q(c) for c in table.primary_key)
             row = target.rows(f"SELECT {keys} FROM {q(table.name)} ORDER BY {keys} LIMIT 1")
