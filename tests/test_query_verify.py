@@ -215,3 +215,23 @@ def test_granularity_order_and_empty_checks_fail(env: Any) -> None:
     ordered = {"columns": ["year"], "order": ["year desc"]}
     assert "not ordered" in _verify(env, ordered, "SELECT year FROM paper ORDER BY year ASC")["failed"]["ordering"]
     assert not _verify(env, {"columns": ["year"]}, "SELECT year FROM paper WHERE year > 3000")["passed"]
+
+
+def test_the_oracle_is_never_refused_on_these_shapes(env: Any, tmp_path_factory: pytest.TempPathFactory) -> None:
+    """End to end: each shape through `dia eval --model oracle` (the full agent path, with the
+    contract the oracle reads off the gold SQL, entity key included) scores 100%."""
+    import json
+
+    from dia_assets.agents.evaluation.datasets import load_instances
+    from dia_assets.agents.evaluation.runner import run_eval
+    from dia_assets.agents.evaluation.solvers import AgentSolver
+
+    db = env[0]
+    folder = tmp_path_factory.mktemp("oracle")
+    questions = folder / "q.jsonl"
+    questions.write_text("".join(
+        json.dumps({"id": shape, "question": f"Shape {shape.replace('_', ' ')}?", "gold_sql": sql,
+                    "db": "w", "dialect": "duckdb"}) + "\n" for shape, sql in sorted(GOLD_SHAPES.items())))
+    summary = run_eval(load_instances(questions), db.location, AgentSolver("oracle"), folder / "out",
+                       workers=1, ves_iterations=0)
+    assert summary["ex"] == 100.0 and summary["status_counts"] == {"answered": len(GOLD_SHAPES)}, summary
