@@ -85,6 +85,17 @@ def _memory_factory() -> Any:
     return factory
 
 
+def _is_bird(questions: Path, fmt: str) -> bool:
+    if fmt != "auto":
+        return fmt == "bird"
+    from dia_assets.agents.evaluation.datasets import detect_format
+
+    try:
+        return detect_format(questions) == "bird"
+    except (OSError, ValueError):
+        return False
+
+
 def eval(  # noqa: A001 - the command is `dia eval`
     questions: Annotated[Path, typer.Argument(help="Question set: our JSONL, BIRD/Spider dev.json or a defog sql-eval CSV.")],
     db: Annotated[str | None, typer.Option("--db", help=(
@@ -98,9 +109,9 @@ def eval(  # noqa: A001 - the command is `dia eval`
     limit: Annotated[int | None, typer.Option("--limit", help="Only the first N instances.")] = None,
     gold_dialect: Annotated[str | None, typer.Option("--gold-dialect", help="Dialect of the gold SQL when the format's default is wrong (e.g. BIRD mini-dev's postgres or mysql files).")] = None,
     timeout: Annotated[float, typer.Option("--timeout", help="Seconds per SQL execution (gold and predicted).")] = 30.0,
-    ves_iterations: Annotated[int, typer.Option("--ves-iterations", help="Timing runs per correct instance for VES (BIRD uses 100; 0 skips VES).")] = 10,
+    ves_iterations: Annotated[int | None, typer.Option("--ves-iterations", help="Timing runs per correct instance for VES (0 skips VES). Default 100 for BIRD-format runs (BIRD's own; its 3-sigma outlier filter needs more than 10), else 10.")] = None,
     decimals: Annotated[int | None, typer.Option("--decimals", help="Default decimal precision for comparisons (per-instance values win).")] = None,
-    soft_f1_order: Annotated[str, typer.Option("--soft-f1-order", help="sorted (deterministic) or executed (BIRD's code: rows as the engine returned them).")] = "sorted",
+    soft_f1_order: Annotated[str, typer.Option("--soft-f1-order", help="executed (BIRD mini-dev's code: rows in the order returned; the default for BIRD-format runs) or sorted (one canonical order, deterministic; the default otherwise).")] = "auto",
     score_unverified: Annotated[bool, typer.Option("--score-unverified", help="Score the agent's last submitted SQL when it accepted none.")] = False,
     memory: Annotated[bool, typer.Option("--memory", help="Give the agent the shared memory store ($DIA_MEMORY_URL or the embedded one); runs one worker.")] = False,
     traces: Annotated[bool, typer.Option("--traces", help="Write each question's agent trace to OUT/traces/<id>.json.")] = False,
@@ -114,8 +125,8 @@ def eval(  # noqa: A001 - the command is `dia eval`
     from dia_assets.agents.evaluation.runner import EvalError, run_eval
     from dia_assets.agents.evaluation.solvers import AgentSolver, OracleSolver
 
-    if soft_f1_order not in ("sorted", "executed"):
-        _err("error: --soft-f1-order is sorted or executed")
+    if soft_f1_order not in ("auto", "sorted", "executed"):
+        _err("error: --soft-f1-order is auto, sorted or executed")
         raise typer.Exit(2)
     model = model or os.environ.get("DIA_MODEL") or None
     if not model:
@@ -126,6 +137,11 @@ def eval(  # noqa: A001 - the command is `dia eval`
     except (OSError, ValueError, KeyError) as err:
         _err(f"error: cannot read {questions}: {err}")
         raise typer.Exit(2) from err
+    bird = _is_bird(questions, fmt)
+    if soft_f1_order == "auto":  # BIRD runs score as mini-dev's evaluation_f1.py does
+        soft_f1_order = "executed" if bird else "sorted"
+    if ves_iterations is None:
+        ves_iterations = 100 if bird else 10
     db = db or _default_db(questions, fmt)
     if not db:
         _err("error: no database: pass --db (a SQLite/DuckDB file, a folder of databases or a postgresql:// URL). "
@@ -159,7 +175,8 @@ def eval(  # noqa: A001 - the command is `dia eval`
     def pct(v: float | None) -> str:
         return "-" if v is None else f"{v:.2f}"
 
-    typer.echo(f"EX {pct(summary['ex'])}%  soft-F1 {pct(summary['soft_f1'])}%  VES {pct(summary['ves'])}  "
+    typer.echo(f"EX {pct(summary['ex'])}%  soft-F1 {pct(summary['soft_f1'])}%  VES {pct(summary['ves'])} "
+               f"(time-ratio VES {pct(summary.get('ves_ratio'))})  "
                f"({summary['correct']}/{summary['scored']} correct, {summary['broken']} broken)")
     lat = summary["latency_s"]
     typer.echo(f"tokens {summary['tokens_total']}, cost USD {summary['cost_usd_total']:.4f}, "

@@ -125,10 +125,18 @@ def materialize_question(
     previous = previous_answer(workspace.root_path, follows) if follows else None
     if follows and previous is None:
         raise Failure(f"{qid} follows {follows!r}, which has no accepted answer yet: materialize it first")
+    memory = _memory(context, memory_resource, warehouse)
+    if memory is not None and context.run.tags.get("dia/fresh_memory") == "true":
+        # a replan after answer quality fell: hold back what the failed answer recalled
+        from dia_assets.agents.query.memory import FreshMemory, used_in_previous_answer
+
+        held = used_in_previous_answer(workspace.root_path, qid)
+        memory = FreshMemory(memory, held)
+        context.log.info(f"{qid}: fresh memory, holding back {sorted(held) or 'nothing'}")
     result, run = answer_question(
         question, warehouse, question_id=qid,
         chat=litellm_chat(llm.model, temperature=llm.temperature, timeout_s=llm.timeout_s),
-        memory=_memory(context, memory_resource, warehouse),
+        memory=memory,
         manifest_path=workspace.root_path / "schema" / "manifest.json",
         workspace=workspace.root_path, allow_writes=config.allow_writes, previous=previous,
         settings=AgentSettings(max_attempts=config.max_attempts, max_turns=config.max_turns),

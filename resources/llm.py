@@ -35,7 +35,9 @@ class LLMResource(ConfigurableResource):
             raise RuntimeError("no model configured: set DIA_MODEL (for example openai/gpt-5)")
         litellm = _litellm()
         started = time.perf_counter()
-        response = litellm.completion(
+        from dia_assets.agents.query.llm import completion
+
+        response = completion(
             model=self.model, messages=messages, temperature=self.temperature,
             timeout=self.timeout_s, **kwargs,
         )

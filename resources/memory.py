@@ -33,17 +33,26 @@ class MemoryResource(ConfigurableResource):
         default="recency", description="Which version wins a conflict (Data Agents §3-B2)."
     )
     ef_search: int = Field(default=80, description="HNSW candidate list size at query time.")
+    judge_model: str | None = Field(
+        default=None, description="litellm model of the conflict judge for `confirmation` (default DIA_MODEL)."
+    )
 
     _store: MemoryStore | None = PrivateAttr(default=None)
 
     def store(self) -> MemoryStore:
         """The open store for this process (connected and migrated on first call)."""
         if self._store is None:
+            judge = None
+            if self.conflict_strategy == "confirmation":  # the judge confirms each rule-found conflict
+                from dia_assets.agents.memory.judge import litellm_conflict_judge
+
+                judge = litellm_conflict_judge(self.judge_model or os.environ.get("DIA_MODEL") or None)
             self._store = MemoryStore.open(
                 url=self.url or os.environ.get("DIA_MEMORY_URL") or None,
                 pgdata=Path(self.pgdata) if self.pgdata else default_pgdata(),
                 embedder=self.embeddings.get_embedder(),
                 policy=ConflictPolicy(strategy=self.conflict_strategy),
+                judge=judge,
                 ef_search=self.ef_search,
             )
         return self._store

@@ -197,3 +197,45 @@ def test_a_follow_up_partition_builds_on_the_question_it_follows(ws: Path, tmp_p
     assert result.success
     meta = result.asset_materializations_for_node("query_result")[0].metadata
     assert meta["dagster/row_count"].value == 3 and "WITH previous AS" in meta["sql"].value
+
+
+def test_a_fresh_memory_replan_holds_back_the_lessons_the_failed_answer_used(
+        ws: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The quality sensor's `dia/fresh_memory` tag is read: the re-answer recalls no lesson the
+    previous (failed) answer of that question used."""
+    import json
+
+    from dia_assets import query_assets
+    from dia_assets.agents.query.memory import InMemoryMemory, Item
+
+    memory = InMemoryMemory([
+        Item("m1", "Staff per role counts every row", "rule one", "SELECT TRUE", "aggregation", "session"),
+        Item("m2", "Staff per role counts distinct badges", "rule two", "SELECT TRUE", "aggregation", "session"),
+    ])
+    monkeypatch.setattr(query_assets, "_memory", lambda context, resource, warehouse: memory)
+    folder = ws / "queries" / "staff_count_per_role"
+    folder.mkdir(parents=True)
+    (folder / "result.json").write_text(json.dumps(
+        {"memory_used": [{"id": "m1", "title": "Staff per role counts every row", "verified": True}]}))
+    instance = DagsterInstance.ephemeral()
+    register_question_partitions(instance)
+    asset = query_result_asset(with_memory=False)
+    script = [
+        call("declare_contract", kind="analytical", columns=["role", "staff_count"],
+             granularity={"description": "role", "key_columns": ["role"]}),
+        call("recall", query="staff per role"),
+        call("submit", sql="SELECT role, COUNT(DISTINCT badge) AS staff_count FROM staff GROUP BY role"),
+    ]
+    recalled = {}
+    for tags in ({"dia/fresh_memory": "true"}, {}):
+        register_tools(list(script))
+        result = materialize([asset], instance=instance, partition_key="staff_count_per_role", tags=tags,
+                             resources={"workspace": WorkspaceResource(root=str(ws)),
+                                        "llm": LLMResource(model=FAKE_MODEL)})
+        assert result.success
+        trace = json.loads((folder / "trace.json").read_text())
+        recalled[bool(tags)] = {r["id"] for e in trace["events"] if e["event"] == "recall" for r in e["refs"]}
+        (folder / "result.json").write_text(json.dumps(  # the next run again follows an answer that used m1
+            {"memory_used": [{"id": "m1", "title": "t", "verified": True}]}))
+    assert "m1" not in recalled[True] and "m2" in recalled[True]
+    assert "m1" in recalled[False]  # without the tag, memory is recalled as usual

@@ -35,8 +35,10 @@ def test_clean_load_passes_every_axis(tmp_path):
     assert result.report.accepted
     assert set(result.report.axes) == set(v.AXES)
     names = [q.name for q in result.report.test_queries]
-    assert names == ["count parents", "lookup parents by key", "count children",
-                     "join children(parent_id) -> parents", "lookup children by key"]
+    assert names == ["count parents", "first row of parents from staging", "lookup parents by key",
+                     "count children", "rows per children(parent_id) from staging",
+                     "sum children.amount from staging", "first row of children from staging",
+                     "lookup children by key"]
     assert result.load.tables["children"].foreign_keys_enforced == ["(parent_id) -> parents"]
 
 
@@ -49,7 +51,10 @@ def test_row_count_reconciliation_fails_when_rows_vanish(tmp_path):
     assert not rows["children"].passed and "1 rows unaccounted" in rows["children"].message
     assert rows["parents"].passed
     failed = [q for q in queries if not q.passed]
-    assert [q.name for q in failed] == ["count children"] and failed[0].error == "expected 4, got 3"
+    # the vanished row also changes the rows per parent and the amount's sum, both from staging
+    assert [q.name for q in failed] == ["count children", "rows per children(parent_id) from staging",
+                                        "sum children.amount from staging"]  # id 13 is not the first row
+    assert failed[0].error == "expected 4, got 3"
 
 
 def test_row_count_reconciliation_fails_when_file_changed_since_interpretation(tmp_path):
@@ -125,3 +130,20 @@ def test_test_queries_fail_when_sql_errors(tmp_path):
     failed = [q for q in queries if not q.passed]
     assert failed and all("children" in q.sql for q in failed)
     assert all(q.error and "CatalogException" in q.error for q in failed)
+
+
+def test_test_queries_catch_a_load_the_other_axes_miss(tmp_path):
+    """Values moved between rows keep every count, key and coverage figure: only the test
+    queries, whose expected values come from the staging text, see it."""
+    result = _build(tmp_path)
+    tamper(result.load.warehouse, "UPDATE children SET parent_id = 2 WHERE id = 11")  # a row under the wrong parent
+    tamper(result.load.warehouse, "UPDATE children SET amount = 20.00 WHERE id = 11")  # a value mangled
+    tamper(result.load.warehouse, "UPDATE parents SET name = 'Anne' WHERE id = 1")  # a text value changed
+    with target(result.load.warehouse) as t:
+        report = v.validate(t, result.manifest)
+    assert report.axes["row_count_reconciliation"].passed and report.axes["column_coverage"].passed
+    assert report.axes["key_validity"].passed and report.axes["load_integrity"].passed
+    assert not report.axes["test_queries"].passed
+    failed = {q.name for q in report.test_queries if not q.passed}
+    assert failed == {"rows per children(parent_id) from staging", "sum children.amount from staging",
+                      "first row of parents from staging"}

@@ -52,8 +52,19 @@ class OutputContract(BaseModel):
         None, description="table.column of the entity being counted (join fan-out check)."
     )
     allow_empty: bool = False
+    limit: int | None = Field(None, ge=0, description="Top-k questions: at most this many rows (the outer LIMIT).")
     targets: list[str] = Field(default_factory=list, description="Tables a modification changes.")
     post_condition_sql: str | None = None
+
+
+class ContractRevision(BaseModel):
+    """A contract declared again within one answer: which declared fact was wrong, and why."""
+
+    after_failure: list[str] = Field(default_factory=list, description="Checks that failed just before.")
+    revises: list[str] = Field(default_factory=list, description="Contract parts changed (columns, filters, ...).")
+    reason: str = ""
+    before: str = ""
+    after: str = ""
 
 
 class Check(BaseModel):
@@ -123,6 +134,7 @@ class QueryResult(Artifact):
     contract: OutputContract | None = None
     verification: Verification = Verification()
     attempts: int = 0
+    contract_revisions: list[ContractRevision] = Field(default_factory=list)
     row_count: int = 0
     columns: list[str] = Field(default_factory=list)
     preview: list[list[Any]] = Field(default_factory=list)

@@ -18,6 +18,7 @@ elsewhere:
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
@@ -89,11 +90,17 @@ class SoftF1:
         return {"soft_f1": round(best_soft_f1(ctx.pred.rows, ctx.gold_rows, ctx.decimals, sort_rows), 6)}
 
 
+# One instance is timed at a time in the whole process: with worker threads timing in
+# parallel, the ratios depended on --workers (VES 90-94 with one worker, 99-105 with 2-8).
+TIMING_LOCK = threading.Lock()
+
+
 @dataclass
 class ValidEfficiency:
-    """BIRD's VES reward rho(tau) for a correct instance: gold and prediction timed alternately
-    `iterations` times on the same connection (execute and fetch; BIRD also times its
-    connect). 0 for an incorrect instance; None when not measured (`iterations` 0)."""
+    """BIRD's VES reward rho(tau) for a correct instance, and tau itself: gold and prediction
+    timed alternately `iterations` times on the same open connection (execute and fetch, as
+    BIRD does), one instance at a time (`TIMING_LOCK`). 0 for an incorrect instance; None when
+    not measured (`iterations` 0)."""
 
     iterations: int = 10
     name: str = "ves"
@@ -105,8 +112,9 @@ class ValidEfficiency:
             return {"ves_reward": None, "time_ratio": None}
         gold_sql, pred_sql = ctx.gold_sql[ctx.matched] or "", ctx.prediction.sql or ""
         try:
-            tau = measure_time_ratio(lambda: ctx.db.query(gold_sql, ctx.timeout_s),
-                                     lambda: ctx.db.query(pred_sql, ctx.timeout_s), self.iterations)
+            with TIMING_LOCK:
+                tau = measure_time_ratio(lambda: ctx.db.query(gold_sql, ctx.timeout_s),
+                                         lambda: ctx.db.query(pred_sql, ctx.timeout_s), self.iterations)
         except Exception:  # BIRD: an error while timing earns no reward
             return {"ves_reward": 0.0, "time_ratio": None}
         return {"ves_reward": ves_reward(tau), "time_ratio": round(tau, 6)}

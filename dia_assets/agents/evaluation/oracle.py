@@ -3,9 +3,10 @@
 safety checks, execution, verification) and must score 100% EX. It checks the plumbing end to
 end: adapters, transpilation, databases, the agent's loop and the scoring.
 
-Per question it plays two turns: `declare_contract` (the gold result's columns, no keys or
-order, a filter for each IS NOT NULL the gold query applies, empty allowed when gold is
-empty) and `submit` with the gold SQL. Anything after that (a refused submission) gets plain
+Per question it plays two turns: `declare_contract` (the contract the question asks for, read
+off the gold SQL by `gold_contract`: columns, keys, order, limit, filters with operator and
+value, entity key; when that does not validate, the gold result's columns alone) and `submit`
+with the gold SQL. Anything after that (a refused submission) gets plain
 text, and the agent gives up: the run then shows where the agent and the gold disagree.
 """
 
@@ -28,8 +29,12 @@ class OracleAnswer:
     columns: list[str]
     allow_empty: bool = False
     not_null_columns: list[str] = field(default_factory=list)
+    declared: dict[str, Any] | None = None  # the question's contract, read off the gold SQL
 
     def contract(self) -> dict[str, Any]:
+        return self.declared if self.declared is not None else self.minimal_contract()
+
+    def minimal_contract(self) -> dict[str, Any]:
         return {
             "columns": list(self.columns),
             "granularity": {"description": "the rows the gold query returns", "key_columns": []},
@@ -104,6 +109,11 @@ def _tool_calls_made(messages: list[dict[str, Any]]) -> list[str]:
     return names
 
 
+def _refused(messages: list[dict[str, Any]], tool: str) -> bool:
+    results = [m for m in messages if m.get("role") == "tool" and m.get("name") == tool]
+    return bool(results) and '"error"' in str(results[-1].get("content") or "")
+
+
 def next_step(messages: list[dict[str, Any]], tool_names: list[str]) -> dict[str, Any] | str:
     """The oracle's reply to a conversation: a tool call {name, arguments} or text."""
     if tool_names and "submit" not in tool_names:
@@ -114,6 +124,9 @@ def next_step(messages: list[dict[str, Any]], tool_names: list[str]) -> dict[str
     made = _tool_calls_made(messages)
     if "declare_contract" not in made:
         return {"name": "declare_contract", "arguments": answer.contract()}
+    if made.count("declare_contract") == 1 and "submit" not in made and _refused(messages, "declare_contract"):
+        # the derived contract did not validate here (a column it names is not in this schema)
+        return {"name": "declare_contract", "arguments": answer.minimal_contract()}
     if "submit" not in made:
         return {"name": "submit", "arguments": {"sql": answer.sql, "answer": "the gold query's result"}}
     return "oracle: the gold query was refused; giving up"

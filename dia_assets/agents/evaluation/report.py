@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from dia_assets.agents.evaluation.metrics import mean, percentile, ves
+from dia_assets.agents.evaluation.metrics import mean, percentile, ves, ves_ratio
 from dia_assets.agents.evaluation.models import (
     EVAL_VERSION,
     FAILURE_CLASSES,
@@ -34,6 +34,9 @@ def scores(records: Sequence[InstanceRecord]) -> dict[str, Any]:
         "soft_f1": _pct(mean([r.soft_f1 for r in scored])),
         "ves": None if not scored else (
             None if (v := ves([r.ex for r in scored], [r.ves_reward for r in scored])) is None else round(v, 2)),
+        "ves_ratio": None if not scored else (
+            None if (v := ves_ratio([r.ex for r in scored], [r.time_ratio for r in scored])) is None
+            else round(v, 2)),
     }
 
 
@@ -100,12 +103,15 @@ def render_markdown(summary: dict[str, Any], records: Sequence[InstanceRecord]) 
                   f"- workers {cfg.get('workers')}, timeout {cfg.get('timeout_s')} s, "
                   f"VES timing iterations {cfg.get('ves_iterations')}, started {cfg.get('started_at')}", ""]
     lines += [
-        "| instances | scored | broken | correct | EX % | soft-F1 % | VES |", "|---|---|---|---|---|---|---|",
+        "| instances | scored | broken | correct | EX % | soft-F1 % | VES | time-ratio VES |",
+        "|---|---|---|---|---|---|---|---|",
         f"| {summary['instances']} | {summary['scored']} | {summary['broken']} | {summary['correct']} | "
-        f"{_fmt(summary['ex'])} | {_fmt(summary['soft_f1'])} | {_fmt(summary['ves'])} |", "",
+        f"{_fmt(summary['ex'])} | {_fmt(summary['soft_f1'])} | {_fmt(summary['ves'])} | "
+        f"{_fmt(summary.get('ves_ratio'))} |", "",
         "EX and soft-F1 follow BIRD's rules (set semantics unless the question requires order, "
-        "per-instance decimal precision, any acceptable gold result); VES is BIRD's reward-based "
-        "score (DIA App. A.2). Broken instances (gold failed or timed out) are not counted.", "",
+        "per-instance decimal precision, any acceptable gold result); VES is mini-dev's reward-based "
+        "score (DIA App. A.2), time-ratio VES the original uncapped one (sqrt of the time ratio). "
+        "Broken instances (gold failed or timed out) are not counted.", "",
     ]
     if summary["by_difficulty"]:
         lines += ["## By difficulty", "", "| difficulty | n | correct | EX % | soft-F1 % | VES |", "|---|---|---|---|---|---|"]

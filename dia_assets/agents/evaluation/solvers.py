@@ -96,6 +96,7 @@ class AgentSolver:
         return to_prediction(result, run, self.score_unverified)
 
     def _register_oracle(self, instance: EvalInstance, db: Database) -> tuple[str, str]:
+        from dia_assets.agents.evaluation.gold_contract import gold_contract
         from dia_assets.agents.evaluation.oracle import (
             REGISTRY,
             OracleAnswer,
@@ -107,8 +108,11 @@ class AgentSolver:
         sql = transpile_gold(instance.gold_sql[0], instance.dialect, db.dialect)
         res = db.query(sql, self.timeout_s)
         key = instance.prompt()
+        declared = gold_contract(sql, db.dialect, res.columns, not res.rows)
+        if "entity_key" not in declared and (entity := _count_entity(sql, db)):
+            declared["entity_key"] = entity
         REGISTRY.put(key, OracleAnswer(sql=sql, columns=res.columns, allow_empty=not res.rows,
-                                       not_null_columns=not_null_columns(sql, db.dialect)))
+                                       not_null_columns=not_null_columns(sql, db.dialect), declared=declared))
         return model, key
 
 
@@ -121,6 +125,23 @@ def _eval_settings() -> Any:
     if hasattr(settings, "transpile_to"):
         settings.transpile_to = ()
     return settings
+
+
+def _count_entity(sql: str, db: Database) -> str | None:
+    """What the gold's plain COUNT counts (`verify.count_entity`), on the agent's own view of
+    the database; None when it cannot be told."""
+    try:
+        from dia_assets.agents.query.dialects import open_database
+        from dia_assets.agents.query.run import schema_index
+        from dia_assets.agents.query.verify import count_entity
+
+        agent_db = open_database(_agent_target(db))
+        try:
+            return count_entity(sql, agent_db, schema_index(agent_db), 30.0)
+        finally:
+            agent_db.close()
+    except Exception:
+        return None
 
 
 def _agent_target(db: Database) -> str:

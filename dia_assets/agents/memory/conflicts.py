@@ -1,8 +1,8 @@
 """Conflict detection and resolution for inserts (Data Agents §3-B2, Algorithm 1).
 
-A conflict is two active items of the same kind, near each other in embedding space, with
-the *same precondition* (normalised probe SQL) and a *different conclusion* (normalised
-rule body). When a judge is configured (for example an LLM) it confirms or rejects each
+A conflict is two active items of the same kind, near each other in embedding space, about
+the *same subject* (the same precondition probe; for preferences and for probes that test
+no particular thing, the same title) with a *different claim* (normalised rule body). When a judge is configured (for example an LLM) it confirms or rejects each
 rule-detected conflict and may state a preference. The policy then picks one of:
 
 - `new_wins`: the older item is deactivated (status `superseded`);
@@ -76,14 +76,45 @@ ConflictJudge = Callable[[NewMemory, MemoryItem], JudgeVerdict]
 Resolution = Literal["new_wins", "old_wins", "keep_both"]
 
 
+def probe_subject(sql: str | None) -> str | None:
+    """What a probe is about, when it is about something: its canonical SQL. A probe that only
+    asks whether a table has rows (no column, no filter) says nothing about a lesson's subject
+    (every lesson on that table would share it): None."""
+    if not sql or not sql.strip():
+        return None
+    try:
+        import sqlglot
+        from sqlglot import exp
+
+        tree = sqlglot.parse_one(sql.strip().rstrip(";"))
+        if tree.find(exp.Where) is None and tree.find(exp.Column) is None and tree.find(exp.Join) is None:
+            return None
+    except Exception:
+        pass
+    return normalize_sql(sql)
+
+
+def same_subject(new: NewMemory, old: MemoryItem) -> bool:
+    """Two items are about one thing when their probes test the same precondition, or (for
+    a probe that tests no particular thing, and for preferences, whose title is the question
+    the user answered) when their titles say the same."""
+    if new.kind.value == "preference" or old.kind.value == "preference":
+        return conclusion_key(new.title) == conclusion_key(old.title)
+    a, b = probe_subject(new.probe_sql), probe_subject(old.probe_sql)
+    if a is not None and b is not None:
+        return a == b
+    return conclusion_key(new.title) == conclusion_key(old.title) and (
+        normalize_sql(new.probe_sql) == normalize_sql(old.probe_sql))
+
+
 def is_candidate_conflict(
     new: NewMemory, old: MemoryItem, similarity: float, min_similarity: float
 ) -> bool:
-    """Rule: same precondition, different conclusion, and close enough to be about one thing."""
+    """Rule: the same subject (see `same_subject`), a different claim about it, and close
+    enough in meaning to be about one thing. A configured judge then confirms or dismisses."""
     if similarity < min_similarity or new.kind != old.kind:
         return False
-    same_probe = normalize_sql(new.probe_sql) == normalize_sql(old.probe_sql)
-    return same_probe and conclusion_key(new.body) != conclusion_key(old.body)
+    return same_subject(new, old) and conclusion_key(new.body) != conclusion_key(old.body)
 
 
 @dataclass(frozen=True)

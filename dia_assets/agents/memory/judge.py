@@ -48,9 +48,6 @@ def litellm_conflict_judge(model: str | None = None, **completion_kwargs: Any) -
         raise ValueError("no model for the conflict judge: pass one or set DIA_MODEL")
 
     def judge(new: NewMemory, old: MemoryItem) -> JudgeVerdict:
-        os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-        import litellm
-
         prompt = _prompt()
         user = prompt["user"].format(
             probe=new.probe_sql,
@@ -64,7 +61,9 @@ def litellm_conflict_judge(model: str | None = None, **completion_kwargs: Any) -
             new_title=new.title,
             new_body=new.body,
         )
-        response = litellm.completion(
+        from dia_assets.agents.query.llm import completion
+
+        response = completion(
             model=model,
             messages=[
                 {"role": "system", "content": prompt["system"]},

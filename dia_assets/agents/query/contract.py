@@ -92,7 +92,10 @@ def parse_contract(args: dict[str, Any], schema: dict[str, dict[str, str]], dial
             except SQLRefused as err:
                 problems.append(f"post_condition_sql must be one read-only SELECT: {err}")
     for flt in contract.filters:
-        if flt.column and flt.column.lower() not in known and flt.column.lower() not in names:
+        if not flt.column:
+            problems.append(f"filter {flt.description!r} names no column: give the column it constrains "
+                            "(and its value), so verification can find the predicate")
+        elif flt.column.lower() not in known and flt.column.lower() not in names:
             close = closest_columns(flt.column.split(".")[-1], schema)
             problems.append(
                 f"filter column {flt.column!r} is not in the schema"
@@ -111,7 +114,54 @@ def describe_contract(contract: OutputContract) -> str:
     order = ", ".join(f"{o.column} {o.direction}" for o in contract.order) or "unordered"
     filters = "; ".join(f.description for f in contract.filters) or "none"
     keys = ", ".join(contract.granularity.key_columns) or "-"
+    limit = f"; at most {contract.limit} rows" if contract.limit is not None else ""
     return (
         f"columns [{', '.join(contract.columns)}]; one row per {contract.granularity.description or keys} "
-        f"(keys {keys}); order {order}; filters: {filters}"
+        f"(keys {keys}); order {order}; filters: {filters}{limit}"
     )
+
+
+PARTS = ("columns", "granularity", "order", "filters", "entity_key", "allow_empty", "limit")
+
+
+def _filter_key(flt: Any) -> str:
+    return (flt.column or flt.description).split(".")[-1].lower()
+
+
+def changed_parts(old: OutputContract, new: OutputContract) -> list[str]:
+    """Which parts of the contract a re-declaration changes."""
+    out = []
+    if [c.lower() for c in old.columns] != [c.lower() for c in new.columns]:
+        out.append("columns")
+    if sorted(k.lower() for k in old.granularity.key_columns) != sorted(k.lower() for k in new.granularity.key_columns):
+        out.append("granularity")
+    if [(o.column.lower(), o.direction) for o in old.order] != [(o.column.lower(), o.direction) for o in new.order]:
+        out.append("order")
+    if [f.model_dump() for f in old.filters] != [f.model_dump() for f in new.filters]:
+        out.append("filters")
+    for part in ("entity_key", "allow_empty", "limit"):
+        if getattr(old, part) != getattr(new, part):
+            out.append(part)
+    return out
+
+
+def weakenings(old: OutputContract, new: OutputContract, failed: list[str]) -> list[str]:
+    """Ways a revision drops the very declaration a check just failed on: a revision may
+    correct a declared fact (a value as stored, a key column), never remove it to pass."""
+    problems = []
+    failed_filters = {f[len("filter:"):] for f in failed if f.startswith("filter:")}
+    new_filters = {_filter_key(f) for f in new.filters}
+    for flt in old.filters:
+        if flt.description[:60] in failed_filters and _filter_key(flt) not in new_filters:
+            problems.append(f"drops the filter {flt.description!r} that verification found unimplemented")
+    if "granularity" in failed and not new.granularity.key_columns:
+        problems.append("drops the granularity keys that repeated in the result")
+    if "ordering" in failed and not new.order:
+        problems.append("drops the order the result did not follow")
+    if "non_empty" in failed and new.allow_empty and not old.allow_empty:
+        problems.append("allows an empty result after the result came back empty")
+    if "row_limit" in failed and new.limit is None:
+        problems.append("drops the row limit the result exceeded")
+    if "join_fanout" in failed and old.entity_key and not new.entity_key:
+        problems.append("drops the entity key whose rows the join repeated")
+    return problems

@@ -61,8 +61,82 @@ def _litellm() -> Any:
     return litellm
 
 
-def litellm_chat(model: str, temperature: float = 0.0, timeout_s: float = 120.0, **extra: Any) -> ChatFn:
-    """A ChatFn over `litellm.completion` with tools; records tokens, cost and latency."""
+# provider errors worth another try: rate limits and transient server or network trouble
+_TRANSIENT = ("RateLimitError", "APIConnectionError", "Timeout", "ServiceUnavailableError",
+              "InternalServerError", "BadGatewayError", "APIError")
+_PERMANENT = ("AuthenticationError", "PermissionDeniedError", "NotFoundError", "BadRequestError",
+              "ContextWindowExceededError", "ContentPolicyViolationError", "UnprocessableEntityError")
+
+
+@dataclass
+class RetryPolicy:
+    """Exponential backoff with jitter: attempt n waits base_s * 2**n (at most max_s), or the
+    provider's Retry-After when it names one."""
+
+    attempts: int = 5
+    base_s: float = 1.0
+    max_s: float = 30.0
+    jitter: float = 0.25
+    sleep: Callable[[float], None] = time.sleep
+
+    def delay(self, attempt: int, err: BaseException) -> float:
+        import random
+
+        after = _retry_after(err)
+        if after is not None:
+            return min(after, self.max_s)
+        wait = min(self.base_s * (2 ** attempt), self.max_s)
+        return wait * (1 + self.jitter * random.random())
+
+
+def _retry_after(err: BaseException) -> float | None:
+    response = getattr(err, "response", None)
+    headers = getattr(response, "headers", None) or {}
+    try:
+        value = headers.get("retry-after") or headers.get("Retry-After")
+        return float(value) if value is not None else None
+    except (TypeError, ValueError, AttributeError):
+        return None
+
+
+def is_transient(err: BaseException) -> bool:
+    names = {c.__name__ for c in type(err).__mro__}
+    if names & set(_PERMANENT):
+        return False
+    status = getattr(err, "status_code", None)
+    if isinstance(status, int) and (status == 429 or status >= 500):
+        return True
+    return bool(names & set(_TRANSIENT))
+
+
+def call_with_retries(fn: Callable[..., Any], /, *args: Any, retry: RetryPolicy | None = None,
+                      on_retry: Callable[[int, BaseException, float], None] | None = None, **kwargs: Any) -> Any:
+    """The one door's retry loop: `fn(*args, **kwargs)` again after a rate limit or a
+    transient provider error, with backoff; anything else, or the last failure, is raised."""
+    policy = retry or RetryPolicy()
+    for attempt in range(policy.attempts):
+        try:
+            return fn(*args, **kwargs)
+        except Exception as err:
+            if attempt + 1 >= policy.attempts or not is_transient(err):
+                raise
+            wait = policy.delay(attempt, err)
+            if on_retry is not None:
+                on_retry(attempt + 1, err, wait)
+            policy.sleep(wait)
+    raise AssertionError("unreachable")
+
+
+def completion(retry: RetryPolicy | None = None, **kwargs: Any) -> Any:
+    """`litellm.completion` with retries and backoff: every model call goes through here."""
+    litellm = _litellm()
+    return call_with_retries(litellm.completion, retry=retry, **kwargs)
+
+
+def litellm_chat(model: str, temperature: float = 0.0, timeout_s: float = 120.0,
+                 retry: RetryPolicy | None = None, **extra: Any) -> ChatFn:
+    """A ChatFn over `litellm.completion` with tools, retried with backoff on rate limits and
+    transient errors; records tokens, cost and latency (retries' waits included)."""
 
     def chat(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> ChatReply:
         litellm = _litellm()
@@ -72,7 +146,7 @@ def litellm_chat(model: str, temperature: float = 0.0, timeout_s: float = 120.0,
         if tools:
             kwargs["tools"] = tools
             kwargs["tool_choice"] = "auto"
-        response = litellm.completion(model=model, messages=messages, **kwargs)
+        response = completion(retry=retry, model=model, messages=messages, **kwargs)
         latency = time.perf_counter() - started
         message = response.choices[0].message
         calls = [

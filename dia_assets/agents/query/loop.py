@@ -14,7 +14,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from dia_assets.agents.query.contract import ContractError, describe_contract, parse_contract
+from dia_assets.agents.query.contract import (
+    PARTS,
+    ContractError,
+    changed_parts,
+    describe_contract,
+    parse_contract,
+    weakenings,
+)
 from dia_assets.agents.query.dialects import Database, QueryOutput, transpile_all
 from dia_assets.agents.query.gate import Gate, privacy_mode, shows_values
 from dia_assets.agents.query.lineage import column_lineage
@@ -44,6 +51,7 @@ from dia_assets.agents.query.verify import signature, verify_result
 from dia_assets.contracts.query_result import (
     Check,
     Clarification,
+    ContractRevision,
     MemoryUse,
     ModificationOutcome,
     OutputContract,
@@ -66,8 +74,14 @@ class AgentSettings:
     preview_rows: int = 20
     timeout_s: float = 10.0
     clarify_after: int = 3
+    max_revisions: int = 2
+    # Data Agents §III-D feedback: candidates the model submits alongside are cross-validated;
+    # pipeline-to-NL describes the SQL back in words and compares it with the question:
+    # "off", "overlap" (word overlap, no model call) or "judge" (one model call)
+    nl_check: str = "off"
+    nl_threshold: float = 0.5
     resubmission_window: int = 5
-    link_tables: int = 6
+    link_tables: int = 12  # schema linking: recall 0.98 at 12 over 50 tables side by side (bench/agent.py)
     memory_refs: int = 3
     reflect: bool = True
     transpile_to: tuple[str, ...] = ("snowflake", "bigquery")
@@ -96,6 +110,44 @@ class _State:
     modification: ModificationOutcome | None = None
     clarifications: list[Clarification] = field(default_factory=list)
     failures: list[str] = field(default_factory=list)
+    last_failed: list[str] = field(default_factory=list)  # check names of the last failed submit
+    revisions: list[ContractRevision] = field(default_factory=list)
+
+
+def preference_probe(sql: str | None, dialect: str, schema: dict[str, dict[str, str]]) -> str | None:
+    """The precondition of a preference the answer was built on: every stored value the
+    accepted SQL filters on still exists (`SELECT EXISTS(...) AND ...`). None when the SQL
+    filters on no literal value of a warehouse column (the preference is then unverifiable)."""
+    if not sql:
+        return None
+    import sqlglot
+    from sqlglot import exp
+
+    from dia_assets.agents.evaluation.gold_contract import _conjuncts, _filter
+
+    try:
+        tree = sqlglot.parse_one(sql, read=dialect)
+    except sqlglot.errors.SqlglotError:
+        return None
+    ctes = {c.alias_or_name.lower() for c in tree.find_all(exp.CTE)}
+    tests = []
+    for where in tree.find_all(exp.Where):
+        for pred in _conjuncts(where.this):
+            flt = _filter(pred, tree, ctes)
+            if flt is None or "." not in flt["column"] or flt["op"] not in ("=", "in", "like", "ilike"):
+                continue
+            table, column = flt["column"].split(".", 1)
+            if column.lower() not in schema.get(table.lower(), {}):
+                continue
+            values = flt["value"] if isinstance(flt["value"], list) else [flt["value"]]
+            for v in values:
+                literal = exp.Literal.string(v) if isinstance(v, str) else exp.Literal.number(v)
+                op = "LIKE" if flt["op"] in ("like", "ilike") else "="
+                tests.append(f"EXISTS (SELECT 1 FROM {exp.to_identifier(table).sql(dialect)} WHERE "
+                             f"{exp.to_identifier(column).sql(dialect)} {op} {literal.sql(dialect)})")
+    if not tests:
+        return None
+    return "SELECT " + " AND ".join(dict.fromkeys(tests))
 
 
 class QueryAgent:
@@ -279,9 +331,51 @@ class QueryAgent:
             return self._tool(call, {"error": (
                 f"the contract's kind is {state.contract.kind} for this run and cannot change "  # type: ignore[union-attr]
                 f"to {contract.kind}; ask a new question for a {contract.kind} task")}, refused=True)
+        if revised:
+            refusal = self._revision_refusal(state, contract, args)
+            if isinstance(refusal, str):
+                return self._tool(call, {"error": refusal}, refused=True, policy="contract_revision")
+            state.revisions.append(refusal)
+            state.last_failed = []
         state.contract = contract
         self._event("contract", contract=contract.model_dump(), revised=revised)
         return self._tool(call, {"accepted": True, "contract": describe_contract(contract)})
+
+    def _revision_refusal(self, state: _State, contract: OutputContract,
+                          args: dict[str, Any]) -> str | ContractRevision:
+        """A re-declaration is budgeted, names the declared fact that was wrong, and never
+        removes the declaration a check just failed on (so it cannot weaken to pass)."""
+        old = state.contract
+        assert old is not None
+        budget = self.settings.max_revisions
+        if len(state.revisions) >= budget:
+            return (f"policy (contract revisions): the contract was already revised {budget} times; "
+                    "repair the SQL against it, or ask")
+        changed = changed_parts(old, contract)
+        raw = args.get("revises") or []
+        named = [str(p).strip().lower() for p in ([raw] if isinstance(raw, str) else raw) if str(p).strip()]
+        reason = str(args.get("reason") or "").strip()
+        if state.last_failed:
+            if not named or not reason:
+                return ("a revision after a failed check names the declared fact that was wrong: give "
+                        f"revises (one or more of {', '.join(PARTS)}) and reason (what the data or the "
+                        f"question showed); the last failed checks: {', '.join(state.last_failed)}")
+            unknown = [p for p in named if p not in PARTS]
+            if unknown:
+                return f"revises names unknown parts {unknown}; use {', '.join(PARTS)}"
+            unnamed = [p for p in changed if p not in named]
+            if unnamed:
+                return f"the revision also changes {unnamed}, which revises does not name"
+            weak = weakenings(old, contract, state.last_failed)
+            if weak:
+                return ("the revision weakens the contract to pass instead of fixing the SQL: "
+                        + "; ".join(weak) + ". Correct the declared fact (e.g. the value as stored) or the SQL")
+        if not changed:
+            return "the revision changes nothing; repair the SQL instead"
+        revision = ContractRevision(after_failure=list(state.last_failed), revises=named or changed,
+                                    reason=reason, before=describe_contract(old), after=describe_contract(contract))
+        self._event("contract_revision", **revision.model_dump())
+        return revision
 
     def _tool_ask(self, call: ToolCall, args: dict[str, Any], state: _State) -> str:
         question = str(args.get("question", "")).strip()
@@ -334,16 +428,73 @@ class QueryAgent:
             result: dict[str, Any] = {"columns": output.columns, "row_count": output.row_count}
             if shows_values(self.privacy):
                 result["first_rows"] = [list(r) for r in output.rows[:5]]
+            state.last_failed = [c.name for c in verification.failed()]
             return self._fail(call, state, signature(verification), {
                 "result": result,
                 "verification_failed": [f"{c.name}: {c.detail}" for c in verification.failed()],
             }, verification=verification)
+        feedback = self._feedback(checked.text, output, args, state)
+        if feedback:
+            verification = Verification(passed=all(c.passed for c in feedback), checks=[*verification.checks, *feedback])
+        if not verification.passed:
+            failed = [c for c in feedback if not c.passed]
+            state.last_failed = [c.name for c in failed]
+            return self._fail(call, state, failed[0].name,
+                              {"verification_failed": [f"{c.name}: {c.detail}" for c in failed]},
+                              verification=verification)
         state.sql, state.output, state.verification = sql, output, verification
         state.answer = str(args.get("answer") or "")
         capped = f" (result capped at {output.row_count} rows)" if output.truncated else ""
         self._finish(state, "answered", "verified against the contract" + capped)
         return self._tool(call, {"accepted": True, "row_count": output.row_count,
                                  "checks": [c.name for c in verification.checks]})
+
+    def _feedback(self, sql: str, output: QueryOutput, args: dict[str, Any], state: _State) -> list[Check]:
+        """Cross-validation against the submitted candidates, then pipeline-to-NL."""
+        from dia_assets.agents.query.crosscheck import cross_validate, describe_sql, nl_agreement
+
+        s = self.settings
+        candidates = [str(c) for c in (args.get("candidates") or []) if str(c).strip()]
+        if candidates:
+            results: list[Any] = [output.rows]
+            for cand in candidates[:4]:
+                try:
+                    _, out = self._gate.read(clean_sql(cand), max_rows=s.result_rows, timeout_s=s.timeout_s, shown=False)
+                    results.append(out.rows)
+                except Exception:
+                    results.append(None)
+            ordered = bool(state.contract and state.contract.order)
+            votes = cross_validate(results, ordered)
+            agree = votes[0].frequency - 1
+            self._event("cross_validation", candidates=len(candidates), agree=agree,
+                        frequencies=[v.frequency for v in votes])
+            if not votes[0].confirmed:
+                return [Check(name="cross_validation", passed=False, detail=(
+                    f"{agree} of {len(candidates)} candidates give the submitted result; the majority "
+                    "disagrees or there is none: find which reading of the question is right and repair"))]
+            checks = [Check(name="cross_validation", passed=True,
+                            detail=f"{agree} of {len(candidates)} candidates agree (coverage {votes[0].coverage})")]
+        else:
+            checks = []
+        if s.nl_check == "off":
+            return checks
+        description = describe_sql(sql, self.db.dialect)
+        if s.nl_check == "overlap":
+            score = nl_agreement(description, self._question)
+            ok = score >= s.nl_threshold
+            detail = f"the SQL described as '{description[:200]}' covers {score:.0%} of the question's words"
+        else:
+            prompt = fill(prompts()["nl_judge"], question=data_text(self._question), description=data_text(description))
+            try:
+                reply = self._call([{"role": "user", "content": prompt}], [], turn=-1)
+            except Exception as err:  # no verdict: the contract's checks stand
+                self._event("nl_judge_unavailable", error=f"{type(err).__name__}: {err}"[:200])
+                return checks
+            verdict = (reply.content or "").strip()
+            ok = verdict.lower().startswith("yes")
+            detail = f"judge on '{description[:160]}': {verdict[:200]}"
+        self._event("pipeline_to_nl", passed=ok, detail=detail)
+        return [*checks, Check(name="pipeline_to_nl", passed=ok, detail=detail)]
 
     def _modify(self, call: ToolCall, sql: str, contract: OutputContract, state: _State) -> str:
         try:
@@ -425,34 +576,25 @@ class QueryAgent:
             return written
         if self.settings.reflect:
             written += self._reflect(question, state, messages)
-        tables = sorted(self._tables_of(state.sql))
-        for c in state.clarifications:
-            if not c.answer or not tables:
+        answered = [c for c in state.clarifications if c.answer]
+        probe = preference_probe(state.sql, self.db.dialect, self.index.qualify_schema()) if answered else None
+        for c in answered:
+            title = f"User preference: {c.question}"[:200]
+            if probe is None:  # nothing in the data tests it: unverifiable, so never stored as usable
+                self._event("lesson_refused", kind="preference", title=title,
+                            reason="unverifiable: the accepted SQL filters on no stored value a probe could test")
                 continue
             lesson = Lesson(
                 kind="preference",
-                title=f"User preference: {c.question}"[:200],
+                title=title,
                 rule=f"Asked '{c.question}', the user answered: {c.answer}. It led to a verified answer to: {question}",
-                probe_sql=f"SELECT COUNT(*) > 0 FROM {tables[0]}",
+                probe_sql=probe,
                 evidence=[f"question: {question}", f"accepted SQL: {state.sql}"],
                 question=question,
             )
             written.append(self.memory.write_lesson(lesson))
-            self._event("lesson", kind="preference", title=lesson.title)
+            self._event("lesson", kind="preference", title=lesson.title, probe_sql=probe)
         return written
-
-    def _tables_of(self, sql: str | None) -> set[str]:
-        if not sql:
-            return set()
-        import sqlglot
-        from sqlglot import exp
-
-        try:
-            tree = sqlglot.parse_one(sql, read=self.db.dialect)
-        except sqlglot.errors.SqlglotError:
-            return set()
-        ctes = {c.alias_or_name.lower() for c in tree.find_all(exp.CTE)}
-        return {t.name for t in tree.find_all(exp.Table) if t.name.lower() not in ctes and t.name in self.index.tables}
 
     def _reflect(self, question: str, state: _State, messages: list[dict[str, Any]]) -> list[str]:
         assert self.memory is not None
@@ -502,6 +644,7 @@ class QueryAgent:
             message=state.message, sql=state.sql, dialect=self.db.dialect,
             transpiled=transpile_all(state.sql, self.db.dialect, s.transpile_to) if state.sql else {},
             contract=state.contract, verification=state.verification, attempts=state.attempts,
+            contract_revisions=state.revisions,
             row_count=out.row_count if out else 0, columns=out.columns if out else [],
             preview=[list(jsonable(list(r))) for r in out.rows[: s.preview_rows]] if out else [],
             answer=state.answer,
@@ -520,6 +663,7 @@ class QueryAgent:
             "settings": jsonable(s.__dict__), "status": state.status, "failures": state.failures,
             "contract": state.contract.model_dump() if state.contract else None,
             "sql": state.sql, "verification": state.verification.model_dump(),
+            "contract_revisions": [r.model_dump() for r in state.revisions],
             "events": self._events, "messages": jsonable(messages),
             "usage": self._usage.model_dump(), "latency_s": result.latency_s,
             "privacy": self.privacy, "warnings": self._warnings,

@@ -8,8 +8,10 @@ database: first value of the first row truthy (the memory package's convention).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Protocol
 
 from dia_assets.agents.query.schema import tokens
@@ -190,3 +192,40 @@ def open_store_memory(warehouse: str, workspace: str | None = None) -> StoreMemo
         return StoreMemory(store, warehouse_fingerprint(warehouse))
     except Exception:
         return None
+
+
+class FreshMemory:
+    """Memory for a replanned answer (`dia/fresh_memory` run tag): the lessons the previous,
+    failed answer used are held back, so the re-answer does not repeat what led it astray;
+    everything else is recalled and verified as usual, and new lessons are written."""
+
+    def __init__(self, inner: QueryMemory, exclude: set[str]) -> None:
+        self.inner, self.exclude = inner, {str(i) for i in exclude}
+
+    def recall(self, query: str, k: int = 5) -> list[Ref]:
+        refs = self.inner.recall(query, k + len(self.exclude))
+        return [r for r in refs if str(r.id) not in self.exclude][:k]
+
+    def pull(self, item_id: str) -> Item | None:
+        return None if str(item_id) in self.exclude else self.inner.pull(item_id)
+
+    def verify(self, item: Item, probe: ProbeRunner) -> tuple[bool, str]:
+        return self.inner.verify(item, probe)
+
+    def record_outcome(self, item_id: str, success: bool) -> None:
+        self.inner.record_outcome(item_id, success)
+
+    def write_lesson(self, lesson: Lesson) -> str:
+        return self.inner.write_lesson(lesson)
+
+
+def used_in_previous_answer(workspace: str | Path, question_id: str) -> set[str]:
+    """Ids of the memory items the last recorded answer of a question used."""
+    path = Path(workspace) / "queries" / question_id / "result.json"
+    if not path.exists():
+        return set()
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return set()
+    return {str(m.get("id")) for m in data.get("memory_used") or [] if m.get("id") is not None}
