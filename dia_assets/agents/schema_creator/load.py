@@ -18,6 +18,7 @@ from pathlib import Path
 
 import duckdb
 
+from dia_assets.agents.interpreter import limits
 from dia_assets.agents.interpreter.discover import unsafe_reason
 from dia_assets.agents.interpreter.naming import quote_ident as q
 from dia_assets.agents.interpreter.readers import LoadedSource, bad_json_lines, read_source
@@ -96,12 +97,16 @@ def load_duckdb(
     building = swap.building_path(target)
     swap.remove_database(building)
     try:
-        con = duckdb.connect(str(building))
-        try:
-            result = build_into(con, manifest, data_dir, hook)
-            _run(con, "CHECKPOINT")
-        finally:
-            con.close()
+        # Bounded memory; beyond it DuckDB spills to a temporary folder that a later build
+        # removes should this process be killed (swap.clean_leftovers).
+        with tempfile.TemporaryDirectory(prefix=temp_prefix("dia-load-")) as spill:
+            con = duckdb.connect(str(building))
+            try:
+                limits.configure(con, Path(spill))
+                result = build_into(con, manifest, data_dir, hook)
+                _run(con, "CHECKPOINT")  # the build's one checkpoint
+            finally:
+                con.close()
         swap.check_opens(building)
         accepted = check(building) if check else True
         if hook:
@@ -220,10 +225,13 @@ def _load_table(
             stats.notes.append(f"foreign key {fk.columns} -> {fk.ref_table} not declared: parent key not declared")
             fks.remove(fk)
     create = sqlgen.create_refined_sql(table, primary_key=pk_ok, foreign_keys=fks)
-    _run(con, create)
+    # The key is added after the bulk insert: one index build, not one index insert per row.
+    _run(con, sqlgen.create_refined_sql(table, primary_key=pk_ok, foreign_keys=fks, key_clause=False))
     try:
         # Optimistic: the constraints usually hold, and checking them first costs a pass.
         _run(con, sqlgen.refined_insert_sql(table))
+        if pk_ok and table.primary_key:
+            _run(con, sqlgen.add_primary_key_sql(table))
     except duckdb.ConstraintException:
         _run(con, f"DROP TABLE {q(table.name)}")
         pk_ok, fks = _diagnose(con, table, pk_ok, fks, stats)

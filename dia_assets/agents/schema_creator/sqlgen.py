@@ -99,14 +99,17 @@ def create_reject_sql(table: ManifestTable) -> str:
 
 
 def create_refined_sql(
-    table: ManifestTable, primary_key: bool | None = None, foreign_keys: list | None = None
+    table: ManifestTable, primary_key: bool | None = None, foreign_keys: list | None = None,
+    key_clause: bool = True,
 ) -> str:
+    """The refined table's DDL. `key_clause=False` leaves out the PRIMARY KEY clause (keeping
+    its NOT NULLs) for a bulk load that adds the key afterwards (`add_primary_key_sql`)."""
     pk = table.primary_key_enforced if primary_key is None else primary_key
     fks = [fk for fk in table.foreign_keys if fk.enforced] if foreign_keys is None else foreign_keys
     parts = [
         f"{q(c.name)} {c.type}" + ("" if c.nullable or not pk else " NOT NULL") for c in table.columns
     ]
-    if pk and table.primary_key:
+    if pk and table.primary_key and key_clause:
         parts.append(f"PRIMARY KEY ({', '.join(q(c) for c in table.primary_key)})")
     for fk in fks:
         parts.append(
@@ -114,6 +117,11 @@ def create_refined_sql(
             f"{q(fk.ref_table)} ({', '.join(q(c) for c in fk.ref_columns)})"
         )
     return f"CREATE TABLE {q(table.name)} ({', '.join(parts)})"
+
+
+def add_primary_key_sql(table: ManifestTable) -> str:
+    """The key of a bulk-loaded refined table: one index build instead of one insert per row."""
+    return f"ALTER TABLE {q(table.name)} ADD PRIMARY KEY ({', '.join(q(c) for c in table.primary_key)})"
 
 
 def ddl_script(manifest: Manifest) -> str:
