@@ -211,9 +211,8 @@ def _load_table(
     result: LoadResult, hook: StepHook | None,
 ) -> TableLoad:
     stats = TableLoad(name=table.name)
-    for sql in (sqlgen.create_staging_sql(table), sqlgen.create_reject_sql(table)):
-        _run(con, sql)
-    _run(con, sqlgen.staging_insert_sql(table, loaded_at))
+    _run(con, sqlgen.staging_ctas_sql(table, loaded_at))
+    _run(con, sqlgen.create_reject_sql(table))
     if hook:
         hook(f"staging:{table.name}")
     stats.unparsed_lines = _unparsed_lines(con, table, reader, loaded_at)
@@ -225,13 +224,11 @@ def _load_table(
             stats.notes.append(f"foreign key {fk.columns} -> {fk.ref_table} not declared: parent key not declared")
             fks.remove(fk)
     create = sqlgen.create_refined_sql(table, primary_key=pk_ok, foreign_keys=fks)
-    # The key is added after the bulk insert: one index build, not one index insert per row.
-    _run(con, sqlgen.create_refined_sql(table, primary_key=pk_ok, foreign_keys=fks, key_clause=False))
     try:
         # Optimistic: the constraints usually hold, and checking them first costs a pass.
-        _run(con, sqlgen.refined_insert_sql(table))
-        if pk_ok and table.primary_key:
-            _run(con, sqlgen.add_primary_key_sql(table))
+        # Keys come after the bulk load: one index build, not one index insert per row.
+        for sql in sqlgen.bulk_refined_sql(table, primary_key=pk_ok, foreign_keys=fks):
+            _run(con, sql)
     except duckdb.ConstraintException:
         _run(con, f"DROP TABLE {q(table.name)}")
         pk_ok, fks = _diagnose(con, table, pk_ok, fks, stats)
