@@ -137,11 +137,33 @@ def profile_table(con: duckdb.DuckDBPyConnection, table: str) -> SourceProfile:
     # cleaned value and parsed value are projected once and the aggregates read those:
     # the same expression written into ten aggregates costs DuckDB ten times to plan.
     full: dict[tuple[str, str], object] = {}
+    # Columns whose values repeat (judged on the sample) are aggregated over their (value,
+    # count) groups: one GROUP BY scan answers pass B, the exact distinct count and the top
+    # values, and every per-value expression runs once per distinct value, not per row.
+    grouped = {n: f"__g{i}" for i, n in enumerate(names)
+               if rows >= GROUPED_MIN_ROWS and n in text_cols and _repeats(sample_stats[n])}
+    for i, name in enumerate(names):
+        if name not in grouped:
+            continue
+        con.execute(f"CREATE OR REPLACE TEMP TABLE {grouped[name]} AS "
+                    f"SELECT {quote_ident(name)} AS __raw, count(*) AS __w FROM {qt} GROUP BY ALL")
+        inner, middle = ["__w"], ["__w"]
+        stats = _pass_b_stats(name, i, physical[name], decisions[name], inner, middle, "__w", "__raw")
+        stats.append(("exact_distinct", f"count(__c{i})"))
+        values = con.execute(
+            f"SELECT {', '.join(sql for _, sql in stats)} FROM (SELECT {', '.join(middle)} FROM "
+            f"(SELECT {', '.join(inner)} FROM {grouped[name]}))"
+        ).fetchone()
+        full.update(zip([(name, k) for k, _ in stats], values, strict=True))
+        if decisions[name].numeric:
+            full[(name, "quantiles")] = _weighted_deciles(con, grouped[name], i, name, physical[name], decisions[name])
+    long_cols = [n for n in names if n not in grouped]
     per_query = max(1, min(PASS_B_MAX_COLUMNS, PASS_B_CELLS // max(rows, 1)))
-    for start in range(0, len(names), per_query):
-        chunk = names[start:start + per_query]
+    for start in range(0, len(long_cols), per_query):
+        chunk = long_cols[start:start + per_query]
         inner, middle, exprs, keys = [], [], [], []
-        for i, name in enumerate(chunk, start=start):
+        for name in chunk:
+            i = names.index(name)
             for stat_name, sql in _pass_b_stats(name, i, physical[name], decisions[name], inner, middle):
                 exprs.append(sql)
                 keys.append((name, stat_name))
@@ -151,7 +173,8 @@ def profile_table(con: duckdb.DuckDBPyConnection, table: str) -> SourceProfile:
         ).fetchone()
         full.update(zip(keys, values, strict=True))
     stat = lambda name, key, default=0: full.get((name, key), default) or default  # noqa: E731
-    exact = _exact_distinct(con, qt, names, decisions, rows, stat)
+    exact = _exact_distinct(con, qt, names, decisions, rows, stat,
+                            {n: full[(n, "exact_distinct")] for n in grouped})
     complete_unique = any(
         exact.get(n) == rows and not stat(n, "nulls") for n in names
     )  # a complete unique column rules out duplicate rows without hashing every row
@@ -190,21 +213,63 @@ def profile_table(con: duckdb.DuckDBPyConnection, table: str) -> SourceProfile:
             profile.non_finite[name] = stat(name, "non_finite")
         profile.columns.append(column)
 
-    _pass_c(con, qt, sample, profile, decisions)
+    _pass_c(con, qt, sample, profile, decisions, grouped)
     con.execute("DROP TABLE IF EXISTS __sample")
+    for table in grouped.values():
+        con.execute(f"DROP TABLE IF EXISTS {table}")
     return profile
 
 
+GROUPED_MIN_ROWS = 50_000  # below, a scan costs less than building the groups
+GROUPED_SHARE = 0.5  # grouped when the sample holds at most this many distinct values per value
+
+
+def _repeats(sample: dict) -> bool:
+    present = sample.get("present") or 0
+    return present > 0 and (sample.get("distinct") or 0) <= GROUPED_SHARE * present
+
+
+def _weighted_deciles(
+    con: duckdb.DuckDBPyConnection, groups: str, i: int, name: str, physical: str, d: TypeDecision
+) -> list[float]:
+    """Exact deciles of the parsed values from their (value, count) groups (the row-by-row
+    pass estimates them with a t-digest, which varies slightly from run to run)."""
+    inner, middle = ["__w"], ["__w"]
+    _pass_b_stats(name, i, physical, d, inner, middle, "__w", "__raw")
+    x = f"__x{i}"
+    rows = con.execute(
+        f"SELECT CAST({x} AS DOUBLE), sum(__w) FROM (SELECT {', '.join(middle)} FROM "
+        f"(SELECT {', '.join(inner)} FROM {groups})) "
+        f"WHERE {x} IS NOT NULL GROUP BY 1 ORDER BY 1"
+    ).fetchall()
+    total = sum(n for _, n in rows)
+    if not total:
+        return []
+    out, seen, k = [], 0, 0
+    for q in (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9):
+        target = int(q * (total - 1))  # the value at this 0-based position in sorted order
+        while seen + rows[k][1] <= target:
+            seen += rows[k][1]
+            k += 1
+        out.append(rows[k][0])
+    return out
+
+
 def _pass_b_stats(
-    name: str, i: int, physical: str, d: TypeDecision, inner: list[str], middle: list[str]
+    name: str, i: int, physical: str, d: TypeDecision, inner: list[str], middle: list[str],
+    weight: str | None = None, raw: str | None = None,
 ) -> list[tuple[str, str]]:
     """(stat, aggregate) pairs for one column; appends the projections they read to
-    `inner` (raw and cleaned value) and `middle` (parsed value, numeric text)."""
-    raw = quote_ident(name)
+    `inner` (raw and cleaned value) and `middle` (parsed value, numeric text). With
+    `weight`, each row is a distinct value seen `weight` times; the counts are the same and
+    the deciles are left to `_weighted_deciles`."""
+    raw = raw or quote_ident(name)
     col, value, parsed, nt = (f"__c{i}", f"__v{i}", f"__x{i}", f"__n{i}")
+    count = (lambda cond: f"count(*) FILTER ({cond})") if weight is None else (  # noqa: E731
+        lambda cond: f"coalesce(sum({weight}) FILTER ({cond}), 0)")
     inner.append(f"{raw} AS {col}")
     middle.append(col)
-    out = [("nulls", f"count(*) FILTER ({col} IS NULL)"),
+    out = [("nulls", count(f"{col} IS NULL")),
            ("distinct", f"approx_count_distinct({col})")]  # exact where it matters, later
     if not _is_text(physical):
         out += [("min", f"CAST(min({col}) AS VARCHAR)"), ("max", f"CAST(max({col}) AS VARCHAR)")]
@@ -214,31 +279,32 @@ def _pass_b_stats(
     inner.append(f"{present(raw)} AS {value}")
     middle += [value, f"{parse_expression(value, _validation_type(d), d.value_format)} AS {parsed}"]
     out += [
-        ("blanks", f"count(*) FILTER (trim({col}) = '')"),
-        ("tokens", f"count(*) FILTER (lower(trim({col})) IN {sql_list(NULL_TOKENS)})"),
+        ("blanks", count(f"trim({col}) = ''")),
+        ("tokens", count(f"lower(trim({col})) IN {sql_list(NULL_TOKENS)}")),
         ("token_bits", token_bits_sql(col)),
-        ("padded", f"count(*) FILTER ({col} <> trim({col}))"),
+        ("padded", count(f"{col} <> trim({col})")),
         ("max_len", f"max(length({col}))"),
-        ("huge", f"count(*) FILTER (length({col}) > {HUGE_FIELD})"),
-        ("failures", f"count(*) FILTER ({value} IS NOT NULL AND {parsed} IS NULL)"),
+        ("huge", count(f"length({col}) > {HUGE_FIELD}")),
+        ("failures", count(f"{value} IS NOT NULL AND {parsed} IS NULL")),
     ]
     if d.inferred_type == "VARCHAR":
         out += [("min", f"min({value})"), ("max", f"max({value})")]
     else:
         out += [("min", f"CAST(min({parsed}) AS VARCHAR)"), ("max", f"CAST(max({parsed}) AS VARCHAR)")]
     if d.inferred_type.upper().startswith(NUMERIC):  # fused here: no pass of its own
-        out.append(("non_finite", non_finite_text_sql(col)))
+        out.append(("non_finite", non_finite_text_sql(col, weight)))
     if d.numeric:
         middle.append(f"{numeric_text(value, d.value_format)} AS {nt}")
         ok = f"{parsed} IS NOT NULL"
-        out += [
-            ("mean", f"avg({parsed})"),
-            ("quantiles", f"approx_quantile(CAST({parsed} AS DOUBLE), {DECILES})"),
-            # integer digits follow from min and max; fraction digits need the text
-            ("frac_digits", f"max(length({nt}) - strpos({nt}, '.')) FILTER ({ok} AND strpos({nt}, '.') > 0)"),
-        ]
+        if weight is None:
+            out += [("mean", f"avg({parsed})"),
+                    ("quantiles", f"approx_quantile(CAST({parsed} AS DOUBLE), {DECILES})")]
+        else:
+            out.append(("mean", f"sum({parsed} * {weight}) / sum({weight}) FILTER ({ok})"))
+        # integer digits follow from min and max; fraction digits need the text
+        out.append(("frac_digits", f"max(length({nt}) - strpos({nt}, '.')) FILTER ({ok} AND strpos({nt}, '.') > 0)"))
         if d.inferred_type == "BIGINT":  # integers beyond HUGEINT stay exact only as text
-            out.append(("too_big", f"count(*) FILTER (regexp_full_match({nt}, '[+-]?[0-9]+') AND {parsed} IS NULL)"))
+            out.append(("too_big", count(f"regexp_full_match({nt}, '[+-]?[0-9]+') AND {parsed} IS NULL")))
     return out
 
 
@@ -254,7 +320,7 @@ def token_bits_sql(col: str) -> str:
 
 def _exact_distinct(
     con: duckdb.DuckDBPyConnection, qt: str, names: list[str], decisions: dict[str, TypeDecision],
-    rows: int, stat,  # noqa: ANN001
+    rows: int, stat, known: dict[str, int],  # noqa: ANN001
 ) -> dict[str, int]:
     """Exact distinct counts where they decide something: small cardinalities, and columns
     that could be keys (uniqueness must be exact). Free text, amounts and timestamps keep
@@ -265,7 +331,8 @@ def _exact_distinct(
         could_key = decisions[name].semantic_type not in NOT_KEYABLE and approx >= 0.5 * non_null
         if approx <= EXACT_BELOW or could_key:
             wanted.append(name)
-    out: dict[str, int] = {}
+    out = {n: known[n] for n in wanted if n in known}  # counted on the groups already
+    wanted = [n for n in wanted if n not in known]
     # Each count(DISTINCT) keeps its own hash table: a few columns per query bound the memory.
     for start in range(0, len(wanted), DISTINCT_CHUNK):
         chunk = wanted[start:start + DISTINCT_CHUNK]
@@ -328,7 +395,7 @@ NUMERIC_SEMANTICS = ("integer", "decimal", "currency", "percentage")
 
 def _pass_c(
     con: duckdb.DuckDBPyConnection, qt: str, sample: str, profile: SourceProfile,
-    decisions: dict[str, TypeDecision],
+    decisions: dict[str, TypeDecision], groups: dict[str, str],
 ) -> None:
     physical_of = {c.name: c.physical_type for c in profile.columns}
 
@@ -350,10 +417,16 @@ def _pass_c(
         value = present(col) if text else col
         if grouped(column):
             limit = "" if column.distinct_count <= GROUPED_MAX else f" LIMIT {TOP_K}"
-            counts = batch_counts[column.name] if wide else con.execute(
-                f"SELECT CAST({col} AS VARCHAR) __v, count(*) __n FROM {qt} WHERE {col} IS NOT NULL "
-                f"GROUP BY __v ORDER BY __n DESC, __v{limit}"
-            ).fetchall()
+            if column.name in groups:  # the groups are at hand: the same rows, already counted
+                counts = con.execute(
+                    f"SELECT CAST(__raw AS VARCHAR) __v, __w __n FROM {groups[column.name]} "
+                    f"WHERE __raw IS NOT NULL ORDER BY __n DESC, __v{limit}"
+                ).fetchall()
+            else:
+                counts = batch_counts[column.name] if wide else con.execute(
+                    f"SELECT CAST({col} AS VARCHAR) __v, count(*) __n FROM {qt} WHERE {col} IS NOT NULL "
+                    f"GROUP BY __v ORDER BY __n DESC, __v{limit}"
+                ).fetchall()
             column.top_values = [(_s(v), n) for v, n in counts[:TOP_K]]
             if text and column.semantic_type == "categorical" and not limit:
                 groups = spelling_variants(counts)
