@@ -147,12 +147,11 @@ def profile_table(con: duckdb.DuckDBPyConnection, table: str) -> SourceProfile:
             continue
         con.execute(f"CREATE OR REPLACE TEMP TABLE {grouped[name]} AS "
                     f"SELECT {quote_ident(name)} AS __raw, count(*) AS __w FROM {qt} GROUP BY ALL")
-        inner, middle = ["__w"], ["__w"]
-        stats = _pass_b_stats(name, i, physical[name], decisions[name], inner, middle, "__w", "__raw")
+        levels = _levels("__w")
+        stats = _pass_b_stats(name, i, physical[name], decisions[name], levels, "__w", "__raw")
         stats.append(("exact_distinct", f"count(__c{i})"))
         values = con.execute(
-            f"SELECT {', '.join(sql for _, sql in stats)} FROM (SELECT {', '.join(middle)} FROM "
-            f"(SELECT {', '.join(inner)} FROM {grouped[name]}))"
+            f"SELECT {', '.join(sql for _, sql in stats)} FROM {_projected(levels, grouped[name])}"
         ).fetchone()
         full.update(zip([(name, k) for k, _ in stats], values, strict=True))
         if decisions[name].numeric:
@@ -161,16 +160,13 @@ def profile_table(con: duckdb.DuckDBPyConnection, table: str) -> SourceProfile:
     per_query = max(1, min(PASS_B_MAX_COLUMNS, PASS_B_CELLS // max(rows, 1)))
     for start in range(0, len(long_cols), per_query):
         chunk = long_cols[start:start + per_query]
-        inner, middle, exprs, keys = [], [], [], []
+        levels, exprs, keys = _levels(), [], []
         for name in chunk:
             i = names.index(name)
-            for stat_name, sql in _pass_b_stats(name, i, physical[name], decisions[name], inner, middle):
+            for stat_name, sql in _pass_b_stats(name, i, physical[name], decisions[name], levels):
                 exprs.append(sql)
                 keys.append((name, stat_name))
-        values = con.execute(
-            f"SELECT {', '.join(exprs)} FROM (SELECT {', '.join(middle)} FROM "
-            f"(SELECT {', '.join(inner)} FROM {qt}))"
-        ).fetchone()
+        values = con.execute(f"SELECT {', '.join(exprs)} FROM {_projected(levels, qt)}").fetchone()
         full.update(zip(keys, values, strict=True))
     stat = lambda name, key, default=0: full.get((name, key), default) or default  # noqa: E731
     exact = _exact_distinct(con, qt, names, decisions, rows, stat,
@@ -234,12 +230,11 @@ def _weighted_deciles(
 ) -> list[float]:
     """Exact deciles of the parsed values from their (value, count) groups (the row-by-row
     pass estimates them with a t-digest, which varies slightly from run to run)."""
-    inner, middle = ["__w"], ["__w"]
-    _pass_b_stats(name, i, physical, d, inner, middle, "__w", "__raw")
+    levels = _levels("__w")
+    _pass_b_stats(name, i, physical, d, levels, "__w", "__raw")
     x = f"__x{i}"
     rows = con.execute(
-        f"SELECT CAST({x} AS DOUBLE), sum(__w) FROM (SELECT {', '.join(middle)} FROM "
-        f"(SELECT {', '.join(inner)} FROM {groups})) "
+        f"SELECT CAST({x} AS DOUBLE), sum(__w) FROM {_projected(levels, groups)} "
         f"WHERE {x} IS NOT NULL GROUP BY 1 ORDER BY 1"
     ).fetchall()
     total = sum(n for _, n in rows)
@@ -255,20 +250,35 @@ def _weighted_deciles(
     return out
 
 
+def _levels(*carried: str) -> list[list[str]]:
+    """Four projection levels for pass B: raw and trimmed text; the lower-cased short text
+    (null tokens are at most 6 characters); the present value; the parsed value. Each
+    expression is computed once and read by name: DuckDB does not share `trim(x)` written
+    into several aggregates."""
+    return [list(carried) for _ in range(4)]
+
+
+def _projected(levels: list[list[str]], source: str) -> str:
+    sql = source
+    for level in levels:
+        sql = f"(SELECT {', '.join(level)} FROM {sql})"
+    return sql
+
+
 def _pass_b_stats(
-    name: str, i: int, physical: str, d: TypeDecision, inner: list[str], middle: list[str],
+    name: str, i: int, physical: str, d: TypeDecision, levels: list[list[str]],
     weight: str | None = None, raw: str | None = None,
 ) -> list[tuple[str, str]]:
     """(stat, aggregate) pairs for one column; appends the projections they read to
-    `inner` (raw and cleaned value) and `middle` (parsed value, numeric text). With
-    `weight`, each row is a distinct value seen `weight` times; the counts are the same and
-    the deciles are left to `_weighted_deciles`."""
+    `levels` (see `_levels`). With `weight`, each row is a distinct value seen `weight`
+    times; the counts are the same and the deciles are left to `_weighted_deciles`."""
     raw = raw or quote_ident(name)
-    col, value, parsed, nt = (f"__c{i}", f"__v{i}", f"__x{i}", f"__n{i}")
+    col, trimmed, short, value, parsed, nt = (f"__c{i}", f"__t{i}", f"__s{i}", f"__v{i}", f"__x{i}", f"__n{i}")
     count = (lambda cond: f"count(*) FILTER ({cond})") if weight is None else (  # noqa: E731
         lambda cond: f"coalesce(sum({weight}) FILTER ({cond}), 0)")
-    inner.append(f"{raw} AS {col}")
-    middle.append(col)
+    levels[0].append(f"{raw} AS {col}")
+    for level in levels[1:]:
+        level.append(col)
     out = [("nulls", count(f"{col} IS NULL")),
            ("distinct", f"approx_count_distinct({col})")]  # exact where it matters, later
     if not _is_text(physical):
@@ -276,13 +286,19 @@ def _pass_b_stats(
         if _is_numeric(physical):
             out += [("mean", f"avg({col})"), ("quantiles", f"approx_quantile(CAST({col} AS DOUBLE), {DECILES})")]
         return out
-    inner.append(f"{present(raw)} AS {value}")
-    middle += [value, f"{parse_expression(value, _validation_type(d), d.value_format)} AS {parsed}"]
+    # Lower-casing never shortens text, so a value longer than every null token is none.
+    longest = max(len(t) for t in NULL_TOKENS)
+    levels[0].append(f"trim({raw}) AS {trimmed}")
+    levels[1] += [trimmed, f"CASE WHEN length({trimmed}) <= {longest} THEN lower({trimmed}) END AS {short}"]
+    # = present(raw): NULL for NULL, blanks and null tokens, else the trimmed text
+    levels[2] += [trimmed, short, f"CASE WHEN {col} IS NULL OR {trimmed} = '' OR {short} IN "
+                  f"{sql_list(NULL_TOKENS)} THEN NULL ELSE {trimmed} END AS {value}"]
+    levels[3] += [trimmed, short, value, f"{parse_expression(value, _validation_type(d), d.value_format)} AS {parsed}"]
     out += [
-        ("blanks", count(f"trim({col}) = ''")),
-        ("tokens", count(f"lower(trim({col})) IN {sql_list(NULL_TOKENS)}")),
-        ("token_bits", token_bits_sql(col)),
-        ("padded", count(f"{col} <> trim({col})")),
+        ("blanks", count(f"{trimmed} = ''")),
+        ("tokens", count(f"{short} IN {sql_list(NULL_TOKENS)}")),
+        ("token_bits", token_bits_sql(short, lowered=True)),
+        ("padded", count(f"{col} <> {trimmed}")),
         ("max_len", f"max(length({col}))"),
         ("huge", count(f"length({col}) > {HUGE_FIELD}")),
         ("failures", count(f"{value} IS NOT NULL AND {parsed} IS NULL")),
@@ -292,9 +308,9 @@ def _pass_b_stats(
     else:
         out += [("min", f"CAST(min({parsed}) AS VARCHAR)"), ("max", f"CAST(max({parsed}) AS VARCHAR)")]
     if d.inferred_type.upper().startswith(NUMERIC):  # fused here: no pass of its own
-        out.append(("non_finite", non_finite_text_sql(col, weight)))
+        out.append(("non_finite", non_finite_text_sql(trimmed, weight, trimmed=True)))
     if d.numeric:
-        middle.append(f"{numeric_text(value, d.value_format)} AS {nt}")
+        levels[3].append(f"{numeric_text(value, d.value_format)} AS {nt}")
         ok = f"{parsed} IS NOT NULL"
         if weight is None:
             out += [("mean", f"avg({parsed})"),
@@ -312,10 +328,11 @@ EXACT_BELOW = 100_000  # small hash tables: exact distinct counts cost little
 DISTINCT_CHUNK = 16
 
 
-def token_bits_sql(col: str) -> str:
-    """Which null tokens occur, as a bitmask: far cheaper than a DISTINCT list."""
+def token_bits_sql(col: str, lowered: bool = False) -> str:
+    """Which null tokens occur, as a bitmask: far cheaper than a DISTINCT list.
+    `lowered`: `col` is already trimmed and lower-cased."""
     cases = " ".join(f"WHEN {sql_str(t)} THEN {1 << i}" for i, t in enumerate(NULL_TOKENS))
-    return f"bit_or(CASE lower(trim({col})) {cases} ELSE 0 END)"
+    return f"bit_or(CASE {col if lowered else f'lower(trim({col}))'} {cases} ELSE 0 END)"
 
 
 def _exact_distinct(
