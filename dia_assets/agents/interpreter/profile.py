@@ -111,13 +111,15 @@ def profile_table(con: duckdb.DuckDBPyConnection, table: str) -> SourceProfile:
     if text_cols and rows:
         stats_sql = sample_class_sql()
         datelike = sql_str(PATTERNS["datelike"])
-        unpivot = ", ".join(quote_ident(n) for n in text_cols)
-        result = con.execute(
-            f"WITH long AS (UNPIVOT (SELECT {unpivot} FROM {sample}) ON COLUMNS(*) INTO NAME col VALUE raw), "
-            f"vals AS (SELECT col, {present('raw')} AS v, count(*) AS n FROM long GROUP BY ALL), "
-            f"d AS (SELECT col, v, n, regexp_full_match(v, {datelike}) AS dl FROM vals WHERE v IS NOT NULL) "
-            f"SELECT col, {', '.join(sql for _, sql in stats_sql)} FROM d GROUP BY col"
-        ).fetchall()
+        result = []
+        for chunk in _column_chunks(text_cols, min(rows, SAMPLE_ROWS)):  # bounded memory
+            unpivot = ", ".join(quote_ident(n) for n in chunk)
+            result += con.execute(
+                f"WITH long AS (UNPIVOT (SELECT {unpivot} FROM {sample}) ON COLUMNS(*) INTO NAME col VALUE raw), "
+                f"vals AS (SELECT col, {present('raw')} AS v, count(*) AS n FROM long GROUP BY ALL), "
+                f"d AS (SELECT col, v, n, regexp_full_match(v, {datelike}) AS dl FROM vals WHERE v IS NOT NULL) "
+                f"SELECT col, {', '.join(sql for _, sql in stats_sql)} FROM d GROUP BY col"
+            ).fetchall()
         for row in result:
             sample_stats[row[0]] = {stat: value or 0 for (stat, _), value in zip(stats_sql, row[1:], strict=True)}
         for name in text_cols:
@@ -140,8 +142,9 @@ def profile_table(con: duckdb.DuckDBPyConnection, table: str) -> SourceProfile:
     # Columns whose values repeat (judged on the sample) are aggregated over their (value,
     # count) groups: one GROUP BY scan answers pass B, the exact distinct count and the top
     # values, and every per-value expression runs once per distinct value, not per row.
+    wide = len(names) >= profile_wide.WIDE_COLUMNS
     grouped = {n: f"__g{i}" for i, n in enumerate(names)
-               if rows >= GROUPED_MIN_ROWS and n in text_cols and _repeats(sample_stats[n])}
+               if not wide and rows >= GROUPED_MIN_ROWS and n in text_cols and _repeats(sample_stats[n])}
     for i, name in enumerate(names):
         if name not in grouped:
             continue
@@ -157,12 +160,16 @@ def profile_table(con: duckdb.DuckDBPyConnection, table: str) -> SourceProfile:
         if decisions[name].numeric:
             full[(name, "quantiles")] = _weighted_deciles(con, grouped[name], i, name, physical[name], decisions[name])
     long_cols = [n for n in names if n not in grouped]
+    position = {n: i for i, n in enumerate(names)}
+    if wide:  # a chunk of columns per query, unpivoted: planning costs per query, not per column
+        _pass_b_unpivoted(con, qt, names, physical, decisions, rows, full)
+        long_cols = []
     per_query = max(1, min(PASS_B_MAX_COLUMNS, PASS_B_CELLS // max(rows, 1)))
     for start in range(0, len(long_cols), per_query):
         chunk = long_cols[start:start + per_query]
         levels, exprs, keys = _levels(), [], []
         for name in chunk:
-            i = names.index(name)
+            i = position[name]
             for stat_name, sql in _pass_b_stats(name, i, physical[name], decisions[name], levels):
                 exprs.append(sql)
                 keys.append((name, stat_name))
@@ -214,6 +221,53 @@ def profile_table(con: duckdb.DuckDBPyConnection, table: str) -> SourceProfile:
     for table in grouped.values():
         con.execute(f"DROP TABLE IF EXISTS {table}")
     return profile
+
+
+CELLS_PER_QUERY = 2_000_000  # values one unpivoting query holds: bounds its memory
+
+
+def _column_chunks(names: list[str], rows: int) -> list[list[str]]:
+    """Columns in chunks of at most CELLS_PER_QUERY values (at least one column)."""
+    size = max(1, CELLS_PER_QUERY // max(rows, 1))
+    return [names[i:i + size] for i in range(0, len(names), size)]
+
+
+def _unpivoted(table: str, names: list[str]) -> str:
+    """(__col, __raw) for every non-NULL value of `names` (all of one physical type)."""
+    cols = ", ".join(quote_ident(n) for n in names)
+    return f"(UNPIVOT (SELECT {cols} FROM {table}) ON COLUMNS(*) INTO NAME __col VALUE __raw)"
+
+
+def _signature(physical: str, d: TypeDecision) -> tuple:
+    """Columns with equal signatures get the same pass-B expressions."""
+    return (physical.upper(), d.inferred_type, _validation_type(d), d.numeric, d.value_format.model_dump_json())
+
+
+def _pass_b_unpivoted(
+    con: duckdb.DuckDBPyConnection, qt: str, names: list[str], physical: dict[str, str],
+    decisions: dict[str, TypeDecision], rows: int, full: dict,
+) -> None:
+    """Pass B for wide tables: the columns of one signature unpivoted, a chunk per query,
+    the same aggregates grouped by column. NULLs are not unpivoted (every aggregate but the
+    NULL count ignores them): NULLs = rows - values."""
+    by_signature: dict[tuple, list[str]] = {}
+    for name in names:
+        by_signature.setdefault(_signature(physical[name], decisions[name]), []).append(name)
+    for members in by_signature.values():
+        first = members[0]
+        levels = _levels("__col")
+        stats = _pass_b_stats(first, 0, physical[first], decisions[first], levels, raw="__raw")
+        stats.append(("__values", "count(*)"))
+        for chunk in _column_chunks(members, rows):
+            for name in chunk:  # a column with no value at all gets no group
+                full[(name, "nulls")] = rows
+            got = con.execute(
+                f"SELECT __col, {', '.join(sql for _, sql in stats)} "
+                f"FROM {_projected(levels, _unpivoted(qt, chunk))} GROUP BY __col"
+            ).fetchall()
+            for row in got:
+                full.update(zip([(row[0], k) for k, _ in stats], row[1:], strict=True))
+                full[(row[0], "nulls")] = rows - full.pop((row[0], "__values"))
 
 
 GROUPED_MIN_ROWS = 50_000  # below, a scan costs less than building the groups
@@ -350,6 +404,18 @@ def _exact_distinct(
             wanted.append(name)
     out = {n: known[n] for n in wanted if n in known}  # counted on the groups already
     wanted = [n for n in wanted if n not in known]
+    if len(names) >= profile_wide.WIDE_COLUMNS:  # unpivoted, a chunk of one type per query
+        physical = dict(con.execute(f"SELECT column_name, column_type FROM (DESCRIBE {qt})").fetchall())
+        by_type: dict[str, list[str]] = {}
+        for name in wanted:
+            by_type.setdefault(physical[name], []).append(name)
+        for members in by_type.values():
+            for chunk in _column_chunks(members, rows):
+                out.update(dict.fromkeys(chunk, 0))  # no value at all: no group
+                out.update(con.execute(
+                    f"SELECT __col, count(DISTINCT __raw) FROM {_unpivoted(qt, chunk)} GROUP BY __col"
+                ).fetchall())
+        return out
     # Each count(DISTINCT) keeps its own hash table: a few columns per query bound the memory.
     for start in range(0, len(wanted), DISTINCT_CHUNK):
         chunk = wanted[start:start + DISTINCT_CHUNK]
@@ -422,12 +488,13 @@ def _pass_c(
 
     wide = len(profile.columns) >= profile_wide.WIDE_COLUMNS
     if wide:  # the same answers, a chunk of columns per query
-        values = {c.name: present(quote_ident(c.name)) if _is_text(c.physical_type) else quote_ident(c.name)
-                  for c in profile.columns}
-        batch_examples = profile_wide.examples(con, sample, values)
+        kinds = {c.name: _is_text(c.physical_type) for c in profile.columns}
+        sampled = min(profile.rows, SAMPLE_ROWS)
+        batch_examples = profile_wide.examples(con, sample, kinds, sampled)
         batch_patterns = profile_wide.patterns(
-            con, sample, {n: v for n, v in values.items() if _is_text(physical_of[n])}) if profile.rows else {}
-        batch_counts = profile_wide.value_counts(con, qt, [c.name for c in profile.columns if grouped(c)])
+            con, sample, [n for n in kinds if _is_text(physical_of[n])], sampled) if profile.rows else {}
+        batch_counts = profile_wide.value_counts(
+            con, qt, [c.name for c in profile.columns if grouped(c)], profile.rows)
     for column in profile.columns:
         col = quote_ident(column.name)
         text = _is_text(column.physical_type)
@@ -491,9 +558,56 @@ def _outliers(con: duckdb.DuckDBPyConnection, qt: str, sample: str, profile: Sou
     }
     if not exprs or not profile.rows:
         return
+    if len(profile.columns) >= profile_wide.WIDE_COLUMNS:
+        _outliers_unpivoted(con, qt, sample, profile, list(exprs))
+        return
     names = list(exprs)
     for start in range(0, len(names), OUTLIER_CHUNK):
         _outliers_of(con, qt, sample, profile, {n: exprs[n] for n in names[start:start + OUTLIER_CHUNK]})
+
+
+def _fence(q: list[float] | None) -> tuple[float, float] | None:
+    """3 IQR beyond the quartiles. Infinite quartiles (a column full of Infinity) give no
+    fence, and no SQL literal."""
+    if q and q[0] is not None and q[1] is not None and q[1] > q[0] and math.isfinite(q[1] - q[0]):
+        iqr = q[1] - q[0]
+        low, high = q[0] - 3 * iqr, q[1] + 3 * iqr
+        if math.isfinite(low) and math.isfinite(high):
+            return low, high
+    return None
+
+
+def _outliers_unpivoted(
+    con: duckdb.DuckDBPyConnection, qt: str, sample: str, profile: SourceProfile, names: list[str]
+) -> None:
+    """Outliers of a wide table: the columns of one type and format unpivoted, a chunk per
+    query, quartiles and counts grouped by column."""
+    by_signature: dict[tuple, list[str]] = {}
+    for c in profile.columns:
+        if c.name in names:
+            key = (c.physical_type.upper(), c.inferred_type, c.value_format.model_dump_json())
+            by_signature.setdefault(key, []).append(c.name)
+    for members in by_signature.values():
+        c = next(col for col in profile.columns if col.name == members[0])
+        x = (f"CAST({parse_expression(present('__raw'), c.inferred_type, c.value_format)} AS DOUBLE)"
+             if _is_text(c.physical_type) else "CAST(__raw AS DOUBLE)")
+        for chunk in _column_chunks(members, min(profile.rows, SAMPLE_ROWS)):
+            quartiles = con.execute(
+                f"SELECT __col, quantile_cont({x}, [0.25, 0.75]) FROM {_unpivoted(sample, chunk)} GROUP BY __col"
+            ).fetchall()
+            fences = {name: f for name, q in quartiles if (f := _fence(q))}
+            if not fences:
+                continue
+            table = ", ".join(f"({sql_str(n)}, CAST({lo!r} AS DOUBLE), CAST({hi!r} AS DOUBLE))"
+                              for n, (lo, hi) in fences.items())
+            for name, count, lowest, highest in con.execute(
+                f"SELECT __col, count(*) FILTER (__x < __lo OR __x > __hi), min(__x) FILTER (__x < __lo), "
+                f"max(__x) FILTER (__x > __hi) FROM (SELECT __col, {x} AS __x FROM "
+                f"{_unpivoted(qt, list(fences))}) JOIN (VALUES {table}) f(__col, __lo, __hi) USING (__col) "
+                "GROUP BY __col"
+            ).fetchall():
+                if count:
+                    profile.outliers[name] = (count, [f"{v:g}" for v in (lowest, highest) if v is not None])
 
 
 def _outliers_of(
@@ -503,14 +617,7 @@ def _outliers_of(
         "SELECT " + ", ".join(f"quantile_cont(CAST({e} AS DOUBLE), [0.25, 0.75])" for e in exprs.values())
         + f" FROM {sample}"
     ).fetchall()[0]
-    fences = {}
-    for name, q in zip(exprs, quartiles, strict=True):
-        # Infinite quartiles (a column full of Infinity) give no fence, and no SQL literal.
-        if q and q[0] is not None and q[1] is not None and q[1] > q[0] and math.isfinite(q[1] - q[0]):
-            iqr = q[1] - q[0]
-            low, high = q[0] - 3 * iqr, q[1] + 3 * iqr
-            if math.isfinite(low) and math.isfinite(high):
-                fences[name] = (low, high)
+    fences = {name: f for name, q in zip(exprs, quartiles, strict=True) if (f := _fence(q))}
     if not fences:
         return
     parts, projected = [], []
