@@ -371,10 +371,13 @@ def _pass_b_stats(
                     ("quantiles", f"approx_quantile(CAST({parsed} AS DOUBLE), {DECILES})")]
         else:
             out.append(("mean", f"sum({parsed} * {weight}) / sum({weight}) FILTER ({ok})"))
-        # integer digits follow from min and max; fraction digits need the text
-        out.append(("frac_digits", f"max(length({nt}) - strpos({nt}, '.')) FILTER ({ok} AND strpos({nt}, '.') > 0)"))
-        if d.inferred_type == "BIGINT":  # integers beyond HUGEINT stay exact only as text
-            out.append(("too_big", count(f"regexp_full_match({nt}, '[+-]?[0-9]+') AND {parsed} IS NULL")))
+        # integer digits follow from min and max; fraction digits need the text (decimals only)
+        if d.inferred_type != "BIGINT":
+            out.append(("frac_digits",
+                        f"max(length({nt}) - strpos({nt}, '.')) FILTER ({ok} AND strpos({nt}, '.') > 0)"))
+        else:  # integers beyond HUGEINT stay exact only as text; the pattern is tried on failures only
+            out.append(("too_big", count(f"{value} IS NOT NULL AND {parsed} IS NULL AND "
+                                         f"regexp_full_match({nt}, '[+-]?[0-9]+')")))
     return out
 
 
