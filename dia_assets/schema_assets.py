@@ -2,8 +2,6 @@
 -> validation_report. The work happens in `dia_assets.agents.schema_creator`."""
 
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 from dagster import (
@@ -30,7 +28,6 @@ from dia_assets.agents.locations import is_postgres
 from dia_assets.agents.schema_creator import build as sc
 from dia_assets.agents.schema_creator import validate as v
 from dia_assets.agents.schema_creator.lineage import table_lineage
-from dia_assets.agents.schema_creator.target import Target
 from dia_assets.contracts.interpretation import Interpretation
 from dia_assets.contracts.manifest import Manifest
 from resources.warehouse import warehouse_target
@@ -47,14 +44,6 @@ def raw_asset_key(source_path: str) -> AssetKey:
 
 def _manifest(workspace: WorkspaceResource) -> Manifest:
     return Manifest.read(workspace.path("schema", "manifest.json"))
-
-
-@contextmanager
-def _target(duckdb: DuckDBResource) -> Iterator[Target]:
-    """A read-only connection: checks run as parallel steps, and DuckDB lets several
-    processes share a file only when all of them only read."""
-    with Target(warehouse_target(duckdb)) as target:
-        yield target
 
 
 @asset(deps=["interpretation"], group_name=GROUP, kinds={"python"})
@@ -134,6 +123,12 @@ def warehouse(context: AssetExecutionContext, config: WarehouseConfig, workspace
     })
 
 
+def _report(workspace: WorkspaceResource, duckdb: DuckDBResource):  # noqa: ANN202
+    """The build's validation when it describes the installed file, else a fresh one (not
+    written: `validation_report` writes). Checks run as parallel steps; each only reads."""
+    return sc.shared_report(_manifest(workspace), warehouse_target(duckdb), workspace.root_path, write=False)
+
+
 def _result(items: list, summary: str) -> AssetCheckResult:
     passed = not any(v.blocks(i) for i in items)
     return AssetCheckResult(
@@ -145,22 +140,19 @@ def _result(items: list, summary: str) -> AssetCheckResult:
 
 @asset_check(asset=warehouse, blocking=True, description="source rows = staged = refined + rejected + removed duplicates")
 def row_count_reconciliation(workspace: WorkspaceResource, duckdb: DuckDBResource) -> AssetCheckResult:
-    with _target(duckdb) as t:
-        items = v.check_row_counts(t, _manifest(workspace))
+    items = _report(workspace, duckdb).row_counts
     return _result(items, "; ".join(f"{i.table}: {i.message}" for i in items))
 
 
 @asset_check(asset=warehouse, blocking=True, description="every source column carried, renamed or excluded with a reason")
 def column_coverage(workspace: WorkspaceResource, duckdb: DuckDBResource) -> AssetCheckResult:
-    with _target(duckdb) as t:
-        items = v.check_column_coverage(t, _manifest(workspace))
+    items = _report(workspace, duckdb).column_coverage
     return _result(items, "; ".join(f"{i.table}: missing {i.missing}" for i in items if i.missing) or "all columns covered")
 
 
 @asset_check(asset=warehouse, blocking=True, description="primary keys unique and non-null; orphans only where allowed")
 def key_validity(workspace: WorkspaceResource, duckdb: DuckDBResource) -> AssetCheckResult:
-    with _target(duckdb) as t:
-        items = v.check_keys(t, _manifest(workspace))
+    items = _report(workspace, duckdb).key_validity
     bad = [f"{i.table} {i.kind} {i.columns}: {i.duplicate_keys} dup, {i.null_keys} null, {i.orphan_rows} orphans"
            f"{' e.g. ' + ', '.join(i.examples[:5]) if i.examples else ''}" for i in items if not i.passed]
     return _result(items, "; ".join(bad) or f"{len(items)} keys valid")
@@ -168,15 +160,13 @@ def key_validity(workspace: WorkspaceResource, duckdb: DuckDBResource) -> AssetC
 
 @asset_check(asset=warehouse, blocking=False, description="reject counts and reasons per table")
 def load_integrity(workspace: WorkspaceResource, duckdb: DuckDBResource) -> AssetCheckResult:
-    with _target(duckdb) as t:
-        items = v.check_load_integrity(t, _manifest(workspace))
+    items = _report(workspace, duckdb).load_integrity
     return _result(items, "; ".join(f"{i.table}: {i.message}" for i in items))
 
 
 @asset_check(asset=warehouse, blocking=True, description="generated counts, joins and key lookups return expected counts")
 def test_queries(workspace: WorkspaceResource, duckdb: DuckDBResource) -> AssetCheckResult:
-    with _target(duckdb) as t:
-        items = v.run_test_queries(t, v.generate_test_queries(t, _manifest(workspace)))
+    items = _report(workspace, duckdb).test_queries
     failed = [f"{q.name}: {q.error}" for q in items if not q.passed]
     return _result(items, "; ".join(failed) or f"{len(items)} queries pass")
 
@@ -189,7 +179,7 @@ def validation_report(context: AssetExecutionContext, workspace: WorkspaceResour
     manifest = _manifest(workspace)
     interp_path = workspace.path("interpretation.json")
     interp = Interpretation.read(interp_path) if interp_path.exists() else None
-    report = sc.validate_warehouse(manifest, warehouse_target(duckdb), workspace.root_path, interp)
+    report = sc.shared_report(manifest, warehouse_target(duckdb), workspace.root_path, interp)
     md = v.render_markdown(report)
     return MaterializeResult(metadata={
         "accepted": report.accepted,

@@ -221,6 +221,27 @@ def test_wide_and_narrow_profiles_agree(tmp_path, monkeypatch):
         assert (a.top_values, a.patterns, len(a.examples)) == (b.top_values, b.patterns, len(b.examples))
 
 
+def test_unpivoted_passes_of_wide_files_agree_with_per_column_ones(tmp_path, monkeypatch):
+    """Passes B and C of wide files (columns unpivoted, grouped by column) give every figure
+    the per-column queries give: counts, types, formats, keys, outliers, issues."""
+    from dia_assets.agents.interpreter import profile_wide
+
+    rows = [f"{i},{i % 7},{'' if i % 5 == 0 else ' x '},{'NA' if i % 9 == 0 else i * 1.5},"
+            f"{'abc' if i == 3 else f'2024-01-{1 + i % 28:02d}'},{'-' if i % 4 == 0 else 'v' + str(i % 3)},"
+            f"{10_000 if i == 7 else i % 10},{'inf' if i == 11 else i},{'' if i % 2 else ''}"
+            for i in range(60)]
+    _write(tmp_path, {"t.csv": "id,grp,pad,amount,day,cat,spike,big,empty\n" + "\n".join(rows) + "\n"})
+    narrow = interpret(tmp_path)
+    monkeypatch.setattr(profile_wide, "WIDE_COLUMNS", 1)
+    wide = interpret(tmp_path)
+    skip = {"examples", "quantiles", "mean"}
+    for a, b in zip(narrow.sources[0].columns, wide.sources[0].columns, strict=True):
+        assert a.model_dump(exclude=skip) == b.model_dump(exclude=skip), a.name
+    assert narrow.sources[0].primary_key == wide.sources[0].primary_key
+    issues = [sorted((i.column or "", i.kind, i.count) for i in x.quality_issues) for x in (narrow, wide)]
+    assert issues[0] == issues[1] and any(kind == "outliers" for _, kind, _ in issues[0]), issues[0]
+
+
 def test_a_file_beyond_the_column_limit_is_refused_by_name(tmp_path, monkeypatch):
     monkeypatch.setenv("DIA_MAX_COLUMNS", "50")
     interp = interpret(_write(tmp_path, {"wide.csv": _wide_csv(60, 5), "good.csv": "id,name\n1,a\n2,b\n"}))
@@ -252,11 +273,13 @@ def test_memory_limit_comes_from_the_environment(tmp_path, monkeypatch):
         interpret(_write(tmp_path, {"good.csv": "id\n1\n"}))
 
 
-def test_a_10000_column_file_is_refused_not_a_crash(tmp_path):
+def test_a_10000_column_file_is_profiled_in_chunks_next_to_a_good_file(tmp_path):
     interp = interpret(_write(tmp_path, {"huge.csv": _wide_csv(10_000, 3), "good.csv": "id,name\n1,a\n2,b\n"}))
-    issue = _issues(interp, "huge")["unreadable_file"]
-    assert "huge.csv: 10000 columns, more than the limit of 2000" in issue.message
-    assert interp.source("good").row_count == 2
+    huge = interp.source("huge")
+    assert huge.parse.ok and huge.row_count == 3 and len(huge.columns) == 10_000
+    assert huge.column("c9999").inferred_type == "INTEGER" and huge.column("c9998").examples
+    assert not [i for i in interp.quality_issues if i.kind == "unreadable_file"]
+    assert interp.source("good").row_count == 2 and interp.source("good").primary_key.columns == ["id"]
 
 
 def test_a_nested_array_named_like_another_file_gets_its_own_table(tmp_path):

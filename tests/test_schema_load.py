@@ -234,3 +234,27 @@ def test_malformed_json_lines_are_rejected_and_nested_arrays_load(tmp_path):
             ("events.jsonl$.tags[*]",)]
     finally:
         con.close()
+
+
+def test_validation_is_computed_once_per_build_and_shared(tmp_path, monkeypatch):
+    """The checks and `validation_report` read the build's report while it describes the
+    installed file; a changed file is validated again."""
+    from dia_assets.agents.schema_creator import build as sc
+
+    data = tmp_path / "data"
+    data.mkdir()
+    _write_csv(data / "t.csv", ["id", "name"], [[str(i), f"n{i}"] for i in range(1, 30)])
+    src = csv_source("t", data / "t.csv", {"id": "INTEGER", "name": "VARCHAR"}, rows=29, pk=["id"])
+    result = build_ws(tmp_path, interpretation(data, src))
+    ws, warehouse = result.paths["report"].parent.parent, result.load.warehouse
+    calls = []
+    real = sc.validate
+    monkeypatch.setattr(sc, "validate", lambda *a, **k: calls.append(1) or real(*a, **k))
+    shared = sc.shared_report(result.manifest, warehouse, ws, write=False)
+    assert calls == [] and shared.warehouse_hash == result.report.warehouse_hash and shared.accepted
+    con = duckdb.connect(warehouse)  # the file changes: the report no longer describes it
+    con.execute("DELETE FROM t WHERE id = 1")
+    con.execute("CHECKPOINT")
+    con.close()
+    fresh = sc.shared_report(result.manifest, warehouse, ws, write=False)
+    assert calls == [1] and not fresh.accepted

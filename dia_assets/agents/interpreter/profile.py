@@ -18,6 +18,7 @@ import duckdb
 from dia_assets.agents.interpreter import profile_wide
 from dia_assets.agents.interpreter.keys import NOT_KEYABLE
 from dia_assets.agents.interpreter.naming import quote_ident
+from dia_assets.agents.interpreter.numbers import NUMERIC, non_finite_text_sql
 from dia_assets.agents.interpreter.semantic import (
     PATTERNS,
     TypeDecision,
@@ -39,7 +40,11 @@ from dia_assets.contracts.interpretation import Column, ValueFormat
 
 SAMPLE_ROWS = 5_000
 TOP_K = 10
-PASS_B_COLUMNS = 8  # up to about 130 aggregates per query
+# Columns per pass-B query: one per query on long tables (measured: 12 columns of 1M rows
+# take 6 s one per query and 13 s eight per query), more on short ones, where the cost of
+# a query is its planning rather than its scan.
+PASS_B_CELLS = 1_000_000
+PASS_B_MAX_COLUMNS = 8
 DECILES = "[0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9]"
 HUGE_FIELD = 1_000_000
 TEXT_TYPES = ("VARCHAR", "JSON")
@@ -55,6 +60,7 @@ class SourceProfile:
     variants: dict[str, list[tuple[str, list[tuple[str, int]]]]] = field(default_factory=dict)
     outliers: dict[str, tuple[int, list[str]]] = field(default_factory=dict)
     huge_fields: dict[str, int] = field(default_factory=dict)
+    non_finite: dict[str, int] = field(default_factory=dict)  # text columns that may end numeric
 
 
 def _is_text(physical: str) -> bool:
@@ -105,13 +111,15 @@ def profile_table(con: duckdb.DuckDBPyConnection, table: str) -> SourceProfile:
     if text_cols and rows:
         stats_sql = sample_class_sql()
         datelike = sql_str(PATTERNS["datelike"])
-        unpivot = ", ".join(quote_ident(n) for n in text_cols)
-        result = con.execute(
-            f"WITH long AS (UNPIVOT (SELECT {unpivot} FROM {sample}) ON COLUMNS(*) INTO NAME col VALUE raw), "
-            f"vals AS (SELECT col, {present('raw')} AS v, count(*) AS n FROM long GROUP BY ALL), "
-            f"d AS (SELECT col, v, n, regexp_full_match(v, {datelike}) AS dl FROM vals WHERE v IS NOT NULL) "
-            f"SELECT col, {', '.join(sql for _, sql in stats_sql)} FROM d GROUP BY col"
-        ).fetchall()
+        result = []
+        for chunk in _column_chunks(text_cols, min(rows, SAMPLE_ROWS)):  # bounded memory
+            unpivot = ", ".join(quote_ident(n) for n in chunk)
+            result += con.execute(
+                f"WITH long AS (UNPIVOT (SELECT {unpivot} FROM {sample}) ON COLUMNS(*) INTO NAME col VALUE raw), "
+                f"vals AS (SELECT col, {present('raw')} AS v, count(*) AS n FROM long GROUP BY ALL), "
+                f"d AS (SELECT col, v, n, regexp_full_match(v, {datelike}) AS dl FROM vals WHERE v IS NOT NULL) "
+                f"SELECT col, {', '.join(sql for _, sql in stats_sql)} FROM d GROUP BY col"
+            ).fetchall()
         for row in result:
             sample_stats[row[0]] = {stat: value or 0 for (stat, _), value in zip(stats_sql, row[1:], strict=True)}
         for name in text_cols:
@@ -131,20 +139,45 @@ def profile_table(con: duckdb.DuckDBPyConnection, table: str) -> SourceProfile:
     # cleaned value and parsed value are projected once and the aggregates read those:
     # the same expression written into ten aggregates costs DuckDB ten times to plan.
     full: dict[tuple[str, str], object] = {}
-    for start in range(0, len(names), PASS_B_COLUMNS):
-        chunk = names[start:start + PASS_B_COLUMNS]
-        inner, middle, exprs, keys = [], [], [], []
-        for i, name in enumerate(chunk, start=start):
-            for stat_name, sql in _pass_b_stats(name, i, physical[name], decisions[name], inner, middle):
+    # Columns whose values repeat (judged on the sample) are aggregated over their (value,
+    # count) groups: one GROUP BY scan answers pass B, the exact distinct count and the top
+    # values, and every per-value expression runs once per distinct value, not per row.
+    wide = len(names) >= profile_wide.WIDE_COLUMNS
+    grouped = {n: f"__g{i}" for i, n in enumerate(names)
+               if not wide and rows >= GROUPED_MIN_ROWS and n in text_cols and _repeats(sample_stats[n])}
+    for i, name in enumerate(names):
+        if name not in grouped:
+            continue
+        con.execute(f"CREATE OR REPLACE TEMP TABLE {grouped[name]} AS "
+                    f"SELECT {quote_ident(name)} AS __raw, count(*) AS __w FROM {qt} GROUP BY ALL")
+        levels = _levels("__w")
+        stats = _pass_b_stats(name, i, physical[name], decisions[name], levels, "__w", "__raw")
+        stats.append(("exact_distinct", f"count(__c{i})"))
+        values = con.execute(
+            f"SELECT {', '.join(sql for _, sql in stats)} FROM {_projected(levels, grouped[name])}"
+        ).fetchone()
+        full.update(zip([(name, k) for k, _ in stats], values, strict=True))
+        if decisions[name].numeric:
+            full[(name, "quantiles")] = _weighted_deciles(con, grouped[name], i, name, physical[name], decisions[name])
+    long_cols = [n for n in names if n not in grouped]
+    position = {n: i for i, n in enumerate(names)}
+    if wide:  # a chunk of columns per query, unpivoted: planning costs per query, not per column
+        _pass_b_unpivoted(con, qt, names, physical, decisions, rows, full)
+        long_cols = []
+    per_query = max(1, min(PASS_B_MAX_COLUMNS, PASS_B_CELLS // max(rows, 1)))
+    for start in range(0, len(long_cols), per_query):
+        chunk = long_cols[start:start + per_query]
+        levels, exprs, keys = _levels(), [], []
+        for name in chunk:
+            i = position[name]
+            for stat_name, sql in _pass_b_stats(name, i, physical[name], decisions[name], levels):
                 exprs.append(sql)
                 keys.append((name, stat_name))
-        values = con.execute(
-            f"SELECT {', '.join(exprs)} FROM (SELECT {', '.join(middle)} FROM "
-            f"(SELECT {', '.join(inner)} FROM {qt}))"
-        ).fetchone()
+        values = con.execute(f"SELECT {', '.join(exprs)} FROM {_projected(levels, qt)}").fetchone()
         full.update(zip(keys, values, strict=True))
     stat = lambda name, key, default=0: full.get((name, key), default) or default  # noqa: E731
-    exact = _exact_distinct(con, qt, names, decisions, rows, stat)
+    exact = _exact_distinct(con, qt, names, decisions, rows, stat,
+                            {n: full[(n, "exact_distinct")] for n in grouped})
     complete_unique = any(
         exact.get(n) == rows and not stat(n, "nulls") for n in names
     )  # a complete unique column rules out duplicate rows without hashing every row
@@ -179,55 +212,172 @@ def profile_table(con: duckdb.DuckDBPyConnection, table: str) -> SourceProfile:
         )
         if stat(name, "huge"):
             profile.huge_fields[name] = stat(name, "huge")
+        if (name, "non_finite") in full:
+            profile.non_finite[name] = stat(name, "non_finite")
         profile.columns.append(column)
 
-    _pass_c(con, qt, sample, profile, decisions)
+    _pass_c(con, qt, sample, profile, decisions, grouped)
     con.execute("DROP TABLE IF EXISTS __sample")
+    for table in grouped.values():
+        con.execute(f"DROP TABLE IF EXISTS {table}")
     return profile
 
 
+CELLS_PER_QUERY = 2_000_000  # values one unpivoting query holds: bounds its memory
+
+
+def _column_chunks(names: list[str], rows: int) -> list[list[str]]:
+    """Columns in chunks of at most CELLS_PER_QUERY values (at least one column)."""
+    size = max(1, CELLS_PER_QUERY // max(rows, 1))
+    return [names[i:i + size] for i in range(0, len(names), size)]
+
+
+def _unpivoted(table: str, names: list[str]) -> str:
+    """(__col, __raw) for every non-NULL value of `names` (all of one physical type)."""
+    cols = ", ".join(quote_ident(n) for n in names)
+    return f"(UNPIVOT (SELECT {cols} FROM {table}) ON COLUMNS(*) INTO NAME __col VALUE __raw)"
+
+
+def _signature(physical: str, d: TypeDecision) -> tuple:
+    """Columns with equal signatures get the same pass-B expressions."""
+    return (physical.upper(), d.inferred_type, _validation_type(d), d.numeric, d.value_format.model_dump_json())
+
+
+def _pass_b_unpivoted(
+    con: duckdb.DuckDBPyConnection, qt: str, names: list[str], physical: dict[str, str],
+    decisions: dict[str, TypeDecision], rows: int, full: dict,
+) -> None:
+    """Pass B for wide tables: the columns of one signature unpivoted, a chunk per query,
+    the same aggregates grouped by column. NULLs are not unpivoted (every aggregate but the
+    NULL count ignores them): NULLs = rows - values."""
+    by_signature: dict[tuple, list[str]] = {}
+    for name in names:
+        by_signature.setdefault(_signature(physical[name], decisions[name]), []).append(name)
+    for members in by_signature.values():
+        first = members[0]
+        levels = _levels("__col")
+        stats = _pass_b_stats(first, 0, physical[first], decisions[first], levels, raw="__raw")
+        stats.append(("__values", "count(*)"))
+        for chunk in _column_chunks(members, rows):
+            for name in chunk:  # a column with no value at all gets no group
+                full[(name, "nulls")] = rows
+            got = con.execute(
+                f"SELECT __col, {', '.join(sql for _, sql in stats)} "
+                f"FROM {_projected(levels, _unpivoted(qt, chunk))} GROUP BY __col"
+            ).fetchall()
+            for row in got:
+                full.update(zip([(row[0], k) for k, _ in stats], row[1:], strict=True))
+                full[(row[0], "nulls")] = rows - full.pop((row[0], "__values"))
+
+
+GROUPED_MIN_ROWS = 50_000  # below, a scan costs less than building the groups
+GROUPED_SHARE = 0.5  # grouped when the sample holds at most this many distinct values per value
+
+
+def _repeats(sample: dict) -> bool:
+    present = sample.get("present") or 0
+    return present > 0 and (sample.get("distinct") or 0) <= GROUPED_SHARE * present
+
+
+def _weighted_deciles(
+    con: duckdb.DuckDBPyConnection, groups: str, i: int, name: str, physical: str, d: TypeDecision
+) -> list[float]:
+    """Exact deciles of the parsed values from their (value, count) groups (the row-by-row
+    pass estimates them with a t-digest, which varies slightly from run to run)."""
+    levels = _levels("__w")
+    _pass_b_stats(name, i, physical, d, levels, "__w", "__raw")
+    x = f"__x{i}"
+    rows = con.execute(
+        f"SELECT CAST({x} AS DOUBLE), sum(__w) FROM {_projected(levels, groups)} "
+        f"WHERE {x} IS NOT NULL GROUP BY 1 ORDER BY 1"
+    ).fetchall()
+    total = sum(n for _, n in rows)
+    if not total:
+        return []
+    out, seen, k = [], 0, 0
+    for q in (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9):
+        target = int(q * (total - 1))  # the value at this 0-based position in sorted order
+        while seen + rows[k][1] <= target:
+            seen += rows[k][1]
+            k += 1
+        out.append(rows[k][0])
+    return out
+
+
+def _levels(*carried: str) -> list[list[str]]:
+    """Four projection levels for pass B: raw and trimmed text; the lower-cased short text
+    (null tokens are at most 6 characters); the present value; the parsed value. Each
+    expression is computed once and read by name: DuckDB does not share `trim(x)` written
+    into several aggregates."""
+    return [list(carried) for _ in range(4)]
+
+
+def _projected(levels: list[list[str]], source: str) -> str:
+    sql = source
+    for level in levels:
+        sql = f"(SELECT {', '.join(level)} FROM {sql})"
+    return sql
+
+
 def _pass_b_stats(
-    name: str, i: int, physical: str, d: TypeDecision, inner: list[str], middle: list[str]
+    name: str, i: int, physical: str, d: TypeDecision, levels: list[list[str]],
+    weight: str | None = None, raw: str | None = None,
 ) -> list[tuple[str, str]]:
     """(stat, aggregate) pairs for one column; appends the projections they read to
-    `inner` (raw and cleaned value) and `middle` (parsed value, numeric text)."""
-    raw = quote_ident(name)
-    col, value, parsed, nt = (f"__c{i}", f"__v{i}", f"__x{i}", f"__n{i}")
-    inner.append(f"{raw} AS {col}")
-    middle.append(col)
-    out = [("nulls", f"count(*) FILTER ({col} IS NULL)"),
+    `levels` (see `_levels`). With `weight`, each row is a distinct value seen `weight`
+    times; the counts are the same and the deciles are left to `_weighted_deciles`."""
+    raw = raw or quote_ident(name)
+    col, trimmed, short, value, parsed, nt = (f"__c{i}", f"__t{i}", f"__s{i}", f"__v{i}", f"__x{i}", f"__n{i}")
+    count = (lambda cond: f"count(*) FILTER ({cond})") if weight is None else (  # noqa: E731
+        lambda cond: f"coalesce(sum({weight}) FILTER ({cond}), 0)")
+    levels[0].append(f"{raw} AS {col}")
+    for level in levels[1:]:
+        level.append(col)
+    out = [("nulls", count(f"{col} IS NULL")),
            ("distinct", f"approx_count_distinct({col})")]  # exact where it matters, later
     if not _is_text(physical):
         out += [("min", f"CAST(min({col}) AS VARCHAR)"), ("max", f"CAST(max({col}) AS VARCHAR)")]
         if _is_numeric(physical):
             out += [("mean", f"avg({col})"), ("quantiles", f"approx_quantile(CAST({col} AS DOUBLE), {DECILES})")]
         return out
-    inner.append(f"{present(raw)} AS {value}")
-    middle += [value, f"{parse_expression(value, _validation_type(d), d.value_format)} AS {parsed}"]
+    # Lower-casing never shortens text, so a value longer than every null token is none.
+    longest = max(len(t) for t in NULL_TOKENS)
+    levels[0].append(f"trim({raw}) AS {trimmed}")
+    levels[1] += [trimmed, f"CASE WHEN length({trimmed}) <= {longest} THEN lower({trimmed}) END AS {short}"]
+    # = present(raw): NULL for NULL, blanks and null tokens, else the trimmed text
+    levels[2] += [trimmed, short, f"CASE WHEN {col} IS NULL OR {trimmed} = '' OR {short} IN "
+                  f"{sql_list(NULL_TOKENS)} THEN NULL ELSE {trimmed} END AS {value}"]
+    levels[3] += [trimmed, short, value, f"{parse_expression(value, _validation_type(d), d.value_format)} AS {parsed}"]
     out += [
-        ("blanks", f"count(*) FILTER (trim({col}) = '')"),
-        ("tokens", f"count(*) FILTER (lower(trim({col})) IN {sql_list(NULL_TOKENS)})"),
-        ("token_bits", token_bits_sql(col)),
-        ("padded", f"count(*) FILTER ({col} <> trim({col}))"),
+        ("blanks", count(f"{trimmed} = ''")),
+        ("tokens", count(f"{short} IN {sql_list(NULL_TOKENS)}")),
+        ("token_bits", token_bits_sql(short, lowered=True)),
+        ("padded", count(f"{col} <> {trimmed}")),
         ("max_len", f"max(length({col}))"),
-        ("huge", f"count(*) FILTER (length({col}) > {HUGE_FIELD})"),
-        ("failures", f"count(*) FILTER ({value} IS NOT NULL AND {parsed} IS NULL)"),
+        ("huge", count(f"length({col}) > {HUGE_FIELD}")),
+        ("failures", count(f"{value} IS NOT NULL AND {parsed} IS NULL")),
     ]
     if d.inferred_type == "VARCHAR":
         out += [("min", f"min({value})"), ("max", f"max({value})")]
     else:
         out += [("min", f"CAST(min({parsed}) AS VARCHAR)"), ("max", f"CAST(max({parsed}) AS VARCHAR)")]
+    if d.inferred_type.upper().startswith(NUMERIC):  # fused here: no pass of its own
+        out.append(("non_finite", non_finite_text_sql(trimmed, weight, trimmed=True)))
     if d.numeric:
-        middle.append(f"{numeric_text(value, d.value_format)} AS {nt}")
+        levels[3].append(f"{numeric_text(value, d.value_format)} AS {nt}")
         ok = f"{parsed} IS NOT NULL"
-        out += [
-            ("mean", f"avg({parsed})"),
-            ("quantiles", f"approx_quantile(CAST({parsed} AS DOUBLE), {DECILES})"),
-            # integer digits follow from min and max; fraction digits need the text
-            ("frac_digits", f"max(length({nt}) - strpos({nt}, '.')) FILTER ({ok} AND strpos({nt}, '.') > 0)"),
-        ]
-        if d.inferred_type == "BIGINT":  # integers beyond HUGEINT stay exact only as text
-            out.append(("too_big", f"count(*) FILTER (regexp_full_match({nt}, '[+-]?[0-9]+') AND {parsed} IS NULL)"))
+        if weight is None:
+            out += [("mean", f"avg({parsed})"),
+                    ("quantiles", f"approx_quantile(CAST({parsed} AS DOUBLE), {DECILES})")]
+        else:
+            out.append(("mean", f"sum({parsed} * {weight}) / sum({weight}) FILTER ({ok})"))
+        # integer digits follow from min and max; fraction digits need the text (decimals only)
+        if d.inferred_type != "BIGINT":
+            out.append(("frac_digits",
+                        f"max(length({nt}) - strpos({nt}, '.')) FILTER ({ok} AND strpos({nt}, '.') > 0)"))
+        else:  # integers beyond HUGEINT stay exact only as text; the pattern is tried on failures only
+            out.append(("too_big", count(f"{value} IS NOT NULL AND {parsed} IS NULL AND "
+                                         f"regexp_full_match({nt}, '[+-]?[0-9]+')")))
     return out
 
 
@@ -235,15 +385,16 @@ EXACT_BELOW = 100_000  # small hash tables: exact distinct counts cost little
 DISTINCT_CHUNK = 16
 
 
-def token_bits_sql(col: str) -> str:
-    """Which null tokens occur, as a bitmask: far cheaper than a DISTINCT list."""
+def token_bits_sql(col: str, lowered: bool = False) -> str:
+    """Which null tokens occur, as a bitmask: far cheaper than a DISTINCT list.
+    `lowered`: `col` is already trimmed and lower-cased."""
     cases = " ".join(f"WHEN {sql_str(t)} THEN {1 << i}" for i, t in enumerate(NULL_TOKENS))
-    return f"bit_or(CASE lower(trim({col})) {cases} ELSE 0 END)"
+    return f"bit_or(CASE {col if lowered else f'lower(trim({col}))'} {cases} ELSE 0 END)"
 
 
 def _exact_distinct(
     con: duckdb.DuckDBPyConnection, qt: str, names: list[str], decisions: dict[str, TypeDecision],
-    rows: int, stat,  # noqa: ANN001
+    rows: int, stat, known: dict[str, int],  # noqa: ANN001
 ) -> dict[str, int]:
     """Exact distinct counts where they decide something: small cardinalities, and columns
     that could be keys (uniqueness must be exact). Free text, amounts and timestamps keep
@@ -254,7 +405,20 @@ def _exact_distinct(
         could_key = decisions[name].semantic_type not in NOT_KEYABLE and approx >= 0.5 * non_null
         if approx <= EXACT_BELOW or could_key:
             wanted.append(name)
-    out: dict[str, int] = {}
+    out = {n: known[n] for n in wanted if n in known}  # counted on the groups already
+    wanted = [n for n in wanted if n not in known]
+    if len(names) >= profile_wide.WIDE_COLUMNS:  # unpivoted, a chunk of one type per query
+        physical = dict(con.execute(f"SELECT column_name, column_type FROM (DESCRIBE {qt})").fetchall())
+        by_type: dict[str, list[str]] = {}
+        for name in wanted:
+            by_type.setdefault(physical[name], []).append(name)
+        for members in by_type.values():
+            for chunk in _column_chunks(members, rows):
+                out.update(dict.fromkeys(chunk, 0))  # no value at all: no group
+                out.update(con.execute(
+                    f"SELECT __col, count(DISTINCT __raw) FROM {_unpivoted(qt, chunk)} GROUP BY __col"
+                ).fetchall())
+        return out
     # Each count(DISTINCT) keeps its own hash table: a few columns per query bound the memory.
     for start in range(0, len(wanted), DISTINCT_CHUNK):
         chunk = wanted[start:start + DISTINCT_CHUNK]
@@ -317,7 +481,7 @@ NUMERIC_SEMANTICS = ("integer", "decimal", "currency", "percentage")
 
 def _pass_c(
     con: duckdb.DuckDBPyConnection, qt: str, sample: str, profile: SourceProfile,
-    decisions: dict[str, TypeDecision],
+    decisions: dict[str, TypeDecision], groups: dict[str, str],
 ) -> None:
     physical_of = {c.name: c.physical_type for c in profile.columns}
 
@@ -327,22 +491,29 @@ def _pass_c(
 
     wide = len(profile.columns) >= profile_wide.WIDE_COLUMNS
     if wide:  # the same answers, a chunk of columns per query
-        values = {c.name: present(quote_ident(c.name)) if _is_text(c.physical_type) else quote_ident(c.name)
-                  for c in profile.columns}
-        batch_examples = profile_wide.examples(con, sample, values)
+        kinds = {c.name: _is_text(c.physical_type) for c in profile.columns}
+        sampled = min(profile.rows, SAMPLE_ROWS)
+        batch_examples = profile_wide.examples(con, sample, kinds, sampled)
         batch_patterns = profile_wide.patterns(
-            con, sample, {n: v for n, v in values.items() if _is_text(physical_of[n])}) if profile.rows else {}
-        batch_counts = profile_wide.value_counts(con, qt, [c.name for c in profile.columns if grouped(c)])
+            con, sample, [n for n in kinds if _is_text(physical_of[n])], sampled) if profile.rows else {}
+        batch_counts = profile_wide.value_counts(
+            con, qt, [c.name for c in profile.columns if grouped(c)], profile.rows)
     for column in profile.columns:
         col = quote_ident(column.name)
         text = _is_text(column.physical_type)
         value = present(col) if text else col
         if grouped(column):
             limit = "" if column.distinct_count <= GROUPED_MAX else f" LIMIT {TOP_K}"
-            counts = batch_counts[column.name] if wide else con.execute(
-                f"SELECT CAST({col} AS VARCHAR) __v, count(*) __n FROM {qt} WHERE {col} IS NOT NULL "
-                f"GROUP BY __v ORDER BY __n DESC, __v{limit}"
-            ).fetchall()
+            if column.name in groups:  # the groups are at hand: the same rows, already counted
+                counts = con.execute(
+                    f"SELECT CAST(__raw AS VARCHAR) __v, __w __n FROM {groups[column.name]} "
+                    f"WHERE __raw IS NOT NULL ORDER BY __n DESC, __v{limit}"
+                ).fetchall()
+            else:
+                counts = batch_counts[column.name] if wide else con.execute(
+                    f"SELECT CAST({col} AS VARCHAR) __v, count(*) __n FROM {qt} WHERE {col} IS NOT NULL "
+                    f"GROUP BY __v ORDER BY __n DESC, __v{limit}"
+                ).fetchall()
             column.top_values = [(_s(v), n) for v, n in counts[:TOP_K]]
             if text and column.semantic_type == "categorical" and not limit:
                 groups = spelling_variants(counts)
@@ -390,9 +561,56 @@ def _outliers(con: duckdb.DuckDBPyConnection, qt: str, sample: str, profile: Sou
     }
     if not exprs or not profile.rows:
         return
+    if len(profile.columns) >= profile_wide.WIDE_COLUMNS:
+        _outliers_unpivoted(con, qt, sample, profile, list(exprs))
+        return
     names = list(exprs)
     for start in range(0, len(names), OUTLIER_CHUNK):
         _outliers_of(con, qt, sample, profile, {n: exprs[n] for n in names[start:start + OUTLIER_CHUNK]})
+
+
+def _fence(q: list[float] | None) -> tuple[float, float] | None:
+    """3 IQR beyond the quartiles. Infinite quartiles (a column full of Infinity) give no
+    fence, and no SQL literal."""
+    if q and q[0] is not None and q[1] is not None and q[1] > q[0] and math.isfinite(q[1] - q[0]):
+        iqr = q[1] - q[0]
+        low, high = q[0] - 3 * iqr, q[1] + 3 * iqr
+        if math.isfinite(low) and math.isfinite(high):
+            return low, high
+    return None
+
+
+def _outliers_unpivoted(
+    con: duckdb.DuckDBPyConnection, qt: str, sample: str, profile: SourceProfile, names: list[str]
+) -> None:
+    """Outliers of a wide table: the columns of one type and format unpivoted, a chunk per
+    query, quartiles and counts grouped by column."""
+    by_signature: dict[tuple, list[str]] = {}
+    for c in profile.columns:
+        if c.name in names:
+            key = (c.physical_type.upper(), c.inferred_type, c.value_format.model_dump_json())
+            by_signature.setdefault(key, []).append(c.name)
+    for members in by_signature.values():
+        c = next(col for col in profile.columns if col.name == members[0])
+        x = (f"CAST({parse_expression(present('__raw'), c.inferred_type, c.value_format)} AS DOUBLE)"
+             if _is_text(c.physical_type) else "CAST(__raw AS DOUBLE)")
+        for chunk in _column_chunks(members, min(profile.rows, SAMPLE_ROWS)):
+            quartiles = con.execute(
+                f"SELECT __col, quantile_cont({x}, [0.25, 0.75]) FROM {_unpivoted(sample, chunk)} GROUP BY __col"
+            ).fetchall()
+            fences = {name: f for name, q in quartiles if (f := _fence(q))}
+            if not fences:
+                continue
+            table = ", ".join(f"({sql_str(n)}, CAST({lo!r} AS DOUBLE), CAST({hi!r} AS DOUBLE))"
+                              for n, (lo, hi) in fences.items())
+            for name, count, lowest, highest in con.execute(
+                f"SELECT __col, count(*) FILTER (__x < __lo OR __x > __hi), min(__x) FILTER (__x < __lo), "
+                f"max(__x) FILTER (__x > __hi) FROM (SELECT __col, {x} AS __x FROM "
+                f"{_unpivoted(qt, list(fences))}) JOIN (VALUES {table}) f(__col, __lo, __hi) USING (__col) "
+                "GROUP BY __col"
+            ).fetchall():
+                if count:
+                    profile.outliers[name] = (count, [f"{v:g}" for v in (lowest, highest) if v is not None])
 
 
 def _outliers_of(
@@ -402,14 +620,7 @@ def _outliers_of(
         "SELECT " + ", ".join(f"quantile_cont(CAST({e} AS DOUBLE), [0.25, 0.75])" for e in exprs.values())
         + f" FROM {sample}"
     ).fetchall()[0]
-    fences = {}
-    for name, q in zip(exprs, quartiles, strict=True):
-        # Infinite quartiles (a column full of Infinity) give no fence, and no SQL literal.
-        if q and q[0] is not None and q[1] is not None and q[1] > q[0] and math.isfinite(q[1] - q[0]):
-            iqr = q[1] - q[0]
-            low, high = q[0] - 3 * iqr, q[1] + 3 * iqr
-            if math.isfinite(low) and math.isfinite(high):
-                fences[name] = (low, high)
+    fences = {name: f for name, q in zip(exprs, quartiles, strict=True) if (f := _fence(q))}
     if not fences:
         return
     parts, projected = [], []

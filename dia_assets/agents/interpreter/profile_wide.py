@@ -2,7 +2,9 @@
 
 A query costs DuckDB a millisecond or two of binding however small it is, and pass C
 asks three per column: 3,000 queries for a 1,000-column file. Unpivoting a chunk of
-columns answers each question for the whole chunk in one query, within the memory limit."""
+columns answers each question for the whole chunk in one query; a chunk holds at most
+CELLS values, which bounds its memory. Text values are cleaned (`present`) after the
+unpivot, one expression for the chunk instead of one per column."""
 
 from __future__ import annotations
 
@@ -12,57 +14,73 @@ import duckdb
 
 from dia_assets.agents.interpreter.naming import quote_ident
 from dia_assets.agents.interpreter.semantic import shape_sql
+from dia_assets.agents.value_parsing import present
 
-WIDE_COLUMNS = 200  # from this width on, pass C runs batched
-CHUNK = 64
-
-
-def _chunks(exprs: dict[str, str]) -> Iterator[dict[str, str]]:
-    names = list(exprs)
-    for start in range(0, len(names), CHUNK):
-        yield {n: exprs[n] for n in names[start:start + CHUNK]}
+WIDE_COLUMNS = 200  # from this width on, passes B and C run unpivoted
+CELLS = 2_000_000
 
 
-def _long(table: str, exprs: dict[str, str]) -> str:
-    """Every non-NULL value of the chunk as (__c column name, __v text)."""
-    select = ", ".join(f"CAST({e} AS VARCHAR) AS {quote_ident(n)}" for n, e in exprs.items())
-    return f"(UNPIVOT (SELECT {select} FROM {table}) ON COLUMNS(*) INTO NAME __c VALUE __v)"
+def _chunks(names: list[str], rows: int) -> Iterator[list[str]]:
+    size = max(1, CELLS // max(rows, 1))
+    for start in range(0, len(names), size):
+        yield names[start:start + size]
 
 
-def examples(con: duckdb.DuckDBPyConnection, sample: str, exprs: dict[str, str], k: int = 5) -> dict[str, list[str]]:
-    """Up to `k` distinct values per column, from the sample."""
-    out: dict[str, list[str]] = {n: [] for n in exprs}
-    for chunk in _chunks(exprs):
-        for name, values in con.execute(
-            f"SELECT __c, list(DISTINCT __v) FROM {_long(sample, chunk)} GROUP BY __c"
-        ).fetchall():
-            out[name] = list(values)[:k]
+def _long(table: str, names: list[str], text: bool) -> str:
+    """Every value of the chunk as (__c column name, __v text); for text columns only
+    present values (blanks and null tokens are no values), trimmed."""
+    if text:
+        cols = ", ".join(quote_ident(n) for n in names)
+        raw = f"(UNPIVOT (SELECT {cols} FROM {table}) ON COLUMNS(*) INTO NAME __c VALUE __r)"
+        return f"(SELECT __c, {present('__r')} AS __v FROM {raw} WHERE {present('__r')} IS NOT NULL)"
+    cols = ", ".join(f"CAST({quote_ident(n)} AS VARCHAR) AS {quote_ident(n)}" for n in names)
+    return f"(UNPIVOT (SELECT {cols} FROM {table}) ON COLUMNS(*) INTO NAME __c VALUE __v)"
+
+
+def _by_kind(columns: dict[str, bool]) -> Iterator[tuple[list[str], bool]]:
+    for text in (True, False):
+        names = [n for n, t in columns.items() if t == text]
+        if names:
+            yield names, text
+
+
+def examples(
+    con: duckdb.DuckDBPyConnection, sample: str, columns: dict[str, bool], rows: int, k: int = 5
+) -> dict[str, list[str]]:
+    """Up to `k` distinct values per column (name -> is text), from the sample."""
+    out: dict[str, list[str]] = {n: [] for n in columns}
+    for names, text in _by_kind(columns):
+        for chunk in _chunks(names, rows):
+            for name, values in con.execute(
+                f"SELECT __c, list(DISTINCT __v) FROM {_long(sample, chunk, text)} GROUP BY __c"
+            ).fetchall():
+                out[name] = list(values)[:k]
     return out
 
 
 def patterns(
-    con: duckdb.DuckDBPyConnection, sample: str, exprs: dict[str, str], k: int = 5
+    con: duckdb.DuckDBPyConnection, sample: str, names: list[str], rows: int, k: int = 5
 ) -> dict[str, list[tuple[str, int]]]:
-    """The `k` most frequent value shapes per column, from the sample."""
-    out: dict[str, list[tuple[str, int]]] = {n: [] for n in exprs}
-    for chunk in _chunks(exprs):
-        rows = con.execute(
-            f"SELECT __c, {shape_sql('__v')} __p, count(*) __n FROM {_long(sample, chunk)} GROUP BY ALL"
+    """The `k` most frequent value shapes per text column, from the sample."""
+    out: dict[str, list[tuple[str, int]]] = {n: [] for n in names}
+    for chunk in _chunks(names, rows):
+        got = con.execute(
+            f"SELECT __c, {shape_sql('__v')} __p, count(*) __n FROM {_long(sample, chunk, True)} GROUP BY ALL"
         ).fetchall()
-        for name, shape, n in sorted(rows, key=lambda r: (r[0], -r[2], r[1])):
+        for name, shape, n in sorted(got, key=lambda r: (r[0], -r[2], r[1])):
             if len(out[name]) < k:
                 out[name].append((shape, n))
     return out
 
 
 def value_counts(
-    con: duckdb.DuckDBPyConnection, table: str, columns: list[str]
+    con: duckdb.DuckDBPyConnection, table: str, columns: list[str], rows: int
 ) -> dict[str, list[tuple[str, int]]]:
     """Every value with its count per column, most frequent first, over the full table."""
     out: dict[str, list[tuple[str, int]]] = {n: [] for n in columns}
-    for chunk in _chunks({n: quote_ident(n) for n in columns}):
+    for chunk in _chunks(columns, rows):
         for name, value, n in con.execute(
-            f"SELECT __c, __v, count(*) __n FROM {_long(table, chunk)} GROUP BY ALL"
+            f"SELECT __c, __v, count(*) __n FROM {_long(table, chunk, False)} GROUP BY ALL"
         ).fetchall():
             out[name].append((value, n))
     for counts in out.values():

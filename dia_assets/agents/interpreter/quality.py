@@ -88,7 +88,7 @@ def column_issues(
             message=f"{count} value(s) in {col_name} lie beyond 3 interquartile ranges",
             suggested_action="Check they are real; keep them unless the expert says otherwise.",
         ))
-    issues.extend(non_finite_issues(con, source, table))
+    issues.extend(non_finite_issues(con, source, table, profile.non_finite))
     return issues
 
 

@@ -116,6 +116,25 @@ def validate_warehouse(manifest: Manifest, warehouse: str, workspace: str | Path
     return report
 
 
+def shared_report(manifest: Manifest, warehouse: str, workspace: str | Path,
+                  interp: Interpretation | None = None, write: bool = True) -> ValidationReport:
+    """The validation of the warehouse in place, computed once per build: the report the build
+    wrote when it describes this very file (same content hash), else validated afresh (and
+    written when `write`). The `warehouse` asset's checks and `validation_report` share it."""
+    path = Path(workspace) / "validation" / "report.json"
+    if not is_postgres(warehouse) and path.exists():
+        try:
+            report = ValidationReport.read(path)
+        except Exception:  # noqa: BLE001 - an unreadable report is simply made again
+            report = None
+        if report is not None and report_describes(report, warehouse):
+            return report
+    if write:
+        return validate_warehouse(manifest, warehouse, workspace, interp)
+    with Target(warehouse) as target:
+        return validate(target, manifest, interp)
+
+
 def write_report(report: ValidationReport, workspace: str | Path) -> None:
     out = Path(workspace) / "validation"
     report.write(out / "report.json")

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import duckdb
 
+from dia_assets.agents.interpreter import limits
 from dia_assets.agents.interpreter.discover import unsafe_reason
 from dia_assets.agents.interpreter.naming import quote_ident as q
 from dia_assets.agents.interpreter.readers import LoadedSource, bad_json_lines, read_source
@@ -96,12 +97,16 @@ def load_duckdb(
     building = swap.building_path(target)
     swap.remove_database(building)
     try:
-        con = duckdb.connect(str(building))
-        try:
-            result = build_into(con, manifest, data_dir, hook)
-            _run(con, "CHECKPOINT")
-        finally:
-            con.close()
+        # Bounded memory; beyond it DuckDB spills to a temporary folder that a later build
+        # removes should this process be killed (swap.clean_leftovers).
+        with tempfile.TemporaryDirectory(prefix=temp_prefix("dia-load-")) as spill:
+            con = duckdb.connect(str(building))
+            try:
+                limits.configure(con, Path(spill))
+                result = build_into(con, manifest, data_dir, hook)
+                _run(con, "CHECKPOINT")  # the build's one checkpoint
+            finally:
+                con.close()
         swap.check_opens(building)
         accepted = check(building) if check else True
         if hook:
@@ -206,9 +211,8 @@ def _load_table(
     result: LoadResult, hook: StepHook | None,
 ) -> TableLoad:
     stats = TableLoad(name=table.name)
-    for sql in (sqlgen.create_staging_sql(table), sqlgen.create_reject_sql(table)):
-        _run(con, sql)
-    _run(con, sqlgen.staging_insert_sql(table, loaded_at))
+    _run(con, sqlgen.staging_ctas_sql(table, loaded_at))
+    _run(con, sqlgen.create_reject_sql(table))
     if hook:
         hook(f"staging:{table.name}")
     stats.unparsed_lines = _unparsed_lines(con, table, reader, loaded_at)
@@ -220,10 +224,11 @@ def _load_table(
             stats.notes.append(f"foreign key {fk.columns} -> {fk.ref_table} not declared: parent key not declared")
             fks.remove(fk)
     create = sqlgen.create_refined_sql(table, primary_key=pk_ok, foreign_keys=fks)
-    _run(con, create)
     try:
         # Optimistic: the constraints usually hold, and checking them first costs a pass.
-        _run(con, sqlgen.refined_insert_sql(table))
+        # Keys come after the bulk load: one index build, not one index insert per row.
+        for sql in sqlgen.bulk_refined_sql(table, primary_key=pk_ok, foreign_keys=fks):
+            _run(con, sql)
     except duckdb.ConstraintException:
         _run(con, f"DROP TABLE {q(table.name)}")
         pk_ok, fks = _diagnose(con, table, pk_ok, fks, stats)

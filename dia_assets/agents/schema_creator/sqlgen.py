@@ -99,14 +99,17 @@ def create_reject_sql(table: ManifestTable) -> str:
 
 
 def create_refined_sql(
-    table: ManifestTable, primary_key: bool | None = None, foreign_keys: list | None = None
+    table: ManifestTable, primary_key: bool | None = None, foreign_keys: list | None = None,
+    key_clause: bool = True,
 ) -> str:
+    """The refined table's DDL. `key_clause=False` leaves out the PRIMARY KEY clause (keeping
+    its NOT NULLs) for a bulk load that adds the key afterwards (`add_primary_key_sql`)."""
     pk = table.primary_key_enforced if primary_key is None else primary_key
     fks = [fk for fk in table.foreign_keys if fk.enforced] if foreign_keys is None else foreign_keys
     parts = [
         f"{q(c.name)} {c.type}" + ("" if c.nullable or not pk else " NOT NULL") for c in table.columns
     ]
-    if pk and table.primary_key:
+    if pk and table.primary_key and key_clause:
         parts.append(f"PRIMARY KEY ({', '.join(q(c) for c in table.primary_key)})")
     for fk in fks:
         parts.append(
@@ -114,6 +117,11 @@ def create_refined_sql(
             f"{q(fk.ref_table)} ({', '.join(q(c) for c in fk.ref_columns)})"
         )
     return f"CREATE TABLE {q(table.name)} ({', '.join(parts)})"
+
+
+def add_primary_key_sql(table: ManifestTable) -> str:
+    """The key of a bulk-loaded refined table: one index build instead of one insert per row."""
+    return f"ALTER TABLE {q(table.name)} ADD PRIMARY KEY ({', '.join(q(c) for c in table.primary_key)})"
 
 
 def ddl_script(manifest: Manifest) -> str:
@@ -126,18 +134,34 @@ def ddl_script(manifest: Manifest) -> str:
 # ---------------------------------------------------------------- load
 
 
-def staging_insert_sql(table: ManifestTable, loaded_at: str) -> str:
+def _staging_select(table: ManifestTable, loaded_at: str) -> list[tuple[str, str]]:
+    """(expression, column) pairs of a staging row, read from the raw view."""
     cols = [f"CAST({q(c)} AS VARCHAR)" for c in table.source_columns]
-    names = ", ".join(q(c) for c in table.source_columns)
     # A 64-bit hash of the fields (NULL and '' hash apart): it identifies exact duplicate
     # records; md5 over a concatenation cost as much as the rest of the staging insert.
     hashed = f"lpad(to_hex(hash({', '.join(cols)})), 16, '0')" if cols else "'0000000000000000'"
+    return [*zip(cols, table.source_columns, strict=True), (sql_str(table.source_ref), "_source_file"),
+            ("__dia_rowid + 1", "_source_row"), (f"TIMESTAMP {sql_str(loaded_at)}", "_loaded_at"),
+            (hashed, "_content_hash")]
+
+
+def staging_insert_sql(table: ManifestTable, loaded_at: str) -> str:
+    pairs = _staging_select(table, loaded_at)
+    names = ", ".join(q(c) for c in table.source_columns)
     return (
         f"INSERT INTO {staging_ref(table)} ({names}, _source_file, _source_row, _loaded_at, _content_hash) "
-        f"SELECT {', '.join(f'{c} AS {q(n)}' for c, n in zip(cols, table.source_columns, strict=True))}, "
-        f"{sql_str(table.source_ref)}, __dia_rowid + 1, TIMESTAMP {sql_str(loaded_at)}, {hashed} "
-        f"FROM {q(raw_view(table))}"
+        f"SELECT {', '.join(f'{e} AS {q(n)}' for e, n in pairs[:len(table.source_columns)])}, "
+        f"{', '.join(e for e, _ in pairs[len(table.source_columns):])} FROM {q(raw_view(table))}"
     )
+
+
+def staging_ctas_sql(table: ManifestTable, loaded_at: str) -> str:
+    """Staging made in one statement from its one read: the table `create_staging_sql` +
+    `staging_insert_sql` make (same columns, types, and rows in file order), written as a
+    bulk CTAS, which leaves less for the checkpoint than an INSERT into an empty table."""
+    types = dict([*((c, "VARCHAR") for c in table.source_columns), *PROVENANCE])
+    select = ", ".join(f"CAST({e} AS {types[n]}) AS {q(n)}" for e, n in _staging_select(table, loaded_at))
+    return f"CREATE TABLE {staging_ref(table)} AS SELECT {select} FROM {q(raw_view(table))}"
 
 
 def _dup_sql(table: ManifestTable) -> str:
@@ -181,6 +205,24 @@ def refined_select_sql(table: ManifestTable) -> str:
         f"SELECT {names} FROM (SELECT _source_row, {_dup_sql(table)} AS _dup, {', '.join(inner)} "
         f"FROM {staging_ref(table)}) p{' WHERE ' + ' AND '.join(where) if where else ''}{order}"
     )
+
+
+def bulk_refined_sql(table: ManifestTable, primary_key: bool, foreign_keys: list) -> list[str]:
+    """Statements that build the table `create_refined_sql(table, primary_key, foreign_keys)`
+    + `refined_insert_sql` build, with the key indexed after the rows are in. Without foreign
+    keys the rows are written by one CTAS (typed as declared, NOT NULLs set after)."""
+    out = []
+    if foreign_keys:
+        out += [create_refined_sql(table, primary_key, foreign_keys, key_clause=False), refined_insert_sql(table)]
+    else:
+        typed = ", ".join(f"CAST({q(c.name)} AS {c.type}) AS {q(c.name)}" for c in table.columns)
+        out.append(f"CREATE TABLE {q(table.name)} AS SELECT {typed} FROM ({refined_select_sql(table)}) r")
+        if primary_key:
+            out += [f"ALTER TABLE {q(table.name)} ALTER COLUMN {q(c.name)} SET NOT NULL"
+                    for c in table.columns if not c.nullable]
+    if primary_key and table.primary_key:
+        out.append(add_primary_key_sql(table))
+    return out
 
 
 def refined_insert_sql(table: ManifestTable) -> str:

@@ -1,0 +1,51 @@
+"""Columns whose values repeat are profiled over their (value, count) groups; every figure
+must equal the row-by-row pass (deciles excepted: exact there, a t-digest estimate here)."""
+
+from __future__ import annotations
+
+import math
+
+import duckdb
+import pytest
+
+from dia_assets.agents.interpreter import profile as p
+
+MESSY = """
+CREATE TABLE t AS SELECT
+  CAST(i AS VARCHAR) AS id,
+  CASE i % 7 WHEN 0 THEN NULL WHEN 1 THEN '' WHEN 2 THEN ' n/a ' WHEN 3 THEN 'NULL'
+             ELSE CAST(i % 13 AS VARCHAR) END AS qty,
+  CASE i % 211 WHEN 0 THEN ' 3.50' WHEN 1 THEN 'abc' WHEN 2 THEN 'NaN' WHEN 3 THEN '1e999'
+              ELSE CAST((i % 9) / 4 AS VARCHAR) END AS price,
+  ['red', 'Red', 'red ', 'blue', 'BLUE', '-', 'green'][1 + i % 7] AS colour,
+  CASE WHEN i % 397 = 0 THEN '2024-13-01' ELSE '2024-0' || CAST(1 + i % 9 AS VARCHAR) || '-1' || CAST(i % 9 AS VARCHAR) END
+    AS day,
+  CASE WHEN i % 499 = 0 THEN '99999999999999999999999999999999999999999' ELSE CAST(i % 4 AS VARCHAR) END AS big,
+  CASE WHEN i % 3 = 0 THEN '1e999' ELSE CAST(i % 40 AS VARCHAR) || '.25' END AS amount
+FROM range(3000) r(i)
+"""
+
+
+def _profile(monkeypatch: pytest.MonkeyPatch, min_rows: int) -> p.SourceProfile:
+    monkeypatch.setattr(p, "GROUPED_MIN_ROWS", min_rows)
+    con = duckdb.connect()
+    con.execute(MESSY)
+    return p.profile_table(con, "t")
+
+
+def test_grouped_profile_equals_row_by_row(monkeypatch: pytest.MonkeyPatch) -> None:
+    rows = _profile(monkeypatch, 10**12)
+    groups = _profile(monkeypatch, 0)
+    assert (groups.rows, groups.duplicate_rows) == (rows.rows, rows.duplicate_rows)
+    assert (groups.variants, groups.outliers, groups.huge_fields, groups.non_finite) == (
+        rows.variants, rows.outliers, rows.huge_fields, rows.non_finite)
+    for g, r in zip(groups.columns, rows.columns, strict=True):
+        gd, rd = g.model_dump(exclude={"quantiles", "mean", "examples"}), r.model_dump(
+            exclude={"quantiles", "mean", "examples"})
+        assert gd == rd, g.name
+        assert g.mean == r.mean or math.isclose(g.mean, r.mean, rel_tol=1e-12), g.name
+        assert len(g.quantiles) == len(r.quantiles), g.name
+    types = {c.name: c.inferred_type for c in groups.columns}
+    assert types["price"] == "DOUBLE" and types["day"] == "DATE" and types["big"] == "VARCHAR", types
+    assert any(c.null_token_count for c in groups.columns) and any(c.unparseable_count for c in groups.columns)
+    assert groups.non_finite and groups.variants
