@@ -24,7 +24,8 @@ Also measured on the same mutants, the Data Agents §III-D detectors:
   candidates). A candidate whose result is not the unique majority goes back to repair;
 - pipeline-to-NL (`crosscheck.describe_sql` + `crosscheck.nl_agreement`): the executed SQL
   described back in words and compared with the question by word overlap (below
-  NL_THRESHOLD: back to repair); false alarms are counted on the gold queries.
+  NL_THRESHOLD) and by WordLlama embedding similarity (below EMBED_THRESHOLD): back to repair;
+  false alarms are counted on the gold queries.
 
 Targets: 0 false alarms; >= 70% of mutants caught overall; >= 95% in the classes the contract
 covers (granularity, order, declared filters, fan-out).
@@ -55,7 +56,12 @@ from dia_assets.agents.evaluation.gold_contract import gold_contract  # noqa: E4
 from dia_assets.agents.evaluation.metrics import results_match  # noqa: E402
 from dia_assets.agents.evaluation.mutants import CLASSES, CONTRACT_CLASSES, mutants  # noqa: E402
 from dia_assets.agents.query.contract import ContractError, parse_contract  # noqa: E402
-from dia_assets.agents.query.crosscheck import cross_validate, describe_sql, nl_agreement  # noqa: E402
+from dia_assets.agents.query.crosscheck import (  # noqa: E402
+    cross_validate,
+    describe_sql,
+    nl_agreement,
+    nl_similarity,
+)
 from dia_assets.agents.query.dialects import DuckDBDatabase  # noqa: E402
 from dia_assets.agents.query.gate import Gate  # noqa: E402
 from dia_assets.agents.query.safety import SQLRefused  # noqa: E402
@@ -68,6 +74,7 @@ EVAL = ROOT / "examples" / "eval" / "questions.jsonl"
 MIN_QUESTIONS = 60
 TARGETS = {"false_alarms_max": 0, "overall_caught_min": 0.70, "contract_classes_caught_min": 0.95}
 NL_THRESHOLD = 0.5
+EMBED_THRESHOLD = 0.5
 MAX_ROWS = 200_000
 
 
@@ -133,7 +140,10 @@ def evaluate(questions: list[dict[str, Any]], targets: dict[str, Target]) -> dic
     false_alarms, fallback_contracts, examples_missed = [], 0, []
     caught_by: dict[str, int] = defaultdict(int)
     kept_total = 0
-    nl_false_alarms = xval_pool_gold_confirmed = xval_pool_questions = 0
+    nl_false_alarms = emb_false_alarms = xval_pool_gold_confirmed = xval_pool_questions = 0
+    from dia_assets.agents.memory.embedder import make_embedder
+
+    embedder = make_embedder("wordllama")
     for q in questions:
         t = targets[q["db"]]
         gold = t.run(q["gold_sql"])
@@ -152,6 +162,8 @@ def evaluate(questions: list[dict[str, Any]], targets: dict[str, Target]) -> dic
         ordered = bool(contract.order)
         nl_gold = nl_agreement(describe_sql(q["gold_sql"], "duckdb"), q["question"])
         nl_false_alarms += nl_gold < NL_THRESHOLD
+        emb_gold = nl_similarity(describe_sql(q["gold_sql"], "duckdb"), q["question"], embedder)
+        emb_false_alarms += emb_gold < EMBED_THRESHOLD
         pool: list[tuple[str, Any]] = []  # (class, rows) of this question's kept mutants
         for m in mutants(q["gold_sql"], "duckdb", t.schema, declared, t.keys):
             try:
@@ -182,7 +194,9 @@ def evaluate(questions: list[dict[str, Any]], targets: dict[str, Target]) -> dic
             stats["any_caught"] += (not passed) or (not votes[2].confirmed)
             pool.append((m.cls, out.rows))
             # pipeline-to-NL: the mutant described in words, against the question
-            stats["nl_caught"] += nl_agreement(describe_sql(m.sql, "duckdb"), q["question"]) < NL_THRESHOLD
+            words = describe_sql(m.sql, "duckdb")
+            stats["nl_caught"] += nl_agreement(words, q["question"]) < NL_THRESHOLD
+            stats["emb_caught"] += nl_similarity(words, q["question"], embedder) < EMBED_THRESHOLD
         if pool:  # cross-validation, pool of all: the gold and every kept mutant of the question
             votes = cross_validate([gold.rows, *[rows for _, rows in pool]], ordered)
             xval_pool_gold_confirmed += votes[0].confirmed
@@ -191,7 +205,8 @@ def evaluate(questions: list[dict[str, Any]], targets: dict[str, Target]) -> dic
                 per_class[cls]["xval_pool_caught"] += not vote.confirmed
     return {"per_class": per_class, "false_alarms": false_alarms, "fallback_contracts": fallback_contracts,
             "missed_examples": examples_missed, "caught_by_check": dict(caught_by), "kept": kept_total,
-            "nl_false_alarms": nl_false_alarms, "xval_pool_questions": xval_pool_questions,
+            "nl_false_alarms": nl_false_alarms, "emb_false_alarms": emb_false_alarms,
+            "xval_pool_questions": xval_pool_questions,
             "xval_pool_gold_confirmed": xval_pool_gold_confirmed}
 
 
@@ -248,12 +263,15 @@ def main() -> int:
                           "crossval_caught": _rate(pc[c]["xval_caught"], pc[c]["kept"]),
                           "crossval_pool_caught": _rate(pc[c]["xval_pool_caught"], pc[c]["kept"]),
                           "nl_caught": _rate(pc[c]["nl_caught"], pc[c]["kept"]),
+                          "nl_embedding_caught": _rate(pc[c]["emb_caught"], pc[c]["kept"]),
                           "contract_or_crossval": _rate(pc[c]["any_caught"], pc[c]["kept"])} for c in CLASSES},
         "crossval_caught": _rate(sum(pc[c]["xval_caught"] for c in CLASSES), kept),
         "crossval_pool_caught": _rate(sum(pc[c]["xval_pool_caught"] for c in CLASSES), kept),
         "crossval_pool_gold_confirmed": _rate(result["xval_pool_gold_confirmed"], result["xval_pool_questions"]),
         "nl_caught": _rate(sum(pc[c]["nl_caught"] for c in CLASSES), kept),
         "nl_false_alarms_on_gold": result["nl_false_alarms"], "nl_threshold": NL_THRESHOLD,
+        "nl_embedding_caught": _rate(sum(pc[c]["emb_caught"] for c in CLASSES), kept),
+        "nl_embedding_false_alarms_on_gold": result["emb_false_alarms"], "nl_embedding_threshold": EMBED_THRESHOLD,
         "caught_by_check": result["caught_by_check"], "missed_covered": result["missed_examples"],
         "warehouses": made, "elapsed_s": round(time.perf_counter() - started, 1),
     }
@@ -262,7 +280,8 @@ def main() -> int:
            and (figures["contract_classes_caught"] or 0) >= TARGETS["contract_classes_caught_min"])
     print(f"\nfalse alarms on gold: {len(result['false_alarms'])} {result['false_alarms'][:5]}; "
           f"cross-validation over all candidates confirms the gold in {figures['crossval_pool_gold_confirmed']} "
-          f"of questions; pipeline-to-NL false alarms on gold: {result['nl_false_alarms']}")
+          f"of questions; pipeline-to-NL false alarms on gold: {result['nl_false_alarms']} (overlap), "
+          f"{result['emb_false_alarms']} (embedding); caught {figures['nl_caught']} / {figures['nl_embedding_caught']}")
     print(f"caught overall {figures['overall_caught']}, in the contract's classes {figures['contract_classes_caught']}")
     verdict = {"bench": "verifier", "figures": figures,
                "targets": {**TARGETS, "min_questions": MIN_QUESTIONS}, "met": met}

@@ -603,3 +603,13 @@ def test_pipeline_to_nl_overlap_without_a_model(wh: Path) -> None:
     result, _, _ = ask(SHIFTS_Q, wh, [_shift_contract(), call("submit", sql=SHIFTS_SQL)],
                        settings=AgentSettings(nl_check="overlap", nl_threshold=0.2))
     assert result.status == "answered"
+
+
+def test_pipeline_to_nl_by_embedding_similarity(wh: Path) -> None:
+    result, run, _ = ask(SHIFTS_Q, wh, [_shift_contract(), call("submit", sql=SHIFTS_SQL)],
+                         settings=AgentSettings(nl_check="embedding", nl_threshold=0.999))
+    assert result.status != "answered" and run.trace["failures"] == ["pipeline_to_nl"]
+    assert "(embedding)" in run.trace["verification"]["checks"][-1]["detail"]
+    result, _, _ = ask(SHIFTS_Q, wh, [_shift_contract(), call("submit", sql=SHIFTS_SQL)],
+                       settings=AgentSettings(nl_check="embedding", nl_threshold=0.1))
+    assert result.status == "answered"

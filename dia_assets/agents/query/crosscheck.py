@@ -5,7 +5,8 @@
   the candidate with the highest coverage, held by more than one candidate and by no rival
   result, is confirmed; the others (outliers) go back to repair.
 - pipeline-to-NL: the executed SQL described back in words (from the sqlglot tree, no model)
-  and compared with the question: by word overlap here, or by a judge model in the loop.
+  and compared with the question: by word overlap, by embedding similarity, or by a judge
+  model in the loop.
 """
 
 from __future__ import annotations
@@ -126,3 +127,14 @@ def nl_agreement(description: str, reference: str) -> float:
     if not ref:
         return 1.0
     return round(len(ref & content_words(description)) / len(ref), 4)
+
+
+def nl_similarity(description: str, reference: str, embedder: Any = None) -> float:
+    """Cosine similarity of the SQL's description and the question in the memory's embedding
+    space (WordLlama by default, offline)."""
+    if embedder is None:
+        from dia_assets.agents.memory.embedder import make_embedder
+
+        embedder = make_embedder()
+    vectors = embedder.embed([description, reference])
+    return round(float((vectors[0] * vectors[1]).sum()), 4)

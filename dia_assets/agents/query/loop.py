@@ -77,7 +77,8 @@ class AgentSettings:
     max_revisions: int = 2
     # Data Agents §III-D feedback: candidates the model submits alongside are cross-validated;
     # pipeline-to-NL describes the SQL back in words and compares it with the question:
-    # "off", "overlap" (word overlap, no model call) or "judge" (one model call)
+    # "off", "overlap" (word overlap), "embedding" (cosine similarity, WordLlama) or "judge"
+    # (one model call)
     nl_check: str = "off"
     nl_threshold: float = 0.5
     resubmission_window: int = 5
@@ -479,10 +480,15 @@ class QueryAgent:
         if s.nl_check == "off":
             return checks
         description = describe_sql(sql, self.db.dialect)
-        if s.nl_check == "overlap":
-            score = nl_agreement(description, self._question)
+        if s.nl_check in ("overlap", "embedding"):
+            if s.nl_check == "overlap":
+                score = nl_agreement(description, self._question)
+            else:
+                from dia_assets.agents.query.crosscheck import nl_similarity
+
+                score = nl_similarity(description, self._question)
             ok = score >= s.nl_threshold
-            detail = f"the SQL described as '{description[:200]}' covers {score:.0%} of the question's words"
+            detail = f"the SQL described as '{description[:200]}' scores {score:.2f} against the question ({s.nl_check})"
         else:
             prompt = fill(prompts()["nl_judge"], question=data_text(self._question), description=data_text(description))
             try:
