@@ -11,6 +11,7 @@ from dagster import (
     AssetCheckSeverity,
     AssetExecutionContext,
     AssetKey,
+    AssetObservation,
     AutomationCondition,
     Config,
     Failure,
@@ -62,14 +63,38 @@ def schema_manifest(context: AssetExecutionContext, workspace: WorkspaceResource
     """Plan the schema from interpretation.json plus the expert's overrides."""
     interp = Interpretation.read(workspace.path("interpretation.json"))
     dialect = "postgres" if is_postgres(warehouse_target(duckdb)) else "duckdb"
-    manifest, paths = sc.write_plan(interp, workspace.root_path, dialect)
+    try:
+        manifest, paths = sc.write_plan(interp, workspace.root_path, dialect)
+    except Exception as exc:
+        report_stale(context, workspace, f"schema_manifest failed for the current data: {exc}")
+        raise
     er = paths["er"].read_text(encoding="utf-8")
+    if manifest.stale_overrides:
+        context.log.warning("stale overrides (ignored): " + "; ".join(
+            f"line {s.line} {s.where}: {s.reason}" for s in manifest.stale_overrides))
     return MaterializeResult(metadata={
         "tables": len(manifest.tables),
         "decisions": len(manifest.decisions),
+        "stale_overrides": MetadataValue.md("\n".join(
+            f"- line {s.line or '?'} `{s.where}`: {s.reason}" for s in manifest.stale_overrides) or "none"),
+        "kept_keys": MetadataValue.md("\n".join(
+            f"- {d.table}: {d.what}" for d in manifest.decisions if d.origin in ("previous", "drift")) or "none"),
         "er_diagram": MetadataValue.md(f"```mermaid\n{er}```"),
         **{f"path/{k}": MetadataValue.path(str(p)) for k, p in paths.items()},
     })
+
+
+def report_stale(context: AssetExecutionContext, workspace: WorkspaceResource, reason: str) -> None:
+    """A failed build: report.json/md stop saying accepted, and `validation_report` shows it
+    (an observation, since its own step will not run after a failed upstream step)."""
+    report = sc.mark_stale(workspace.root_path, reason)
+    context.log_event(AssetObservation(asset_key="validation_report", metadata={
+        "accepted": False,
+        "stale": True,
+        "stale_reason": MetadataValue.md(f"**STALE / FAILED**: {reason}"),
+        "report": MetadataValue.md(sc.report_markdown(report) if report else "no report yet"),
+        "path/report_md": MetadataValue.path(str(workspace.path("validation", "report.md"))),
+    }))
 
 
 def warehouse_metadata(manifest: Manifest, counts: dict[str, int]) -> dict:
@@ -115,6 +140,7 @@ def warehouse(context: AssetExecutionContext, config: WarehouseConfig, workspace
     load_path = workspace.path("schema", "load_result.json")
     load_path.write_text(loaded.to_json(), encoding="utf-8")
     if not report.installed:
+        report_stale(context, workspace, report.stale_reason or "the new build was not installed")
         raise Failure(
             description=f"the new build is not accepted, so the previous warehouse stays in place; "
             f"the build is kept at {report.rejected_build}. {sc.summary(report)}",
@@ -190,9 +216,11 @@ def validation_report(context: AssetExecutionContext, workspace: WorkspaceResour
     interp_path = workspace.path("interpretation.json")
     interp = Interpretation.read(interp_path) if interp_path.exists() else None
     report = sc.validate_warehouse(manifest, warehouse_target(duckdb), workspace.root_path, interp)
-    md = v.render_markdown(report)
+    md = sc.report_markdown(report)
     return MaterializeResult(metadata={
         "accepted": report.accepted,
+        "stale": False,
+        "stale_overrides": len(report.stale_overrides),
         "axes": MetadataValue.json({k: a.model_dump() for k, a in report.axes.items()}),
         "report": MetadataValue.md(md),
         "path/report_json": MetadataValue.path(str(workspace.path("validation", "report.json"))),
