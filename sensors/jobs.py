@@ -5,7 +5,7 @@ from dagster import AssetSelection, define_asset_job
 
 from dia_assets.query_assets import query_job as replan_job  # one partition per question
 
-__all__ = ["build_job", "memory_job", "replan_job", "schema_job"]
+__all__ = ["build_job", "memory_job", "quality_check_job", "replan_job", "schema_job"]
 
 BUILD = ["interpretation", "schema_manifest", "warehouse", "validation_report"]
 SCHEMA = ["schema_manifest", "warehouse", "validation_report"]
@@ -17,6 +17,11 @@ build_job = define_asset_job(
 schema_job = define_asset_job(
     "schema_job", selection=AssetSelection.assets(*SCHEMA),
     description="Re-plan the schema from the current interpretation and overrides, reload, validate.",
+)
+quality_check_job = define_asset_job(
+    "quality_check_job", selection=AssetSelection.checks_for_assets("warehouse"),
+    description="Re-run the warehouse checks (row counts, coverage, keys, rejects, test queries) after drift; "
+    "tag dia/tables names the tables the drift touched.",
 )
 memory_job = define_asset_job(
     "memory_job", selection=AssetSelection.assets("memory_lessons"),

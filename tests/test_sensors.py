@@ -87,7 +87,8 @@ def test_drift_sensor_observes_and_replans_only_affected_questions(env):
     interpret_to_files(data, ws / "interpretation.json")
     result = _eval(drift_sensor, instance, first.cursor)
     jobs = sorted((r.job_name, r.partition_key) for r in result.run_requests)
-    assert jobs == [("query_job", "revenue"), ("schema_job", None)]
+    assert jobs == [("quality_check_job", None), ("query_job", "revenue"), ("schema_job", None)]
+    assert all(r.run_key and r.tags.get("dia/drift") for r in result.run_requests)
     assert "column_added orders.channel" in result.asset_events[0].metadata["drift/summary"].value
     assert list((ws / "drift").glob("*.json"))
 
