@@ -40,10 +40,14 @@ from resources.workspace import WorkspaceResource
 GROUP = "schema_creator"
 
 
-def raw_asset_key(source_path: str) -> AssetKey:
-    """The observable raw-file asset a table loads from (`raw/<file name in snake case>`,
-    as `interpretation_assets.raw_file_key` names it), for column lineage."""
-    return AssetKey(["raw", raw_key_name(Path(source_path).as_posix())])
+def raw_asset_key(source_path: str) -> AssetKey:  # noqa: ARG001 - every file is a partition of one asset
+    """The observable raw-file asset a table loads from, for column lineage: `raw_files`,
+    whose partition `raw_partition(source_path)` is the file."""
+    return AssetKey("raw_files")
+
+
+def raw_partition(source_path: str) -> str:
+    return raw_key_name(Path(source_path).as_posix())
 
 
 def _manifest(workspace: WorkspaceResource) -> Manifest:
@@ -104,7 +108,8 @@ def warehouse_metadata(manifest: Manifest, counts: dict[str, int]) -> dict:
     for table in manifest.tables:
         lineage = table_lineage(table)
         cols = [
-            TableColumn(name=c.name, type=c.type, description=f"{table.source_ref}: {c.source_column}",
+            TableColumn(name=c.name, type=c.type, description=f"{table.source_ref} (raw_files partition "
+                        f"{raw_partition(table.source_path)}): {c.source_column}",
                         constraints=None)
             for c in table.columns
         ]

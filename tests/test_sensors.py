@@ -40,6 +40,7 @@ def test_new_data_sensor_runs_once_per_change_and_reports_deletions(env):
     first = _eval(new_data_sensor, instance)
     assert isinstance(first, SensorResult) and len(first.run_requests) == 1
     assert "added: a.csv" in first.run_requests[0].tags["dia/change"]
+    instance.add_dynamic_partitions("raw_files", ["a_csv"])  # the daemon applies the partition request
     # the cursor round-trips: the same folder asks for nothing
     assert isinstance(_eval(new_data_sensor, instance, first.cursor), SkipReason)
     (data / "a.csv").write_text("id\n2\n")
@@ -127,3 +128,21 @@ def test_quality_sensor_replans_failed_partitions_when_rates_fall(env):
     report = next((ws / "diagnosis").glob("quality-*.md")).read_text()
     assert "success rate" in report and "- q1" in report
     assert isinstance(_eval(quality_sensor, instance, result.cursor), SkipReason)
+
+
+def test_raw_files_partitions_follow_the_folder(env):
+    """Issue 16: a new file's partition is added and a deleted file's retired, no restart needed."""
+    data, _ = env
+    instance = DagsterInstance.ephemeral()
+    (data / "a.csv").write_text("id\n1\n")
+    (data / "b.csv").write_text("id\n1\n")
+    first = _eval(new_data_sensor, instance)
+    adds = [(type(r).__name__, sorted(r.partition_keys)) for r in first.dynamic_partitions_requests]
+    assert adds == [("AddDynamicPartitionsRequest", ["a_csv", "b_csv"])]
+    instance.add_dynamic_partitions("raw_files", ["a_csv", "b_csv"])  # what the daemon does with the request
+    (data / "b.csv").unlink()
+    (data / "c.csv").write_text("id\n1\n")
+    second = _eval(new_data_sensor, instance, first.cursor)
+    reqs = {type(r).__name__: sorted(r.partition_keys) for r in second.dynamic_partitions_requests}
+    assert reqs == {"AddDynamicPartitionsRequest": ["c_csv"], "DeleteDynamicPartitionsRequest": ["b_csv"]}
+    assert len(second.run_requests) == 1
