@@ -29,8 +29,10 @@ demo: $(STAMP) $(DAGSTER_HOME)/dagster.yaml
 test: $(STAMP)
 	$(BIN)/python -m pytest
 
+# `dia ui` runs `dagster dev -w workspace.yaml` in its own session and, on Ctrl-C, stops it,
+# every child and the embedded PostgreSQL (dia_assets/devserver.py).
 ui: $(STAMP) $(DAGSTER_HOME)/dagster.yaml
-	$(BIN)/dagster dev -w workspace.yaml
+	$(BIN)/dia ui
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
