@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 from dagster import (
     AddDynamicPartitionsRequest,
+    AssetKey,
     AssetCheckEvaluation,
     DagsterInstance,
     DeleteDynamicPartitionsRequest,
@@ -24,6 +25,9 @@ from dagster import (
     build_sensor_context,
 )
 
+from typer.testing import CliRunner
+
+from dia_assets.cli import app
 from dia_assets.interpretation_assets import interpretation_asset, raw_file_assets
 from dia_assets.schema_assets import schema_assets, schema_checks
 from resources import LLMResource, WorkspaceResource
@@ -207,6 +211,10 @@ def test_replay_of_real_source_changes(tmp_path: Path, monkeypatch: pytest.Monke
     assert ("quality_check_job", "") in step["runs"] and ("query_job", "cities") in step["runs"]
     assert not any(job == schema_job.name for job, _ in step["runs"])  # no schema change: no rebuild to repeat
     assert "STALE" in (ws / "validation" / "report.md").read_text()
+    # the validation_report asset shows it too (its step does not run after a failed warehouse)
+    seen = replay.instance.fetch_observations(AssetKey("validation_report"), limit=1).records[0]
+    meta = seen.asset_observation.metadata
+    assert meta["accepted"].value is False and meta["stale"].value is True
 
     # 7. exact duplicates added to a keyed table: recorded as drift (the key break still stands)
     (data / "orders.csv").write_text(_orders(note="comment", dups=12))
@@ -230,3 +238,6 @@ def test_replay_of_real_source_changes(tmp_path: Path, monkeypatch: pytest.Monke
     assert step["skip"] == "no change in the data folder" and step["build"] is None
     assert step["runs"] == [] and step["drift"] is None
     assert step["report"]["accepted"] is False and step["report"]["stale_reason"]
+    # and `dia status` says so
+    shown = CliRunner().invoke(app, ["status", "--workspace", str(ws)])
+    assert shown.exit_code == 1 and "accepted: false" in shown.output and "STALE:" in shown.output

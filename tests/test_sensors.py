@@ -146,3 +146,26 @@ def test_raw_files_partitions_follow_the_folder(env):
     reqs = {type(r).__name__: sorted(r.partition_keys) for r in second.dynamic_partitions_requests}
     assert reqs == {"AddDynamicPartitionsRequest": ["c_csv"], "DeleteDynamicPartitionsRequest": ["b_csv"]}
     assert len(second.run_requests) == 1
+
+
+def test_drift_sensor_waits_for_the_build_that_wrote_the_interpretation(env, monkeypatch):
+    """It reacts to the build's outcome (rebuild only after a failed build), never before it."""
+    import importlib
+
+    from dagster import DagsterRunStatus
+
+    ds = importlib.import_module("sensors.drift_sensor")  # the package re-exports the sensor under this name
+
+    data, ws = env
+    instance = DagsterInstance.ephemeral()
+    (data / "t.csv").write_text("id,v\n" + "".join(f"{i},{i}\n" for i in range(1, 30)))
+    interpret_to_files(data, ws / "interpretation.json")
+    cursor = _eval(drift_sensor, instance).cursor
+    (data / "t.csv").write_text("id,v,w\n" + "".join(f"{i},{i},x\n" for i in range(1, 30)))
+    interpret_to_files(data, ws / "interpretation.json")
+    monkeypatch.setattr(ds, "producing_build", lambda _i: ("build_job", DagsterRunStatus.STARTED))
+    waiting = _eval(drift_sensor, instance, cursor)
+    assert isinstance(waiting, SkipReason) and "waiting" in waiting.skip_message
+    monkeypatch.setattr(ds, "producing_build", lambda _i: ("build_job", DagsterRunStatus.SUCCESS))
+    built = _eval(drift_sensor, instance, cursor)
+    assert [r.job_name for r in built.run_requests] == ["quality_check_job"]
