@@ -73,8 +73,11 @@ def key_breaks(report: DriftReport) -> list:
     return [c for c in report.changes if c.kind in KEY_KINDS]
 
 
-def react(report: DriftReport, workspace: Path, version: str, rebuild_schema: bool = True) -> list[RunRequest]:
-    """The runs one drift report asks for (see the module docstring)."""
+def react(report: DriftReport, workspace: Path, version: str, rebuild_schema: bool = True,
+          questions: set[str] | None = None) -> list[RunRequest]:
+    """The runs one drift report asks for (see the module docstring). `questions`: the
+    registered question partitions; a saved answer whose id is not one is not re-run (a run
+    request for an unknown partition fails the whole tick)."""
     tag = version[:16]
     affected = report.affected()
     kinds = ",".join(sorted({c.kind for c in report.changes}))[:200]
@@ -86,6 +89,8 @@ def react(report: DriftReport, workspace: Path, version: str, rebuild_schema: bo
                                tags={"dia/trigger": "drift", "dia/drift": kinds,
                                      "dia/tables": ",".join(sorted(affected))[:200]}))
     for pid in affected_partitions(saved_queries(workspace), affected):
+        if questions is not None and pid not in questions:
+            continue
         requests.append(RunRequest(job_name=replan_job.name, partition_key=pid,
                                    run_key=f"drift-replan-{tag}-{pid}", tags={"dia/trigger": "drift", "dia/drift": kinds}))
     return requests
@@ -143,14 +148,16 @@ def drift_sensor(context: SensorEvaluationContext) -> SensorResult | SkipReason:
         shutil.copyfile(current_path, previous_path)
         return SensorResult(cursor=version)
     report = compare(Interpretation.read(previous_path), current, drift_thresholds())
-    shutil.copyfile(current_path, previous_path)
     if not report.any:
+        shutil.copyfile(current_path, previous_path)
         return SensorResult(cursor=version)
     out = workspace / "drift" / f"{current.generated_at.replace(':', '-')}-{version[:8]}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(report.model_dump_json(indent=2), encoding="utf-8")
+    questions = set(context.instance.get_dynamic_partitions(replan_job.partitions_def.name))
     requests = react(report, workspace, version,
-                     rebuild_schema=not (job == build_job.name and status == DagsterRunStatus.SUCCESS))
+                     rebuild_schema=not (job == build_job.name and status == DagsterRunStatus.SUCCESS),
+                     questions=questions)
     events: list = [AssetObservation(
         asset_key="interpretation",
         metadata={
@@ -166,4 +173,5 @@ def drift_sensor(context: SensorEvaluationContext) -> SensorResult | SkipReason:
         review = write_review_item(report, workspace, out)
         context.log.warning(f"key drift: review item in {review}")
     context.log.info(f"drift: {len(report.changes)} change(s); requesting {len(requests)} run(s)")
+    shutil.copyfile(current_path, previous_path)  # last: a tick that fails before here is retried whole
     return SensorResult(run_requests=requests, asset_events=events, cursor=version)

@@ -154,6 +154,9 @@ def test_replay_of_real_source_changes(tmp_path: Path, monkeypatch: pytest.Monke
     for qid, sql in QUERIES.items():
         (ws / "queries" / qid).mkdir(parents=True)
         (ws / "queries" / qid / "query.sql").write_text(sql)
+    replay.instance.add_dynamic_partitions("questions", sorted(QUERIES))
+    (ws / "queries" / "retired").mkdir()  # a saved answer whose question is no longer registered
+    (ws / "queries" / "retired" / "query.sql").write_text("SELECT city FROM customers")
     (ws / "review" / "interpretation_overrides.yaml").write_text(OLD_TEMPLATE)
 
     # 2. a column added: rebuilt by build_job (no second rebuild), checks re-run; no saved
@@ -191,6 +194,7 @@ def test_replay_of_real_source_changes(tmp_path: Path, monkeypatch: pytest.Monke
     assert step["build"] is True and step["report"]["accepted"]
     assert ("null_rate_jump", "customers", "city") in step["drift"]
     assert ("query_job", "cities") in step["runs"] and ("quality_check_job", "") in step["runs"]
+    assert ("query_job", "retired") not in step["runs"]  # unknown partition: would fail the tick
 
     # 6. a key broken: the key stays, key_validity fails with the offending rows, the build is
     # not installed, the report is failed/stale, a failed check and a review item appear

@@ -80,6 +80,7 @@ def test_drift_sensor_observes_and_replans_only_affected_questions(env):
     for qid, sql in {"revenue": "SELECT sum(amount) FROM orders", "people": "SELECT count(*) FROM staff"}.items():
         (ws / "queries" / qid).mkdir(parents=True)
         (ws / "queries" / qid / "query.sql").write_text(sql)
+    instance.add_dynamic_partitions("questions", ["revenue", "people"])
     first = _eval(drift_sensor, instance)
     assert not first.run_requests  # nothing to compare with yet
     assert isinstance(_eval(drift_sensor, instance, first.cursor), SkipReason)
