@@ -58,7 +58,7 @@ def new_data_sensor(context: SensorEvaluationContext) -> SensorResult | SkipReas
     if change.deleted:
         context.log.warning(f"files deleted from {data_dir}: {', '.join(change.deleted)}")
     return SensorResult(
-        run_requests=[RunRequest(run_key=run_key(after), tags={"dia/change": change.describe()[:4000]})],
+        run_requests=[RunRequest(run_key=run_key(after, before), tags={"dia/change": change.describe()[:4000]})],
         dynamic_partitions_requests=partitions,
         cursor=json.dumps(after, sort_keys=True),
     )

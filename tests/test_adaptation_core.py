@@ -107,6 +107,9 @@ def test_folder_snapshot_diff_and_stable_run_key(tmp_path):
     assert (change.added, change.changed, change.deleted) == (["b.csv"], ["a.csv"], [])
     assert diff(after, {"b.csv": after["b.csv"]}).deleted == ["a.csv"]
     assert run_key(after) == run_key(dict(reversed(list(after.items())))) != run_key(before)
+    # a change's key includes where it came from: a revert is a new change
+    assert run_key(after, before) == run_key(after, dict(before)) != run_key(after, {})
+    assert run_key(before, after) != run_key(before, {})
 
 
 def test_quality_degradation_against_trailing_baseline():
