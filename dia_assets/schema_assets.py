@@ -34,6 +34,7 @@ from dia_assets.agents.schema_creator.lineage import table_lineage
 from dia_assets.agents.schema_creator.target import Target
 from dia_assets.contracts.interpretation import Interpretation
 from dia_assets.contracts.manifest import Manifest
+from dia_assets.contracts.report import ValidationReport
 from resources.warehouse import warehouse_target
 from resources.workspace import WorkspaceResource
 
@@ -165,6 +166,25 @@ def warehouse(context: AssetExecutionContext, config: WarehouseConfig, workspace
     })
 
 
+def _stale(workspace: WorkspaceResource, axis: str) -> AssetCheckResult | None:
+    """A failed check while the report says the warehouse is stale (a later build failed or was
+    not installed): checking the old warehouse would pass and hide why the new data was
+    refused, so the check reports the last build's findings for its axis instead."""
+    path = workspace.path("validation", "report.json")
+    if not path.exists():
+        return None
+    report = ValidationReport.read(path)
+    if not report.stale_reason:
+        return None
+    failing = [i.model_dump() for i in getattr(report, axis) if not i.passed]
+    return AssetCheckResult(
+        passed=False, severity=AssetCheckSeverity.ERROR,
+        description=f"STALE: {report.stale_reason}. The last build's {axis}: {len(failing)} failing",
+        metadata={"stale_reason": report.stale_reason, "details": MetadataValue.json(failing),
+                  "failing": [i.get("table", i.get("name", "")) for i in failing]},
+    )
+
+
 def _result(items: list, summary: str) -> AssetCheckResult:
     passed = not any(v.blocks(i) for i in items)
     return AssetCheckResult(
@@ -176,6 +196,8 @@ def _result(items: list, summary: str) -> AssetCheckResult:
 
 @asset_check(asset=warehouse, blocking=True, description="source rows = staged = refined + rejected + removed duplicates")
 def row_count_reconciliation(workspace: WorkspaceResource, duckdb: DuckDBResource) -> AssetCheckResult:
+    if (stale := _stale(workspace, "row_counts")) is not None:
+        return stale
     with _target(duckdb) as t:
         items = v.check_row_counts(t, _manifest(workspace))
     return _result(items, "; ".join(f"{i.table}: {i.message}" for i in items))
@@ -183,6 +205,8 @@ def row_count_reconciliation(workspace: WorkspaceResource, duckdb: DuckDBResourc
 
 @asset_check(asset=warehouse, blocking=True, description="every source column carried, renamed or excluded with a reason")
 def column_coverage(workspace: WorkspaceResource, duckdb: DuckDBResource) -> AssetCheckResult:
+    if (stale := _stale(workspace, "column_coverage")) is not None:
+        return stale
     with _target(duckdb) as t:
         items = v.check_column_coverage(t, _manifest(workspace))
     return _result(items, "; ".join(f"{i.table}: missing {i.missing}" for i in items if i.missing) or "all columns covered")
@@ -190,6 +214,8 @@ def column_coverage(workspace: WorkspaceResource, duckdb: DuckDBResource) -> Ass
 
 @asset_check(asset=warehouse, blocking=True, description="primary keys unique and non-null; orphans only where allowed")
 def key_validity(workspace: WorkspaceResource, duckdb: DuckDBResource) -> AssetCheckResult:
+    if (stale := _stale(workspace, "key_validity")) is not None:
+        return stale
     with _target(duckdb) as t:
         items = v.check_keys(t, _manifest(workspace))
     bad = [f"{i.table} {i.kind} {i.columns}: {i.duplicate_keys} dup, {i.null_keys} null, {i.orphan_rows} orphans"
@@ -199,6 +225,8 @@ def key_validity(workspace: WorkspaceResource, duckdb: DuckDBResource) -> AssetC
 
 @asset_check(asset=warehouse, blocking=False, description="reject counts and reasons per table")
 def load_integrity(workspace: WorkspaceResource, duckdb: DuckDBResource) -> AssetCheckResult:
+    if (stale := _stale(workspace, "load_integrity")) is not None:
+        return stale
     with _target(duckdb) as t:
         items = v.check_load_integrity(t, _manifest(workspace))
     return _result(items, "; ".join(f"{i.table}: {i.message}" for i in items))
@@ -206,6 +234,8 @@ def load_integrity(workspace: WorkspaceResource, duckdb: DuckDBResource) -> Asse
 
 @asset_check(asset=warehouse, blocking=True, description="generated counts, joins and key lookups return expected counts")
 def test_queries(workspace: WorkspaceResource, duckdb: DuckDBResource) -> AssetCheckResult:
+    if (stale := _stale(workspace, "test_queries")) is not None:
+        return stale
     with _target(duckdb) as t:
         items = v.run_test_queries(t, v.generate_test_queries(t, _manifest(workspace)))
     failed = [f"{q.name}: {q.error}" for q in items if not q.passed]

@@ -211,6 +211,14 @@ def test_replay_of_real_source_changes(tmp_path: Path, monkeypatch: pytest.Monke
     broken = [k for k in report["key_validity"] if k["table"] == "customers" and k["kind"] == "primary_key"][0]
     assert not broken["passed"] and broken["duplicate_keys"] == 3 and broken["examples"]
     assert step["checks"] == [("key_validity", False)]
+    # the quality check the drift asked for fails too, with the rejected build's offending rows,
+    # instead of passing on the old warehouse
+    check_req = next(r for r in step["requests"] if r.job_name == quality_check_job.name)
+    checked = replay.defs.resolve_job_def(quality_check_job.name).execute_in_process(
+        instance=replay.instance, tags=check_req.tags, raise_on_error=False)
+    key_check = next(e for e in checked.get_asset_check_evaluations() if e.check_name == "key_validity")
+    assert not key_check.passed and key_check.description.startswith("STALE")
+    assert key_check.metadata["details"].value[0]["examples"]
     assert "primary_key_broken customers" in (ws / "review" / "drift_review.md").read_text()
     assert ("quality_check_job", "") in step["runs"] and ("query_job", "cities") in step["runs"]
     assert not any(job == schema_job.name for job, _ in step["runs"])  # no schema change: no rebuild to repeat
