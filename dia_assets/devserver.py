@@ -11,6 +11,7 @@ shutdown and whatever is left of the group is terminated, then killed.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -36,10 +37,8 @@ def _group(pgid: int) -> list[psutil.Process]:
 
 
 def _signal_group(pgid: int, sig: int) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pgid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass
 
 
 def stop_postgres(pgdata: Path, timeout_s: float = 10.0) -> list[int]:
@@ -49,10 +48,8 @@ def stop_postgres(pgdata: Path, timeout_s: float = 10.0) -> list[int]:
     pids = live_postgres_in(pgdata.resolve()) if pgdata.exists() else []
     postmasters = [p for p in pids if psutil.Process(p).ppid() not in pids]
     for pid in postmasters:
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGINT)
-        except ProcessLookupError:
-            pass
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline and live_postgres_in(pgdata.resolve()):
         time.sleep(0.1)
@@ -62,10 +59,8 @@ def stop_postgres(pgdata: Path, timeout_s: float = 10.0) -> list[int]:
 def shutdown(proc: subprocess.Popen, pgdata: Path, grace_s: float = GRACE_S) -> None:
     """SIGINT to the group, wait, stop PostgreSQL, then SIGTERM and SIGKILL what is left."""
     _signal_group(proc.pid, signal.SIGINT)
-    try:
+    with contextlib.suppress(subprocess.TimeoutExpired):
         proc.wait(timeout=grace_s)
-    except subprocess.TimeoutExpired:
-        pass
     stop_postgres(pgdata)
     for sig, wait_s in ((signal.SIGTERM, 3.0), (signal.SIGKILL, 1.0)):
         left = _group(proc.pid)
@@ -73,10 +68,8 @@ def shutdown(proc: subprocess.Popen, pgdata: Path, grace_s: float = GRACE_S) -> 
             break
         _signal_group(proc.pid, sig)
         psutil.wait_procs(left, timeout=wait_s)
-    try:
+    with contextlib.suppress(subprocess.TimeoutExpired):
         proc.wait(timeout=1)
-    except subprocess.TimeoutExpired:
-        pass
 
 
 def run(args: Sequence[str] = (), pgdata: Path | None = None) -> int:

@@ -16,15 +16,14 @@ from pathlib import Path
 import pytest
 from dagster import (
     AddDynamicPartitionsRequest,
-    AssetKey,
     AssetCheckEvaluation,
+    AssetKey,
     DagsterInstance,
-    DeleteDynamicPartitionsRequest,
     Definitions,
+    DeleteDynamicPartitionsRequest,
     SkipReason,
     build_sensor_context,
 )
-
 from typer.testing import CliRunner
 
 from dia_assets.cli import app
