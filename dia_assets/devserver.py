@@ -72,13 +72,20 @@ def shutdown(proc: subprocess.Popen, pgdata: Path, grace_s: float = GRACE_S) -> 
         proc.wait(timeout=1)
 
 
+def _default_signals() -> None:
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, signal.SIG_DFL)
+
+
 def run(args: Sequence[str] = (), pgdata: Path | None = None) -> int:
     from dia_assets.agents.memory.connection import default_pgdata
 
     pgdata = pgdata or default_pgdata()
     dagster = Path(sys.executable).with_name("dagster")
     cmd = [str(dagster) if dagster.exists() else "dagster", "dev", "-w", "workspace.yaml", *args]
-    proc = subprocess.Popen(cmd, start_new_session=True)
+    # Default dispositions in the child: a shell starts background jobs with SIGINT ignored,
+    # and an ignored SIGINT is inherited across exec, so `dagster dev` would never hear it.
+    proc = subprocess.Popen(cmd, start_new_session=True, preexec_fn=_default_signals)  # noqa: PLW1509
     stopping = False
 
     def on_signal(signum: int, frame: object) -> None:  # noqa: ARG001

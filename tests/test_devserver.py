@@ -56,3 +56,20 @@ def test_shutdown_stops_the_group_and_the_embedded_postgres():
             p.kill()
         psutil.wait_procs(_group(proc.pid), timeout=5)
         shutil.rmtree(base, ignore_errors=True)
+
+
+def test_dagster_dev_hears_sigint_even_when_started_from_a_background_job():
+    """A shell starts background jobs with SIGINT ignored; `dia ui` resets it for its child."""
+    import signal
+
+    from dia_assets.devserver import _default_signals
+
+    probe = "import signal; print(signal.getsignal(signal.SIGINT) is signal.default_int_handler)"
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        ignored = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True).stdout.strip()
+        reset = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                               preexec_fn=_default_signals).stdout.strip()  # noqa: PLW1509
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    assert (ignored, reset) == ("False", "True")
