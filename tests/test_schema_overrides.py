@@ -167,3 +167,29 @@ def test_old_style_template_with_live_names_survives_a_renamed_column(example_in
         f"      {c.name}:\n        # type: {c.inferred_type}\n" for c in example_interpretation.source("staff").columns)
     m = plan_manifest(interp, parse_overrides(old))
     assert [s.where for s in m.stale_overrides] == [f"tables.staff.columns.{example_interpretation.source('staff').columns[-1].name}"]
+
+
+def test_keys_of_the_previous_manifest_stay_unless_their_columns_are_gone(example_interpretation):
+    """Issue 16: a key is a contract. The interpreter proposing another key does not replace
+    it (key_validity judges the data); a key whose column is gone changes, as a drift decision."""
+    from dia_assets.contracts.interpretation import KeyCandidate
+
+    previous = plan_manifest(example_interpretation)
+    assert previous.table("staff").primary_key == ["badge"]
+    moved = example_interpretation.model_copy(deep=True)
+    staff = moved.source("staff")
+    staff.primary_key = KeyCandidate(columns=["email"], confidence=0.92, reason="unique")
+    moved.foreign_keys = [fk for fk in moved.foreign_keys if fk.to.source != "staff"]
+    kept = plan_manifest(moved, previous=previous)
+    assert kept.table("staff").primary_key == ["badge"] and kept.table("staff").primary_key_origin == "previous"
+    assert any(fk.ref_table == "staff" and fk.origin == "previous" for fk in kept.table("payroll").foreign_keys)
+    assert any(d.origin == "previous" and "kept from the previous build" in d.what for d in kept.decisions)
+    # the expert decides otherwise: the override wins
+    chosen = plan_manifest(moved, parse_overrides("tables:\n  staff:\n    primary_key: [email]\n"), previous=previous)
+    assert chosen.table("staff").primary_key == ["email"]
+    # the key's column is gone: the interpreter's key, recorded as a drift decision
+    badge = staff.column("badge")
+    badge.name = "badge_no"
+    gone = plan_manifest(moved, previous=previous)
+    assert gone.table("staff").primary_key == ["email"]
+    assert any(d.origin == "drift" and "no longer exist" in d.what for d in gone.decisions)
