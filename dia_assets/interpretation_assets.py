@@ -76,7 +76,7 @@ def raw_file_assets(data_dir: str | None = None) -> list:
 
 
 def interpretation_asset(raw_keys: list[AssetKey]):  # noqa: ANN201 - a Dagster asset definition
-    """The `interpretation` asset, downstream of every raw file observed at load time."""
+    """The `interpretation` asset, downstream of `raw_files` (every partition: every file now in the folder)."""
 
     @asset(
         name="interpretation", group_name="interpret", deps=raw_keys,
