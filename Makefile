@@ -21,7 +21,7 @@ install: $(STAMP)
 
 $(DAGSTER_HOME)/dagster.yaml:
 	@mkdir -p $(DAGSTER_HOME)
-	@printf 'telemetry:\n  enabled: false\n' > $@
+	@printf 'telemetry:\n  enabled: false\nconcurrency:\n  runs:\n    tag_concurrency_limits:\n      - key: "dia/workspace"\n        value: "writer"\n        limit: 1\n' > $@
 
 demo: $(STAMP) $(DAGSTER_HOME)/dagster.yaml
 	$(BIN)/dia demo
@@ -29,8 +29,10 @@ demo: $(STAMP) $(DAGSTER_HOME)/dagster.yaml
 test: $(STAMP)
 	$(BIN)/python -m pytest
 
+# `dia ui` runs `dagster dev -w workspace.yaml` in its own session and, on Ctrl-C, stops it,
+# every child and the embedded PostgreSQL (dia_assets/devserver.py).
 ui: $(STAMP) $(DAGSTER_HOME)/dagster.yaml
-	$(BIN)/dagster dev -w workspace.yaml
+	$(BIN)/dia ui
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

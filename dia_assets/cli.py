@@ -101,6 +101,29 @@ def demo(
     sys.exit(run_demo(data_dir, workspace, _echo))
 
 
+@app.command()
+def ui(args: Annotated[list[str] | None, typer.Argument(help="Extra `dagster dev` arguments.")] = None) -> None:
+    """`dagster dev -w workspace.yaml` that stops cleanly on Ctrl-C (children and embedded PostgreSQL)."""
+    from dia_assets.devserver import run as run_ui
+
+    sys.exit(run_ui(args or []))
+
+
+@app.command()
+def status(workspace: Annotated[Path | None, typer.Option(help="Artifact root (default DIA_WORKSPACE).")] = None) -> None:
+    """Print the validation report's state: accepted, failed, or stale relative to the data."""
+    from dia_assets.agents.schema_creator.build import summary
+    from dia_assets.contracts.report import ValidationReport
+
+    path = (workspace or workspace_root()) / "validation" / "report.json"
+    if not path.exists():
+        _echo(f"no validation report at {path}")
+        raise typer.Exit(1)
+    report = ValidationReport.read(path)
+    typer.echo(summary(report))
+    raise typer.Exit(0 if report.accepted else 1)
+
+
 _mount()
 
 if __name__ == "__main__":

@@ -1,4 +1,9 @@
-"""Raw files as observable source assets, and the `interpretation` asset."""
+"""Raw files as one observable source asset partitioned by file, and the `interpretation` asset.
+
+The files are partitions of a dynamic partitions definition, so the asset graph follows
+the data folder without a restart: `new_data_sensor` adds a partition for a new file and
+deletes the partition of a deleted one (code locations are loaded once, so one asset per
+file would keep a deleted file's asset until the next reload)."""
 
 
 from pathlib import Path
@@ -7,6 +12,8 @@ from dagster import (
     AssetExecutionContext,
     AssetKey,
     DataVersion,
+    DataVersionsByPartition,
+    DynamicPartitionsDefinition,
     MaterializeResult,
     MetadataValue,
     TableColumn,
@@ -23,35 +30,53 @@ from resources import LLMResource, WorkspaceResource
 from resources.workspace import default_data_dir
 
 RAW_GROUP = "raw_files"
+RAW_FILES = AssetKey("raw_files")
+raw_partitions = DynamicPartitionsDefinition(name="raw_files")
 
 
-def raw_file_key(path: Path, root: Path | None = None) -> AssetKey:
-    """`raw/<name>`, distinct per file (names.raw_key_name)."""
+def raw_partition_key(path: Path, root: Path | None = None) -> str:
+    """The partition of a file: `names.raw_key_name` of its path in the data folder."""
     rel = path.relative_to(root).as_posix() if root is not None else path.name
-    return AssetKey(["raw", raw_key_name(rel)])
+    return raw_key_name(rel)
+
+
+def raw_file_key(path: Path, root: Path | None = None) -> AssetKey:  # noqa: ARG001 - one asset for every file
+    """The asset every raw file is a partition of (column lineage points here)."""
+    return RAW_FILES
+
+
+def folder_partitions(data_dir: str | Path | None = None) -> dict[str, Path]:
+    """Partition key -> file, for every data file now in the folder."""
+    root = Path(data_dir or default_data_dir())
+    if not root.is_dir():
+        return {}
+    return {raw_partition_key(raw.path, root): raw.path for raw in discover(root)}
+
+
+def observe_folder(data_dir: str | Path | None = None, known: set[str] | None = None) -> DataVersionsByPartition:
+    """Each file's content hash as the data version of its partition (`known`: registered ones)."""
+    return DataVersionsByPartition({
+        key: DataVersion(content_hash(path)) for key, path in folder_partitions(data_dir).items()
+        if known is None or key in known
+    })
 
 
 def raw_file_assets(data_dir: str | None = None) -> list:
-    """One observable source asset per file; its data version is the content hash."""
-    root = Path(data_dir or default_data_dir())
-    if not root.is_dir():
-        return []
-    specs = []
-    for raw in discover(root):
-        path = raw.path
+    """The `raw_files` observable source asset (a list, for the definitions' splat)."""
 
-        def observe(path: Path = path) -> DataVersion:
-            return DataVersion(content_hash(path) if path.exists() else "missing")
+    @observable_source_asset(
+        key=RAW_FILES, group_name=RAW_GROUP, partitions_def=raw_partitions,
+        description="Raw files in DIA_DATA_DIR, one partition per file (added and retired by new_data_sensor); "
+        "the data version of a partition is the file's content hash.",
+    )
+    def raw_files(context) -> DataVersionsByPartition:  # noqa: ANN001
+        return observe_folder(data_dir, set(context.instance.get_dynamic_partitions(raw_partitions.name)))
 
-        specs.append(observable_source_asset(
-            key=raw_file_key(path, root), group_name=RAW_GROUP, name=None,
-            description=f"Raw file {path.name}", metadata={"path": str(path)},
-        )(observe))
-    return specs
+    return [raw_files]
 
 
 def interpretation_asset(raw_keys: list[AssetKey]):  # noqa: ANN201 - a Dagster asset definition
-    """The `interpretation` asset, downstream of every raw file observed at load time."""
+    """The `interpretation` asset, downstream of `raw_files` (every partition: every file now in the folder)."""
 
     @asset(
         name="interpretation", group_name="interpret", deps=raw_keys,

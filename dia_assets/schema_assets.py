@@ -9,6 +9,7 @@ from dagster import (
     AssetCheckSeverity,
     AssetExecutionContext,
     AssetKey,
+    AssetObservation,
     AutomationCondition,
     Config,
     Failure,
@@ -30,16 +31,21 @@ from dia_assets.agents.schema_creator import validate as v
 from dia_assets.agents.schema_creator.lineage import table_lineage
 from dia_assets.contracts.interpretation import Interpretation
 from dia_assets.contracts.manifest import Manifest
+from dia_assets.contracts.report import ValidationReport
 from resources.warehouse import warehouse_target
 from resources.workspace import WorkspaceResource
 
 GROUP = "schema_creator"
 
 
-def raw_asset_key(source_path: str) -> AssetKey:
-    """The observable raw-file asset a table loads from (`raw/<file name in snake case>`,
-    as `interpretation_assets.raw_file_key` names it), for column lineage."""
-    return AssetKey(["raw", raw_key_name(Path(source_path).as_posix())])
+def raw_asset_key(source_path: str) -> AssetKey:  # noqa: ARG001 - every file is a partition of one asset
+    """The observable raw-file asset a table loads from, for column lineage: `raw_files`,
+    whose partition `raw_partition(source_path)` is the file."""
+    return AssetKey("raw_files")
+
+
+def raw_partition(source_path: str) -> str:
+    return raw_key_name(Path(source_path).as_posix())
 
 
 def _manifest(workspace: WorkspaceResource) -> Manifest:
@@ -51,14 +57,38 @@ def schema_manifest(context: AssetExecutionContext, workspace: WorkspaceResource
     """Plan the schema from interpretation.json plus the expert's overrides."""
     interp = Interpretation.read(workspace.path("interpretation.json"))
     dialect = "postgres" if is_postgres(warehouse_target(duckdb)) else "duckdb"
-    manifest, paths = sc.write_plan(interp, workspace.root_path, dialect)
+    try:
+        manifest, paths = sc.write_plan(interp, workspace.root_path, dialect)
+    except Exception as exc:
+        report_stale(context, workspace, f"schema_manifest failed for the current data: {exc}")
+        raise
     er = paths["er"].read_text(encoding="utf-8")
+    if manifest.stale_overrides:
+        context.log.warning("stale overrides (ignored): " + "; ".join(
+            f"line {s.line} {s.where}: {s.reason}" for s in manifest.stale_overrides))
     return MaterializeResult(metadata={
         "tables": len(manifest.tables),
         "decisions": len(manifest.decisions),
+        "stale_overrides": MetadataValue.md("\n".join(
+            f"- line {s.line or '?'} `{s.where}`: {s.reason}" for s in manifest.stale_overrides) or "none"),
+        "kept_keys": MetadataValue.md("\n".join(
+            f"- {d.table}: {d.what}" for d in manifest.decisions if d.origin in ("previous", "drift")) or "none"),
         "er_diagram": MetadataValue.md(f"```mermaid\n{er}```"),
         **{f"path/{k}": MetadataValue.path(str(p)) for k, p in paths.items()},
     })
+
+
+def report_stale(context: AssetExecutionContext, workspace: WorkspaceResource, reason: str) -> None:
+    """A failed build: report.json/md stop saying accepted, and `validation_report` shows it
+    (an observation, since its own step will not run after a failed upstream step)."""
+    report = sc.mark_stale(workspace.root_path, reason)
+    context.log_event(AssetObservation(asset_key="validation_report", metadata={
+        "accepted": False,
+        "stale": True,
+        "stale_reason": MetadataValue.md(f"**STALE / FAILED**: {reason}"),
+        "report": MetadataValue.md(sc.report_markdown(report) if report else "no report yet"),
+        "path/report_md": MetadataValue.path(str(workspace.path("validation", "report.md"))),
+    }))
 
 
 def warehouse_metadata(manifest: Manifest, counts: dict[str, int]) -> dict:
@@ -68,7 +98,8 @@ def warehouse_metadata(manifest: Manifest, counts: dict[str, int]) -> dict:
     for table in manifest.tables:
         lineage = table_lineage(table)
         cols = [
-            TableColumn(name=c.name, type=c.type, description=f"{table.source_ref}: {c.source_column}",
+            TableColumn(name=c.name, type=c.type, description=f"{table.source_ref} (raw_files partition "
+                        f"{raw_partition(table.source_path)}): {c.source_column}",
                         constraints=None)
             for c in table.columns
         ]
@@ -104,6 +135,7 @@ def warehouse(context: AssetExecutionContext, config: WarehouseConfig, workspace
     load_path = workspace.path("schema", "load_result.json")
     load_path.write_text(loaded.to_json(), encoding="utf-8")
     if not report.installed:
+        report_stale(context, workspace, report.stale_reason or "the new build was not installed")
         raise Failure(
             description=f"the new build is not accepted, so the previous warehouse stays in place; "
             f"the build is kept at {report.rejected_build}. {sc.summary(report)}",
@@ -129,6 +161,25 @@ def _report(workspace: WorkspaceResource, duckdb: DuckDBResource):  # noqa: ANN2
     return sc.shared_report(_manifest(workspace), warehouse_target(duckdb), workspace.root_path, write=False)
 
 
+def _stale(workspace: WorkspaceResource, axis: str) -> AssetCheckResult | None:
+    """A failed check while the report says the warehouse is stale (a later build failed or was
+    not installed): checking the old warehouse would pass and hide why the new data was
+    refused, so the check reports the last build's findings for its axis instead."""
+    path = workspace.path("validation", "report.json")
+    if not path.exists():
+        return None
+    report = ValidationReport.read(path)
+    if not report.stale_reason:
+        return None
+    failing = [i.model_dump() for i in getattr(report, axis) if not i.passed]
+    return AssetCheckResult(
+        passed=False, severity=AssetCheckSeverity.ERROR,
+        description=f"STALE: {report.stale_reason}. The last build's {axis}: {len(failing)} failing",
+        metadata={"stale_reason": report.stale_reason, "details": MetadataValue.json(failing),
+                  "failing": [i.get("table", i.get("name", "")) for i in failing]},
+    )
+
+
 def _result(items: list, summary: str) -> AssetCheckResult:
     passed = not any(v.blocks(i) for i in items)
     return AssetCheckResult(
@@ -140,18 +191,24 @@ def _result(items: list, summary: str) -> AssetCheckResult:
 
 @asset_check(asset=warehouse, blocking=True, description="source rows = staged = refined + rejected + removed duplicates")
 def row_count_reconciliation(workspace: WorkspaceResource, duckdb: DuckDBResource) -> AssetCheckResult:
+    if (stale := _stale(workspace, "row_counts")) is not None:
+        return stale
     items = _report(workspace, duckdb).row_counts
     return _result(items, "; ".join(f"{i.table}: {i.message}" for i in items))
 
 
 @asset_check(asset=warehouse, blocking=True, description="every source column carried, renamed or excluded with a reason")
 def column_coverage(workspace: WorkspaceResource, duckdb: DuckDBResource) -> AssetCheckResult:
+    if (stale := _stale(workspace, "column_coverage")) is not None:
+        return stale
     items = _report(workspace, duckdb).column_coverage
     return _result(items, "; ".join(f"{i.table}: missing {i.missing}" for i in items if i.missing) or "all columns covered")
 
 
 @asset_check(asset=warehouse, blocking=True, description="primary keys unique and non-null; orphans only where allowed")
 def key_validity(workspace: WorkspaceResource, duckdb: DuckDBResource) -> AssetCheckResult:
+    if (stale := _stale(workspace, "key_validity")) is not None:
+        return stale
     items = _report(workspace, duckdb).key_validity
     bad = [f"{i.table} {i.kind} {i.columns}: {i.duplicate_keys} dup, {i.null_keys} null, {i.orphan_rows} orphans"
            f"{' e.g. ' + ', '.join(i.examples[:5]) if i.examples else ''}" for i in items if not i.passed]
@@ -160,12 +217,16 @@ def key_validity(workspace: WorkspaceResource, duckdb: DuckDBResource) -> AssetC
 
 @asset_check(asset=warehouse, blocking=False, description="reject counts and reasons per table")
 def load_integrity(workspace: WorkspaceResource, duckdb: DuckDBResource) -> AssetCheckResult:
+    if (stale := _stale(workspace, "load_integrity")) is not None:
+        return stale
     items = _report(workspace, duckdb).load_integrity
     return _result(items, "; ".join(f"{i.table}: {i.message}" for i in items))
 
 
 @asset_check(asset=warehouse, blocking=True, description="generated counts, joins and key lookups return expected counts")
 def test_queries(workspace: WorkspaceResource, duckdb: DuckDBResource) -> AssetCheckResult:
+    if (stale := _stale(workspace, "test_queries")) is not None:
+        return stale
     items = _report(workspace, duckdb).test_queries
     failed = [f"{q.name}: {q.error}" for q in items if not q.passed]
     return _result(items, "; ".join(failed) or f"{len(items)} queries pass")
@@ -180,9 +241,11 @@ def validation_report(context: AssetExecutionContext, workspace: WorkspaceResour
     interp_path = workspace.path("interpretation.json")
     interp = Interpretation.read(interp_path) if interp_path.exists() else None
     report = sc.shared_report(manifest, warehouse_target(duckdb), workspace.root_path, interp)
-    md = v.render_markdown(report)
+    md = sc.report_markdown(report)
     return MaterializeResult(metadata={
         "accepted": report.accepted,
+        "stale": False,
+        "stale_overrides": len(report.stale_overrides),
         "axes": MetadataValue.json({k: a.model_dump() for k, a in report.axes.items()}),
         "report": MetadataValue.md(md),
         "path/report_json": MetadataValue.path(str(workspace.path("validation", "report.json"))),

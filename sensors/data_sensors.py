@@ -7,7 +7,10 @@ import json
 from pathlib import Path
 
 from dagster import (
+    AddDynamicPartitionsRequest,
+    DagsterInvariantViolationError,
     DefaultSensorStatus,
+    DeleteDynamicPartitionsRequest,
     RunRequest,
     SensorEvaluationContext,
     SensorResult,
@@ -16,13 +19,30 @@ from dagster import (
 )
 
 from dia_assets.agents.adaptation.snapshot import diff, run_key, snapshot
+from dia_assets.interpretation_assets import folder_partitions, raw_partitions
 from resources.workspace import default_data_dir, default_workspace
 from sensors.jobs import build_job, schema_job
 from sensors.settings import SENSOR_INTERVAL_S
 
 
+def partition_requests(context: SensorEvaluationContext, data_dir: Path) -> list:
+    """Add a `raw_files` partition per new file, delete the partitions of deleted files."""
+    wanted = set(folder_partitions(data_dir))
+    try:
+        have = set(context.instance.get_dynamic_partitions(raw_partitions.name))
+    except DagsterInvariantViolationError:  # a context built without an instance (unit tests)
+        have = set()
+    out: list = []
+    if wanted - have:
+        out.append(AddDynamicPartitionsRequest(raw_partitions.name, sorted(wanted - have)))
+    if have - wanted:
+        out.append(DeleteDynamicPartitionsRequest(raw_partitions.name, sorted(have - wanted)))
+    return out
+
+
 @sensor(job=build_job, minimum_interval_seconds=SENSOR_INTERVAL_S, default_status=DefaultSensorStatus.RUNNING,
-        description="New, changed or deleted files in DIA_DATA_DIR rebuild the warehouse once per change.")
+        description="New, changed or deleted files in DIA_DATA_DIR rebuild the warehouse once per change, and "
+        "the raw_files partitions follow the folder.")
 def new_data_sensor(context: SensorEvaluationContext) -> SensorResult | SkipReason:
     data_dir = Path(default_data_dir())
     if not data_dir.is_dir():
@@ -30,12 +50,16 @@ def new_data_sensor(context: SensorEvaluationContext) -> SensorResult | SkipReas
     before = json.loads(context.cursor) if context.cursor else {}
     after = snapshot(data_dir)
     change = diff(before, after)
+    partitions = partition_requests(context, data_dir)
     if not change.any:
+        if partitions:
+            return SensorResult(dynamic_partitions_requests=partitions, cursor=context.cursor)
         return SkipReason("no change in the data folder")
     if change.deleted:
         context.log.warning(f"files deleted from {data_dir}: {', '.join(change.deleted)}")
     return SensorResult(
-        run_requests=[RunRequest(run_key=run_key(after), tags={"dia/change": change.describe()[:4000]})],
+        run_requests=[RunRequest(run_key=run_key(after, before), tags={"dia/change": change.describe()[:4000]})],
+        dynamic_partitions_requests=partitions,
         cursor=json.dumps(after, sort_keys=True),
     )
 

@@ -1,15 +1,34 @@
-"""Compare each new interpretation with the one before it, and react to what moved."""
+"""Compare each new interpretation with the one before it, and react to what moved.
+
+Every drift gets a reaction the UI shows, so a tick that detects drift is never SKIPPED:
+
+- any drift: an `AssetObservation` on `interpretation`, `drift/<time>.json`, a
+  `quality_check_job` run (the warehouse checks, tagged with the affected tables) and a
+  `query_job` run per saved answer whose SQL reads an affected table or column;
+- schema change: `schema_job` too, unless the `build_job` run that made this interpretation
+  already rebuilt the warehouse successfully;
+- key break (primary key no longer holding, foreign-key coverage falling, exact duplicates
+  growing in a keyed table): a failed `key_validity` check evaluation on `warehouse` and an
+  item in `review/drift_review.md`.
+
+While the run that wrote the interpretation is still going, the sensor waits (its cursor
+does not move), so it reacts to the build's outcome rather than guessing it.
+"""
 
 from __future__ import annotations
 
 import json
 import shutil
+from datetime import UTC, datetime
 from pathlib import Path
 
 from dagster import (
+    AssetCheckEvaluation,
+    AssetCheckSeverity,
     AssetKey,
     AssetObservation,
     DagsterInstance,
+    DagsterRunStatus,
     DefaultSensorStatus,
     MetadataValue,
     RunRequest,
@@ -24,8 +43,11 @@ from dia_assets.agents.adaptation.replan import affected_partitions
 from dia_assets.agents.interpreter.discover import content_hash
 from dia_assets.contracts.interpretation import Interpretation
 from resources.workspace import default_workspace
-from sensors.jobs import build_job, replan_job, schema_job
+from sensors.jobs import build_job, quality_check_job, replan_job, schema_job
 from sensors.settings import SENSOR_INTERVAL_S, drift_thresholds
+
+KEY_KINDS = {"primary_key_broken", "fk_coverage_drop", "duplicate_rows_grew"}
+FINISHED = {DagsterRunStatus.SUCCESS, DagsterRunStatus.FAILURE, DagsterRunStatus.CANCELED}
 
 
 def saved_queries(workspace: Path) -> dict[str, str]:
@@ -34,28 +56,78 @@ def saved_queries(workspace: Path) -> dict[str, str]:
     return {p.parent.name: p.read_text(encoding="utf-8") for p in sorted(root.glob("*/query.sql"))}
 
 
-def built_with_schema(instance: DagsterInstance) -> bool:
-    """The newest interpretation came from build_job, which rebuilds the schema anyway."""
+def producing_build(instance: DagsterInstance) -> tuple[str | None, DagsterRunStatus | None]:
+    """The job and status of the run that materialized the newest interpretation."""
     event = instance.get_latest_materialization_event(AssetKey("interpretation"))
-    run = instance.get_run_by_id(event.run_id) if event else None
-    return bool(run and run.job_name == build_job.name)
+    run = instance.get_run_by_id(event.run_id) if event and event.run_id else None
+    return (run.job_name, run.status) if run else (None, None)
 
 
-def react(report: DriftReport, workspace: Path, version: str, rebuild_schema: bool = True) -> list[RunRequest]:
-    """A schema change rebuilds the schema (unless a build already does); any drift
-    re-answers exactly the touched questions."""
+def built_with_schema(instance: DagsterInstance) -> bool:
+    """The newest interpretation came from a build_job run that rebuilt the warehouse."""
+    job, status = producing_build(instance)
+    return job == build_job.name and status == DagsterRunStatus.SUCCESS
+
+
+def key_breaks(report: DriftReport) -> list:
+    return [c for c in report.changes if c.kind in KEY_KINDS]
+
+
+def react(report: DriftReport, workspace: Path, version: str, rebuild_schema: bool = True,
+          questions: set[str] | None = None) -> list[RunRequest]:
+    """The runs one drift report asks for (see the module docstring). `questions`: the
+    registered question partitions; a saved answer whose id is not one is not re-run (a run
+    request for an unknown partition fails the whole tick)."""
+    tag = version[:16]
+    affected = report.affected()
+    kinds = ",".join(sorted({c.kind for c in report.changes}))[:200]
     requests = []
-    breaking = report.schema_changed or any(c.kind == "primary_key_broken" for c in report.changes)
-    if breaking and rebuild_schema:
-        requests.append(RunRequest(job_name=schema_job.name, run_key=f"drift-schema-{version[:16]}",
-                                   tags={"dia/trigger": "schema drift"}))
-    for pid in affected_partitions(saved_queries(workspace), report.affected()):
+    if report.schema_changed and rebuild_schema:
+        requests.append(RunRequest(job_name=schema_job.name, run_key=f"drift-schema-{tag}",
+                                   tags={"dia/trigger": "schema drift", "dia/drift": kinds}))
+    requests.append(RunRequest(job_name=quality_check_job.name, run_key=f"drift-check-{tag}",
+                               tags={"dia/trigger": "drift", "dia/drift": kinds,
+                                     "dia/tables": ",".join(sorted(affected))[:200]}))
+    for pid in affected_partitions(saved_queries(workspace), affected):
+        if questions is not None and pid not in questions:
+            continue
         requests.append(RunRequest(job_name=replan_job.name, partition_key=pid,
-                                   run_key=f"drift-replan-{version[:16]}-{pid}", tags={"dia/trigger": "drift"}))
+                                   run_key=f"drift-replan-{tag}-{pid}", tags={"dia/trigger": "drift", "dia/drift": kinds}))
     return requests
 
 
-@sensor(jobs=[schema_job, replan_job], minimum_interval_seconds=SENSOR_INTERVAL_S,
+def failed_key_check(report: DriftReport, workspace: Path) -> AssetCheckEvaluation:
+    """key_validity fails on `warehouse`, with the offending rows of the last validation when
+    it found them (the rejected build's report)."""
+    offending = []
+    path = workspace / "validation" / "report.json"
+    if path.exists():
+        data = json.loads(path.read_text(encoding="utf-8"))
+        offending = [k for k in data.get("key_validity", []) if not k.get("passed", True)]
+    return AssetCheckEvaluation(
+        asset_key=AssetKey("warehouse"), check_name="key_validity", passed=False,
+        severity=AssetCheckSeverity.ERROR,
+        description="; ".join(c.describe() for c in key_breaks(report))[:2000],
+        metadata={"drift": MetadataValue.json([c.model_dump() for c in key_breaks(report)]),
+                  "offending": MetadataValue.json(offending)},
+    )
+
+
+def write_review_item(report: DriftReport, workspace: Path, drift_file: Path) -> Path:
+    """Append the key breaks to review/drift_review.md: an expert decides the key."""
+    out = workspace / "review" / "drift_review.md"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    lines = [] if out.exists() else ["# Drift to review\n\nKeys the new data breaks. The previous key stays "
+                                     "(key_validity fails) until you set `primary_key` or a foreign key in "
+                                     "review/interpretation_overrides.yaml.\n"]
+    lines.append(f"\n## {datetime.now(UTC).isoformat(timespec='seconds')} ({drift_file.name})\n")
+    lines += [f"- [ ] {c.describe()}" for c in key_breaks(report)]
+    with out.open("a", encoding="utf-8") as fh:
+        fh.write("\n".join(lines) + "\n")
+    return out
+
+
+@sensor(jobs=[schema_job, replan_job, quality_check_job], minimum_interval_seconds=SENSOR_INTERVAL_S,
         default_status=DefaultSensorStatus.RUNNING,
         description="Schema drift, distribution drift and key breakage between interpretations.")
 def drift_sensor(context: SensorEvaluationContext) -> SensorResult | SkipReason:
@@ -67,27 +139,39 @@ def drift_sensor(context: SensorEvaluationContext) -> SensorResult | SkipReason:
     version = content_hash(current_path)  # generated_at has one-second resolution
     if context.cursor == version:
         return SkipReason("no new interpretation")
+    job, status = producing_build(context.instance)
+    if job is not None and status not in FINISHED:
+        return SkipReason(f"waiting for the {job} run that wrote the new interpretation to finish")
     current = Interpretation.read(current_path)
     previous_path.parent.mkdir(parents=True, exist_ok=True)
     if not previous_path.exists():
         shutil.copyfile(current_path, previous_path)
         return SensorResult(cursor=version)
     report = compare(Interpretation.read(previous_path), current, drift_thresholds())
-    shutil.copyfile(current_path, previous_path)
     if not report.any:
+        shutil.copyfile(current_path, previous_path)
         return SensorResult(cursor=version)
     out = workspace / "drift" / f"{current.generated_at.replace(':', '-')}-{version[:8]}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(report.model_dump_json(indent=2), encoding="utf-8")
-    requests = react(report, workspace, version, rebuild_schema=not built_with_schema(context.instance))
-    context.log.info(f"drift: {len(report.changes)} change(s); requesting {len(requests)} run(s)")
-    observation = AssetObservation(
+    questions = set(context.instance.get_dynamic_partitions(replan_job.partitions_def.name))
+    requests = react(report, workspace, version,
+                     rebuild_schema=not (job == build_job.name and status == DagsterRunStatus.SUCCESS),
+                     questions=questions)
+    events: list = [AssetObservation(
         asset_key="interpretation",
         metadata={
             "drift/changes": MetadataValue.json(json.loads(report.model_dump_json())["changes"]),
             "drift/summary": MetadataValue.md("\n".join(f"- {c.describe()}" for c in report.changes)),
             "drift/schema_changed": report.schema_changed,
             "drift/report": MetadataValue.path(str(out)),
+            "drift/runs": MetadataValue.json([r.run_key for r in requests]),
         },
-    )
-    return SensorResult(run_requests=requests, asset_events=[observation], cursor=version)
+    )]
+    if key_breaks(report):
+        events.append(failed_key_check(report, workspace))
+        review = write_review_item(report, workspace, out)
+        context.log.warning(f"key drift: review item in {review}")
+    context.log.info(f"drift: {len(report.changes)} change(s); requesting {len(requests)} run(s)")
+    shutil.copyfile(current_path, previous_path)  # last: a tick that fails before here is retried whole
+    return SensorResult(run_requests=requests, asset_events=events, cursor=version)

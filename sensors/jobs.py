@@ -5,18 +5,27 @@ from dagster import AssetSelection, define_asset_job
 
 from dia_assets.query_assets import query_job as replan_job  # one partition per question
 
-__all__ = ["build_job", "memory_job", "replan_job", "schema_job"]
+__all__ = ["build_job", "memory_job", "quality_check_job", "replan_job", "schema_job"]
 
 BUILD = ["interpretation", "schema_manifest", "warehouse", "validation_report"]
 SCHEMA = ["schema_manifest", "warehouse", "validation_report"]
+# Runs that write or check the workspace's manifest and warehouse carry this tag; the
+# instance's dagster.yaml (Makefile) limits it to one run at a time, so a schema_job started
+# by an override edit cannot check a warehouse that a concurrent build_job is replacing.
+SERIAL = {"dia/workspace": "writer"}
 
 build_job = define_asset_job(
-    "build_job", selection=AssetSelection.assets(*BUILD),
+    "build_job", selection=AssetSelection.assets(*BUILD), tags=SERIAL,
     description="Interpret the raw files and rebuild the validated warehouse.",
 )
 schema_job = define_asset_job(
-    "schema_job", selection=AssetSelection.assets(*SCHEMA),
+    "schema_job", selection=AssetSelection.assets(*SCHEMA), tags=SERIAL,
     description="Re-plan the schema from the current interpretation and overrides, reload, validate.",
+)
+quality_check_job = define_asset_job(
+    "quality_check_job", selection=AssetSelection.checks_for_assets("warehouse"), tags=SERIAL,
+    description="Re-run the warehouse checks (row counts, coverage, keys, rejects, test queries) after drift; "
+    "tag dia/tables names the tables the drift touched.",
 )
 memory_job = define_asset_job(
     "memory_job", selection=AssetSelection.assets("memory_lessons"),

@@ -20,6 +20,9 @@ def drift_thresholds() -> DriftThresholds:
         null_rate_jump=_float("DIA_DRIFT_NULL_JUMP", 0.10),
         psi=_float("DIA_DRIFT_PSI", 0.20),
         fk_coverage_drop=_float("DIA_DRIFT_FK_DROP", 0.02),
+        psi_min_rows=_int("DIA_DRIFT_PSI_MIN_ROWS", 50),
+        small_relative_change=_float("DIA_DRIFT_SMALL_CHANGE", 0.25),
+        chi_square_p=_float("DIA_DRIFT_CHI2_P", 0.01),
     )
 
 

@@ -107,6 +107,9 @@ def test_folder_snapshot_diff_and_stable_run_key(tmp_path):
     assert (change.added, change.changed, change.deleted) == (["b.csv"], ["a.csv"], [])
     assert diff(after, {"b.csv": after["b.csv"]}).deleted == ["a.csv"]
     assert run_key(after) == run_key(dict(reversed(list(after.items())))) != run_key(before)
+    # a change's key includes where it came from: a revert is a new change
+    assert run_key(after, before) == run_key(after, dict(before)) != run_key(after, {})
+    assert run_key(before, after) != run_key(before, {})
 
 
 def test_quality_degradation_against_trailing_baseline():
@@ -116,3 +119,29 @@ def test_quality_degradation_against_trailing_baseline():
     verdict = assess(good + bad)
     assert verdict.degraded and verdict.failed_partitions == ["q1", "q3", "q5", "q7", "q9"]
     assert not assess(good).degraded
+
+
+def test_small_table_scaled_measure_is_a_shift(tmp_path):
+    """Issue 16: PSI is skipped below 50 rows; a small table uses mean/min/max instead."""
+    before = _interp(tmp_path, "small_before", _orders(30))
+    tripled = _orders(30).splitlines()
+    scaled = [tripled[0]] + [",".join([*r.split(",")[:3], f"{float(r.split(',')[3]) * 3:.2f}"]) for r in tripled[1:]]
+    after = _interp(tmp_path, "small_after", "\n".join(scaled) + "\n")
+    shifts = [c for c in compare(before, after).changes if c.kind == "distribution_shift"]
+    assert [(c.column, c.test) for c in shifts] == [("amount", "mean/min/max")]
+    assert not compare(before, _interp(tmp_path, "small_same", _orders(30))).any
+
+
+def test_small_table_categories_use_chi_square(tmp_path):
+    before = _interp(tmp_path, "cat_before", _orders(40))
+    after = _interp(tmp_path, "cat_after", _orders(40, shift=0.001))  # status weights flip, amounts barely move
+    kinds = {(c.kind, c.column, c.test) for c in compare(before, after).changes}
+    assert ("distribution_shift", "status", "chi-square") in kinds
+
+
+def test_growth_of_exact_duplicates_is_drift(baseline, tmp_path):
+    text = _orders()
+    rows = text.splitlines()
+    after = _interp(tmp_path, "dups", text + "\n".join(rows[1:6]) + "\n")
+    changes = [c for c in compare(baseline, after).changes if c.kind == "duplicate_rows_grew"]
+    assert [(c.source, c.before, c.after) for c in changes] == [("orders", "0", "5")]

@@ -46,6 +46,6 @@ def test_every_refined_stage_is_downstream_of_the_raw_files():
     shape = _shape()["assets"]
     assert "interpretation" in shape["schema_manifest"]["deps"]
     assert shape["query_result"]["partitioned"] and "warehouse" in shape["query_result"]["deps"]
-    assert all(d.startswith("raw/") for d in shape["interpretation"]["deps"])
+    assert shape["interpretation"]["deps"] == ["raw_files"] and shape["raw_files"]["partitioned"]
     assert sorted(shape["warehouse"]["checks"]) == [
         "column_coverage", "key_validity", "load_integrity", "row_count_reconciliation", "test_queries"]

@@ -7,7 +7,7 @@ import json
 from dagster import AssetKey, AutomationCondition, DagsterInstance, materialize
 
 from dia_assets.agents.interpreter.discover import content_hash
-from dia_assets.interpretation_assets import interpretation_asset, raw_file_assets
+from dia_assets.interpretation_assets import interpretation_asset, observe_folder, raw_file_assets
 from resources import LLMResource, WorkspaceResource
 from tests.conftest import EXAMPLES
 
@@ -35,17 +35,17 @@ def test_materialize_interpretation_on_example_data(tmp_path):
 
 
 def test_raw_file_data_version_is_its_content_hash():
-    raws = raw_file_assets(str(EXAMPLES / "data"))
-    staff = next(r for r in raws if r.key.path[-1] == "staff_csv")
-    version = staff.observe_fn()  # type: ignore[attr-defined]
-    assert version.value == content_hash(EXAMPLES / "data" / "staff.csv")
+    versions = observe_folder(EXAMPLES / "data").data_versions_by_partition
+    assert versions["staff_csv"].value == content_hash(EXAMPLES / "data" / "staff.csv")
+    assert set(observe_folder(EXAMPLES / "data", {"staff_csv"}).data_versions_by_partition) == {"staff_csv"}
 
 
 def test_definitions_load():
     from dia_assets.definitions import defs
 
     keys = {k.to_user_string() for k in defs.resolve_asset_graph().get_all_asset_keys()}
-    assert {"interpretation", "raw/staff_csv", "raw/payroll_parquet"} <= keys
+    assert {"interpretation", "raw_files"} <= keys
+    assert defs.resolve_asset_graph().get(AssetKey("raw_files")).partitions_def is not None
 
 
 def test_validation_report_follows_the_warehouse_declaratively():

@@ -297,14 +297,14 @@ def test_a_nested_array_named_like_another_file_gets_its_own_table(tmp_path):
         "orders_items": 2, "orders": 2, "orders_items_2": 2}
 
 
-def test_raw_file_asset_keys_are_distinct_per_file(tmp_path):
-    from dia_assets.interpretation_assets import raw_file_assets
-    from dia_assets.schema_assets import raw_asset_key
+def test_raw_file_partitions_are_distinct_per_file(tmp_path):
+    from dia_assets.interpretation_assets import folder_partitions
+    from dia_assets.schema_assets import raw_partition
 
     data = _write(tmp_path, {"a b.csv": "id\n1\n", "a_b.csv": "id\n2\n", "sub/a_b.csv": "id\n3\n"})
-    keys = [spec.key for spec in raw_file_assets(str(data))]
-    assert len(set(keys)) == 3 and raw_asset_key("a_b.csv").path == ["raw", "a_b_csv"]
-    assert {raw_asset_key(p) for p in ("a b.csv", "a_b.csv", "sub/a_b.csv")} == set(keys)
+    keys = list(folder_partitions(data))
+    assert len(set(keys)) == 3 and raw_partition("a_b.csv") == "a_b_csv"
+    assert {raw_partition(p) for p in ("a b.csv", "a_b.csv", "sub/a_b.csv")} == set(keys)
 
 
 def test_jsonl_lines_that_are_not_objects_do_not_reshape_the_file(tmp_path):

@@ -46,10 +46,9 @@ def test_materialize_example_accepted(tmp_path, example_interpretation, monkeypa
     lineage = meta["dagster/column_lineage"].value
     assert isinstance(lineage, TableColumnLineage)
     dep = lineage.deps_by_column["payroll.gross_pay"][0]
-    assert dep.asset_key == AssetKey(["raw", "payroll_parquet"]) and dep.column_name == "gross_pay"
-    from dia_assets.interpretation_assets import raw_file_key
-
-    assert dep.asset_key == raw_file_key(EXAMPLES / "data" / "payroll.parquet")
+    assert dep.asset_key == AssetKey("raw_files") and dep.column_name == "gross_pay"
+    assert "raw_files partition payroll_parquet" in next(
+        c.description for c in meta["schema/payroll"].value.columns if c.name == "gross_pay")
     assert meta["rows/staff"].value == 400
     manifest_meta = result.asset_materializations_for_node("schema_manifest")[0].metadata
     assert "erDiagram" in manifest_meta["er_diagram"].value

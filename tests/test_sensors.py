@@ -40,15 +40,18 @@ def test_new_data_sensor_runs_once_per_change_and_reports_deletions(env):
     first = _eval(new_data_sensor, instance)
     assert isinstance(first, SensorResult) and len(first.run_requests) == 1
     assert "added: a.csv" in first.run_requests[0].tags["dia/change"]
+    instance.add_dynamic_partitions("raw_files", ["a_csv"])  # the daemon applies the partition request
     # the cursor round-trips: the same folder asks for nothing
     assert isinstance(_eval(new_data_sensor, instance, first.cursor), SkipReason)
     (data / "a.csv").write_text("id\n2\n")
     second = _eval(new_data_sensor, instance, first.cursor)
     assert second.run_requests[0].run_key != first.run_requests[0].run_key
-    # reverting the file restores the first content set: same run key, so Dagster will not run it twice
+    # the same tick evaluated twice asks for the same run: one change never runs twice
+    assert _eval(new_data_sensor, instance, first.cursor).run_requests[0].run_key == second.run_requests[0].run_key
+    # reverting the file is a new change (the warehouse holds the second content): a new key
     (data / "a.csv").write_text("id\n1\n")
     third = _eval(new_data_sensor, instance, second.cursor)
-    assert third.run_requests[0].run_key == first.run_requests[0].run_key
+    assert third.run_requests[0].run_key not in {first.run_requests[0].run_key, second.run_requests[0].run_key}
     (data / "a.csv").unlink()
     (data / "b.csv").write_text("id\n1\n")
     fourth = _eval(new_data_sensor, instance, third.cursor)
@@ -79,6 +82,7 @@ def test_drift_sensor_observes_and_replans_only_affected_questions(env):
     for qid, sql in {"revenue": "SELECT sum(amount) FROM orders", "people": "SELECT count(*) FROM staff"}.items():
         (ws / "queries" / qid).mkdir(parents=True)
         (ws / "queries" / qid / "query.sql").write_text(sql)
+    instance.add_dynamic_partitions("questions", ["revenue", "people"])
     first = _eval(drift_sensor, instance)
     assert not first.run_requests  # nothing to compare with yet
     assert isinstance(_eval(drift_sensor, instance, first.cursor), SkipReason)
@@ -87,7 +91,8 @@ def test_drift_sensor_observes_and_replans_only_affected_questions(env):
     interpret_to_files(data, ws / "interpretation.json")
     result = _eval(drift_sensor, instance, first.cursor)
     jobs = sorted((r.job_name, r.partition_key) for r in result.run_requests)
-    assert jobs == [("query_job", "revenue"), ("schema_job", None)]
+    assert jobs == [("quality_check_job", None), ("query_job", "revenue"), ("schema_job", None)]
+    assert all(r.run_key and r.tags.get("dia/drift") for r in result.run_requests)
     assert "column_added orders.channel" in result.asset_events[0].metadata["drift/summary"].value
     assert list((ws / "drift").glob("*.json"))
 
@@ -126,3 +131,44 @@ def test_quality_sensor_replans_failed_partitions_when_rates_fall(env):
     report = next((ws / "diagnosis").glob("quality-*.md")).read_text()
     assert "success rate" in report and "- q1" in report
     assert isinstance(_eval(quality_sensor, instance, result.cursor), SkipReason)
+
+
+def test_raw_files_partitions_follow_the_folder(env):
+    """Issue 16: a new file's partition is added and a deleted file's retired, no restart needed."""
+    data, _ = env
+    instance = DagsterInstance.ephemeral()
+    (data / "a.csv").write_text("id\n1\n")
+    (data / "b.csv").write_text("id\n1\n")
+    first = _eval(new_data_sensor, instance)
+    adds = [(type(r).__name__, sorted(r.partition_keys)) for r in first.dynamic_partitions_requests]
+    assert adds == [("AddDynamicPartitionsRequest", ["a_csv", "b_csv"])]
+    instance.add_dynamic_partitions("raw_files", ["a_csv", "b_csv"])  # what the daemon does with the request
+    (data / "b.csv").unlink()
+    (data / "c.csv").write_text("id\n1\n")
+    second = _eval(new_data_sensor, instance, first.cursor)
+    reqs = {type(r).__name__: sorted(r.partition_keys) for r in second.dynamic_partitions_requests}
+    assert reqs == {"AddDynamicPartitionsRequest": ["c_csv"], "DeleteDynamicPartitionsRequest": ["b_csv"]}
+    assert len(second.run_requests) == 1
+
+
+def test_drift_sensor_waits_for_the_build_that_wrote_the_interpretation(env, monkeypatch):
+    """It reacts to the build's outcome (rebuild only after a failed build), never before it."""
+    import importlib
+
+    from dagster import DagsterRunStatus
+
+    ds = importlib.import_module("sensors.drift_sensor")  # the package re-exports the sensor under this name
+
+    data, ws = env
+    instance = DagsterInstance.ephemeral()
+    (data / "t.csv").write_text("id,v\n" + "".join(f"{i},{i}\n" for i in range(1, 30)))
+    interpret_to_files(data, ws / "interpretation.json")
+    cursor = _eval(drift_sensor, instance).cursor
+    (data / "t.csv").write_text("id,v,w\n" + "".join(f"{i},{i},x\n" for i in range(1, 30)))
+    interpret_to_files(data, ws / "interpretation.json")
+    monkeypatch.setattr(ds, "producing_build", lambda _i: ("build_job", DagsterRunStatus.STARTED))
+    waiting = _eval(drift_sensor, instance, cursor)
+    assert isinstance(waiting, SkipReason) and "waiting" in waiting.skip_message
+    monkeypatch.setattr(ds, "producing_build", lambda _i: ("build_job", DagsterRunStatus.SUCCESS))
+    built = _eval(drift_sensor, instance, cursor)
+    assert [r.job_name for r in built.run_requests] == ["quality_check_job"]

@@ -51,7 +51,7 @@ class ManifestForeignKey(BaseModel):
     ref_table: str
     ref_columns: list[str]
     confidence: float = 1.0
-    origin: Literal["interpreter", "override"] = "interpreter"
+    origin: Literal["interpreter", "override", "previous"] = "interpreter"
     allow_orphans: bool = False
     orphan_reason: str | None = None
     expected_orphans: int = 0
@@ -75,7 +75,9 @@ class ManifestTable(BaseModel):
     columns: list[ManifestColumn] = []
     excluded_columns: list[ExcludedColumn] = []
     primary_key: list[str] = []
-    primary_key_origin: Literal["interpreter", "override", "none"] = "none"
+    primary_key_origin: Literal["interpreter", "override", "previous", "none"] = Field(
+        "none", description="previous: kept from the previous build's manifest although the interpreter "
+        "now proposes another key (keys change only by an expert's or a recorded drift decision).")
     primary_key_enforced: bool = False
     foreign_keys: list[ManifestForeignKey] = []
     constraints: list[str] = []
@@ -91,13 +93,21 @@ class ManifestTable(BaseModel):
         raise KeyError(f"{self.name} has no column {name!r}")
 
 
+class StaleOverride(BaseModel):
+    """An active override naming a table or column the data no longer has: ignored and reported."""
+
+    where: str = Field(description="Dotted path in the overrides file, e.g. tables.customers.columns.phone.")
+    line: int | None = None
+    reason: str
+
+
 class Decision(BaseModel):
     """One planning decision, so reviewers see what was applied and why."""
 
     table: str
     column: str | None = None
     what: str
-    origin: Literal["interpreter", "override"] = "interpreter"
+    origin: Literal["interpreter", "override", "previous", "drift"] = "interpreter"
 
 
 class Manifest(Artifact):
@@ -117,6 +127,8 @@ class Manifest(Artifact):
         "records from the raw file and fails row-count reconciliation when any are lost.",
     )
     decisions: list[Decision] = []
+    stale_overrides: list[StaleOverride] = Field(
+        default_factory=list, description="Active overrides that name what the data no longer has.")
 
     def table(self, name: str) -> ManifestTable:
         for tbl in self.tables:

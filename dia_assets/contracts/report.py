@@ -5,6 +5,7 @@ from __future__ import annotations
 from pydantic import BaseModel, Field
 
 from dia_assets.contracts.artifact import Artifact
+from dia_assets.contracts.manifest import StaleOverride
 
 REPORT_VERSION = 1
 
@@ -91,6 +92,11 @@ class ValidationReport(Artifact):
     test_queries: list[TestQuery] = []
     axes: dict[str, AxisResult] = Field(default_factory=dict)
     planted_problems: list[str] = Field(default_factory=list, description="What the load did about each quality issue.")
+    stale_overrides: list[StaleOverride] = Field(
+        default_factory=list, description="Overrides naming a table or column the data no longer has (ignored).")
+    stale_reason: str | None = Field(
+        None, description="Set when a later build failed: the warehouse in place does not match the current "
+        "data, so nothing is accepted until a build succeeds.")
 
 
 

@@ -14,6 +14,7 @@ DRIFT_VERSION = 1
 ChangeKind = Literal[
     "source_added", "source_removed", "column_added", "column_removed", "column_renamed",
     "type_changed", "null_rate_jump", "distribution_shift", "primary_key_broken", "fk_coverage_drop",
+    "duplicate_rows_grew",
 ]
 SCHEMA_KINDS = {"source_added", "source_removed", "column_added", "column_removed", "column_renamed", "type_changed"}
 
@@ -24,6 +25,9 @@ class DriftThresholds(BaseModel):
     null_rate_jump: float = 0.10  # absolute change in null fraction
     psi: float = 0.20  # population stability index; 0.1-0.2 is a moderate shift
     fk_coverage_drop: float = 0.02
+    psi_min_rows: int = 50  # below this on either side PSI is noise: the small-table tests apply
+    small_relative_change: float = 0.25  # small tables: |change| of mean, min or max / scale
+    chi_square_p: float = 0.01  # small tables: categories differ when the chi-square p-value is below this
 
 
 class Change(BaseModel):
@@ -33,6 +37,7 @@ class Change(BaseModel):
     before: str | None = None
     after: str | None = None
     score: float | None = None
+    test: str | None = None  # psi | mean/min/max | chi-square | exact
 
     def describe(self) -> str:
         where = f"{self.source}.{self.column}" if self.column else self.source
@@ -59,7 +64,7 @@ class DriftReport(BaseModel):
         """Source -> affected columns; None means the whole source."""
         out: dict[str, set[str] | None] = {}
         for c in self.changes:
-            if c.column is None or c.kind == "primary_key_broken":
+            if c.column is None or c.kind in ("primary_key_broken", "duplicate_rows_grew"):
                 out[c.source] = None
             elif out.get(c.source, set()) is not None:
                 cols = out.setdefault(c.source, set())
@@ -110,9 +115,18 @@ def _compare_source(a: Source, b: Source, limits: DriftThresholds, add) -> None:
         if abs(jump) >= limits.null_rate_jump:
             add(Change(kind="null_rate_jump", source=a.name, column=name,
                        before=f"{ca.null_fraction:.3f}", after=f"{cb.null_fraction:.3f}", score=abs(jump)))
-        psi = column_psi(ca, cb, a.row_count, b.row_count)
-        if psi is not None and psi >= limits.psi:
-            add(Change(kind="distribution_shift", source=a.name, column=name, score=psi))
+        if min(a.row_count, b.row_count) >= limits.psi_min_rows:
+            psi = column_psi(ca, cb, a.row_count, b.row_count)
+            if psi is not None and psi >= limits.psi:
+                add(Change(kind="distribution_shift", source=a.name, column=name, score=psi, test="psi"))
+        else:
+            shift = small_table_shift(ca, cb, a.row_count, b.row_count, limits)
+            if shift is not None:
+                add(Change(kind="distribution_shift", source=a.name, column=name, before=shift[1], after=shift[2],
+                           score=shift[0], test=shift[3]))
+    if b.duplicate_rows > a.duplicate_rows:
+        add(Change(kind="duplicate_rows_grew", source=a.name, before=str(a.duplicate_rows), after=str(b.duplicate_rows),
+                   score=float(b.duplicate_rows - a.duplicate_rows), test="exact"))
     if a.primary_key and a.primary_key.confidence >= 0.8 and (
         b.primary_key is None or b.primary_key.columns != a.primary_key.columns
         or b.primary_key.confidence < 0.8
@@ -154,12 +168,12 @@ def _psi(p: list[float], q: list[float]) -> float:
     return sum((b - a) * math.log((b + EPS) / (a + EPS)) for a, b in zip(p, q, strict=True))
 
 
-MIN_ROWS = 50  # fewer rows than this make PSI noise
+MIN_ROWS = 50  # fewer rows than this make PSI noise (DriftThresholds.psi_min_rows)
 
 
 def column_psi(a: Column, b: Column, rows_a: int, rows_b: int) -> float | None:
     """PSI over numeric deciles or categorical top values; None when not comparable."""
-    if min(rows_a, rows_b) < MIN_ROWS:
+    if min(rows_a, rows_b) < 1:
         return None
     if a.quantiles and b.quantiles and len(a.quantiles) == len(b.quantiles):
         edges = sorted(set(a.quantiles))
@@ -203,3 +217,55 @@ def _num(text: str | None) -> bool:
         return True
     except (TypeError, ValueError):
         return False
+
+
+# ------------------------------------------------------------------ small tables
+
+
+def small_table_shift(
+    a: Column, b: Column, rows_a: int, rows_b: int, limits: DriftThresholds
+) -> tuple[float, str, str, str] | None:
+    """(score, before, after, test) when a small table's column moved, else None.
+
+    Numbers: the change of mean, min or max relative to the column's scale (the larger of
+    its range and |mean| before) beyond `small_relative_change`. Categories: a chi-square
+    test of the two count tables, p-value below `chi_square_p`."""
+    if min(rows_a, rows_b) < 1:
+        return None
+    if a.mean is not None and b.mean is not None and _num(a.min) and _num(b.min) and _num(a.max) and _num(b.max):
+        lo_a, hi_a, lo_b, hi_b = float(a.min), float(a.max), float(b.min), float(b.max)  # type: ignore[arg-type]
+        scale = max(hi_a - lo_a, abs(a.mean), 1e-9)
+        moved = max(abs(b.mean - a.mean), abs(lo_b - lo_a), abs(hi_b - hi_a)) / scale
+        if moved > limits.small_relative_change:
+            return (moved, f"mean {a.mean:.4g} [{lo_a:g}, {hi_a:g}]", f"mean {b.mean:.4g} [{lo_b:g}, {hi_b:g}]",
+                    "mean/min/max")
+        return None
+    if a.top_values and b.top_values and not a.unique and not b.unique:
+        p = chi_square_p(dict(_counts(a, rows_a)), dict(_counts(b, rows_b)))
+        if p is not None and p < limits.chi_square_p:
+            return (1 - p, f"{len(a.top_values)} categories", f"{len(b.top_values)} categories", "chi-square")
+    return None
+
+
+def _counts(col: Column, rows: int) -> list[tuple[str, int]]:
+    out = [(str(v), n) for v, n in col.top_values]
+    rest = rows - sum(n for _, n in col.top_values)
+    return out + ([("(other)", rest)] if rest > 0 else [])
+
+
+def chi_square_p(a: dict[str, int], b: dict[str, int]) -> float | None:
+    """p-value of Pearson's chi-square test of homogeneity of two count tables (the
+    Wilson-Hilferty normal approximation of the chi-square distribution; no SciPy)."""
+    keys = sorted(set(a) | set(b))
+    na, nb = sum(a.values()), sum(b.values())
+    if len(keys) < 2 or not na or not nb:
+        return None
+    stat = 0.0
+    for k in keys:
+        total = a.get(k, 0) + b.get(k, 0)
+        for observed, n in ((a.get(k, 0), na), (b.get(k, 0), nb)):
+            expected = total * n / (na + nb)
+            stat += (observed - expected) ** 2 / expected if expected else 0.0
+    dof = len(keys) - 1
+    z = ((stat / dof) ** (1 / 3) - (1 - 2 / (9 * dof))) / math.sqrt(2 / (9 * dof))
+    return 0.5 * math.erfc(z / math.sqrt(2))

@@ -42,7 +42,11 @@ def diff(before: dict[str, str], after: dict[str, str]) -> FolderChange:
     )
 
 
-def run_key(hashes: dict[str, str]) -> str:
-    """Same set of file contents -> same key, so one change never runs twice."""
-    digest = hashlib.sha256(json.dumps(sorted(hashes.items())).encode()).hexdigest()
+def run_key(hashes: dict[str, str], before: dict[str, str] | None = None) -> str:
+    """The key of one change, from the folder before to the folder after: a tick evaluated
+    twice asks for the same run, so one change never runs twice. The folder before is part
+    of the key, so reverting a file to an earlier content still rebuilds (the warehouse then
+    holds the newer content; a key of the content alone would skip that build)."""
+    state = [sorted(hashes.items()), sorted((before or {}).items())] if before is not None else sorted(hashes.items())
+    digest = hashlib.sha256(json.dumps(state).encode()).hexdigest()
     return f"data-{digest[:16]}"

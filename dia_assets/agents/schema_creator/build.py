@@ -46,7 +46,7 @@ def write_plan(interp: Interpretation, workspace: str | Path, dialect: str = "du
     """schema/manifest.json, ddl.sql, load.sql, er.mmd, lineage.json from interpretation + overrides."""
     ws = Path(workspace)
     path = prepare_overrides(interp, ws, seed)
-    manifest = plan_manifest(interp, load_overrides(path), dialect=dialect)
+    manifest = plan_manifest(interp, load_overrides(path), dialect=dialect, previous=previous_manifest(ws))
     schema = ws / "schema"
     schema.mkdir(parents=True, exist_ok=True)
     paths = {
@@ -67,6 +67,15 @@ def write_plan(interp: Interpretation, workspace: str | Path, dialect: str = "du
     paths["er"].write_text(er_diagram(manifest), encoding="utf-8")
     paths["lineage"].write_text(json.dumps(manifest_lineage(manifest), indent=2), encoding="utf-8")
     return manifest, paths
+
+
+def previous_manifest(workspace: str | Path) -> Manifest | None:
+    """The manifest the last plan wrote: its keys carry over (plan._kept_key)."""
+    path = Path(workspace) / "schema" / "manifest.json"
+    try:
+        return Manifest.read(path) if path.exists() else None
+    except (ValueError, OSError):
+        return None
 
 
 def load_warehouse(manifest: Manifest, warehouse: str, hook: StepHook | None = None) -> LoadResult:
@@ -101,6 +110,10 @@ def load_and_validate(
         report.warehouse = loaded.warehouse
     report.installed, report.rejected_build = loaded.installed, loaded.rejected_build
     report.warehouse_hash = loaded.content_hash
+    report.stale_overrides = list(manifest.stale_overrides)
+    if not report.installed:
+        report.stale_reason = (f"this build was not accepted and was not installed ({report.rejected_build}); "
+                               "the warehouse in place is an earlier build that does not match the current data")
     write_report(report, workspace)
     return loaded, report
 
@@ -112,6 +125,7 @@ def validate_warehouse(manifest: Manifest, warehouse: str, workspace: str | Path
         report = validate(target, manifest, interp)
     if not is_postgres(warehouse):
         report.warehouse_hash = content_hash(Path(warehouse))
+    report.stale_overrides = list(manifest.stale_overrides)
     write_report(report, workspace)
     return report
 
@@ -138,7 +152,32 @@ def shared_report(manifest: Manifest, warehouse: str, workspace: str | Path,
 def write_report(report: ValidationReport, workspace: str | Path) -> None:
     out = Path(workspace) / "validation"
     report.write(out / "report.json")
-    write_atomic(out / "report.md", render_markdown(report))
+    write_atomic(out / "report.md", report_markdown(report))
+
+
+def report_markdown(report: ValidationReport) -> str:
+    """The validation report, led by a STALE banner when a later build failed, and followed by
+    the overrides that name what the data no longer has."""
+    md = render_markdown(report)
+    if report.stale_reason:
+        md = f"> **STALE / FAILED: {report.stale_reason}**\n\n" + md
+    if report.stale_overrides:
+        md += "\n## Stale overrides (ignored)\n\n" + "".join(
+            f"- line {s.line or '?'} `{s.where}`: {s.reason}\n" for s in report.stale_overrides)
+    return md
+
+
+def mark_stale(workspace: str | Path, reason: str) -> ValidationReport | None:
+    """A build failed before it could validate: the report on disk describes an earlier build,
+    so it stops saying `accepted` (the warehouse in place no longer matches the data)."""
+    path = Path(workspace) / "validation" / "report.json"
+    if not path.exists():
+        return None
+    report = ValidationReport.read(path)
+    report.accepted = False
+    report.stale_reason = reason
+    write_report(report, workspace)
+    return report
 
 
 def report_describes(report: ValidationReport, warehouse: str | Path) -> bool:
@@ -184,6 +223,10 @@ def build(data_dir: str | Path, workspace: str | Path, warehouse: str | None = N
 
 def summary(report: ValidationReport) -> str:
     lines = [f"accepted: {str(report.accepted).lower()}  ({report.warehouse})"]
+    if report.stale_reason:
+        lines.append(f"  STALE: {report.stale_reason}")
+    for s in report.stale_overrides:
+        lines.append(f"  stale override, line {s.line or '?'} {s.where}: {s.reason}")
     if not report.installed:
         lines.append(f"  NOT INSTALLED: the previous warehouse is still in place; this build is kept at "
                      f"{report.rejected_build} (use --replace-anyway to install it regardless)")

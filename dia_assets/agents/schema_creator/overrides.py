@@ -159,18 +159,26 @@ def _suggested_categories(source: Source, column: str) -> dict[str, str]:
 
 
 def render_template(interp: Interpretation) -> str:
-    """Every interpreter decision as a commented-out override line."""
+    """Every interpreter decision as a commented-out override line.
+
+    Nothing below `version` is live YAML, not even table and column names: a template line
+    the expert never touched cannot name a column that a later file no longer has. To
+    override, uncomment the table line, the `columns:` line, the column line and the option
+    (remove the leading `# `)."""
     out = [
         "# Expert overrides for the Schema Creator (DIA). Agents create this file once and",
-        "# never overwrite it. Uncomment a line and edit it to correct the interpreter.",
+        "# never overwrite it. Every suggestion below is commented out; to apply one, remove",
+        "# the leading '# ' from its line and from the table/column lines above it.",
         "# Names are interpretation names: source names for tables, snake-case source",
         "# columns for columns. Options per table: rename, exclude (reason), primary_key",
         "# ([] drops it), dedup (exact_rows | none), max_reject_fraction, columns, foreign_keys.",
         "# Options per column: rename, type, exclude (reason), categories {raw: canonical},",
         "# trim, null_tokens, blank_as_null, on_error (reject_row | null_value). Foreign keys: columns, references {table, columns},",
         "# allow_orphans (reason), drop: true.",
+        "# An override naming a table or column the data no longer has is reported as stale",
+        "# (validation report, with its line) and otherwise ignored.",
         "version: 1",
-        "tables:",
+        "# tables:",
     ]
     issues: dict[tuple[str, str | None], list[str]] = {}
     for issue in interp.quality_issues:
@@ -178,47 +186,47 @@ def render_template(interp: Interpretation) -> str:
     for source in interp.sources:
         if not source.columns:
             continue
-        out.append(f"  {source.name}:")
-        out.append(f"    # rename: {source.name}")
+        out.append(f"#   {source.name}:")
+        out.append(f"#     rename: {source.name}")
         if source.primary_key:
             pk = source.primary_key
-            out.append(f"    # primary_key: {_flow(pk.columns)}   # confidence {pk.confidence:.2f}: {pk.reason}")
+            out.append(f"#     primary_key: {_flow(pk.columns)}   # confidence {pk.confidence:.2f}: {pk.reason}")
         else:
-            out.append("    # primary_key: []   # the interpreter found no key")
+            out.append("#     primary_key: []   # the interpreter found no key")
         if source.duplicate_rows:
-            out.append(f"    # dedup: exact_rows   # {source.duplicate_rows} exact duplicate rows")
-        out.append("    columns:")
+            out.append(f"#     dedup: exact_rows   # {source.duplicate_rows} exact duplicate rows")
+        out.append("#     columns:")
         for col in source.columns:
             notes = issues.get((source.name, col.name), [])
             fmt = col.value_format.model_dump(exclude_defaults=True)
-            out.append(f"      {col.name}:")
-            out.append(f"        # type: {col.inferred_type}   # {col.semantic_type}"
+            out.append(f"#       {col.name}:")
+            out.append(f"#         type: {col.inferred_type}   # {col.semantic_type}"
                        + (f", format {fmt}" if fmt else "")
                        + (f", {col.unparseable_count} unparseable" if col.unparseable_count else ""))
             if notes:
-                out.append(f"        # -- interpreter saw: {', '.join(notes)}")
+                out.append(f"#         # -- interpreter saw: {', '.join(notes)}")
             if any(n.startswith("inconsistent_categories") for n in notes):
                 mapping = _suggested_categories(source, col.name)
                 if mapping:
-                    out.append("        # categories:")
+                    out.append("#         categories:")
                     for raw, canonical in mapping.items():
-                        out.append(f"        #   {yaml.safe_dump(raw).splitlines()[0]}: {yaml.safe_dump(canonical).splitlines()[0]}")
+                        out.append(f"#           {yaml.safe_dump(raw).splitlines()[0]}: {yaml.safe_dump(canonical).splitlines()[0]}")
             if col.unparseable_count:
-                out.append("        # on_error: null_value   # keep the row, NULL the value (raw value kept in rejects)")
+                out.append("#         on_error: null_value   # keep the row, NULL the value (raw value kept in rejects)")
             if any(n.startswith("blank_strings") for n in notes):
-                out.append("        # blank_as_null: true")
-            out.append("        # exclude: \"reason\"")
-            out.append(f"        # rename: {col.name}")
+                out.append("#         blank_as_null: true")
+            out.append("#         exclude: \"reason\"")
+            out.append(f"#         rename: {col.name}")
         fks = [fk for fk in interp.foreign_keys if fk.from_.source == source.name]
         if fks:
-            out.append("    foreign_keys:")
+            out.append("#     foreign_keys:")
             for fk in fks:
-                out.append(f"      # - columns: {_flow(fk.from_.columns)}")
-                out.append(f"      #   references: {{table: {fk.to.source}, columns: {_flow(fk.to.columns)}}}"
+                out.append(f"#       - columns: {_flow(fk.from_.columns)}")
+                out.append(f"#         references: {{table: {fk.to.source}, columns: {_flow(fk.to.columns)}}}"
                            f"   # confidence {fk.confidence:.2f}, {fk.orphan_count} orphan rows")
                 if fk.orphan_count:
-                    out.append("      #   allow_orphans: \"why these orphans are expected\"")
-                out.append("      #   drop: true")
+                    out.append("#         allow_orphans: \"why these orphans are expected\"")
+                out.append("#         drop: true")
     return "\n".join(out) + "\n"
 
 

@@ -22,6 +22,7 @@ from dia_assets.contracts.manifest import (
     ManifestColumn,
     ManifestForeignKey,
     ManifestTable,
+    StaleOverride,
     UnreadableSource,
 )
 
@@ -44,15 +45,19 @@ def check_type(sql_type: str) -> str:
     return sql_type.strip().upper()
 
 
+def stale(manifest: Manifest, ov: OverridesFile, reason: str, *loc: object) -> None:
+    """Record an override that names what the data no longer has; the build goes on without it."""
+    manifest.stale_overrides.append(StaleOverride(where=".".join(map(str, loc)), line=ov.line(*loc), reason=reason))
+
+
 def plan_manifest(
-    interp: Interpretation, overrides: OverridesFile | None = None, dialect: str = "duckdb"
+    interp: Interpretation, overrides: OverridesFile | None = None, dialect: str = "duckdb",
+    previous: Manifest | None = None,
 ) -> Manifest:
+    """`previous`: the last build's manifest, whose keys stay unless an expert or a recorded
+    drift decision changes them (a key the new data violates then fails key_validity)."""
     ov = overrides or OverridesFile()
-    table_ovs = ov.tables
     known = {s.name for s in interp.sources}
-    for name in table_ovs:
-        if name not in known:
-            raise ov.error(f"unknown table {name!r} (known: {', '.join(sorted(known))})", "tables", name)
     manifest = Manifest(
         dialect=dialect,
         generated_at=datetime.now(UTC).isoformat(timespec="seconds"),
@@ -60,6 +65,13 @@ def plan_manifest(
         interpretation_generated_at=interp.generated_at,
         overrides_path=str(ov.path) if ov.path else None,
     )
+    table_ovs = {}
+    for name, tov in ov.tables.items():
+        if name in known:
+            table_ovs[name] = tov
+        else:
+            stale(manifest, ov, f"unknown table {name!r}: no such source in the data (known: "
+                  f"{', '.join(sorted(known))}); the override is ignored", "tables", name)
     names: dict[str, str] = {}  # source -> table
     col_names: dict[tuple[str, str], str] = {}  # (source, source column) -> refined column
     for source in interp.sources:
@@ -75,7 +87,7 @@ def plan_manifest(
                 manifest.unreadable_sources.append(
                     UnreadableSource(name=source.name, source_path=source.path, reason=reason))
             continue
-        table = _plan_table(source, tov, ov, manifest)
+        table = _plan_table(source, tov, ov, manifest, _previous_table(previous, source.name))
         table.reader_stem = _reader_stem(interp, source)
         names[source.name] = table.name
         for col in table.columns:
@@ -85,25 +97,32 @@ def plan_manifest(
     dupes = {n for n in taken if taken.count(n) > 1}
     if dupes:
         raise ov.error(f"two tables would be named {sorted(dupes)}; rename one", "tables")
-    _plan_foreign_keys(interp, ov, manifest, names, col_names)
+    _plan_foreign_keys(interp, ov, manifest, names, col_names, previous)
     _order_and_enforce(manifest)
     return manifest
 
 
-def _plan_table(source: Source, tov: TableOverride, ov: OverridesFile, manifest: Manifest) -> ManifestTable:
+def _previous_table(previous: Manifest | None, source: str) -> ManifestTable | None:
+    if previous is None:
+        return None
+    return next((t for t in previous.tables if t.sources == [source]), None)
+
+
+def _plan_table(source: Source, tov: TableOverride, ov: OverridesFile, manifest: Manifest,
+                prev: ManifestTable | None = None) -> ManifestTable:
     loc = ("tables", source.name)
     name = source.name
     if tov.rename:
         name = snake_case(tov.rename)
         manifest.decisions.append(Decision(table=name, what=f"renamed from {source.name}", origin="override"))
-    col_ovs = {k: (v or ColumnOverride()) for k, v in (tov.columns or {}).items()}
     known_cols = {c.name for c in source.columns}
-    for cname in col_ovs:
-        if cname not in known_cols:
-            raise ov.error(
-                f"table {source.name!r} has no column {cname!r} (columns: {', '.join(sorted(known_cols))})",
-                *loc, "columns", cname,
-            )
+    col_ovs = {}
+    for cname, cov in (tov.columns or {}).items():
+        if cname in known_cols:
+            col_ovs[cname] = cov or ColumnOverride()
+        else:
+            stale(manifest, ov, f"table {source.name!r} has no column {cname!r} (columns: "
+                  f"{', '.join(sorted(known_cols))}); the override is ignored", *loc, "columns", cname)
     ref = source.path + (f"#{source.parse.sheet}" if source.parse.sheet else "") + (
         source.parse.json_path or "")
     table = ManifestTable(
@@ -130,10 +149,14 @@ def _plan_table(source: Source, tov: TableOverride, ov: OverridesFile, manifest:
         pk = tov.primary_key or []
         for cname in pk:
             if cname not in known_cols:
-                raise ov.error(f"primary key column {cname!r} is not a column of {source.name!r}", *loc, "primary_key")
+                raise ov.error(f"the expert's primary key {pk} depends on column {cname!r}, which is not a "
+                               f"column of {source.name!r} (any more): edit the primary_key decision", *loc, "primary_key")
         table.primary_key = pk
         table.primary_key_origin = "override" if pk else "none"
         manifest.decisions.append(Decision(table=name, what=f"primary key set to {pk}" if pk else "primary key dropped", origin="override"))
+    elif (kept := _kept_key(source, prev, manifest, name)) is not None:
+        table.primary_key = kept
+        table.primary_key_origin = "previous"
     elif source.primary_key and source.primary_key.llm_verdict != "rejected" and (
         source.primary_key.confidence >= HIGH_CONFIDENCE or source.row_count == 0
     ):
@@ -154,6 +177,34 @@ def _plan_table(source: Source, tov: TableOverride, ov: OverridesFile, manifest:
     if table.primary_key:
         table.constraints.append(f"PRIMARY KEY ({', '.join(table.primary_key)})")
     return table
+
+
+def _kept_key(source: Source, prev: ManifestTable | None, manifest: Manifest, table: str) -> list[str] | None:
+    """The previous build's primary key (as source columns) when the interpreter now proposes
+    another one or none: a key is a contract, and data that breaks it fails key_validity.
+    A key whose columns are gone changes, recorded as a drift decision."""
+    if prev is None or not prev.primary_key or prev.primary_key_origin not in ("interpreter", "previous"):
+        return None
+    by_name = {c.name: c.source_column for c in prev.columns}
+    cols = [by_name.get(c, c) for c in prev.primary_key]
+    proposed = source.primary_key
+    if proposed and list(proposed.columns) == cols and proposed.llm_verdict != "rejected" and (
+            proposed.confidence >= HIGH_CONFIDENCE or source.row_count == 0):
+        return None  # the interpreter agrees: an ordinary interpreter key
+    known = {c.name for c in source.columns}
+    gone = [c for c in cols if c not in known]
+    now = f"{list(proposed.columns)} ({proposed.confidence:.2f}: {proposed.reason})" if proposed else "no key"
+    if gone:
+        manifest.decisions.append(Decision(
+            table=table, origin="drift",
+            what=f"primary key {cols} of the previous build dropped: column(s) {gone} no longer exist; "
+            f"the interpreter now proposes {now}"))
+        return None
+    manifest.decisions.append(Decision(
+        table=table, origin="previous",
+        what=f"primary key {cols} kept from the previous build; the interpreter now proposes {now}. "
+        "Data that violates it fails key_validity; set primary_key in the overrides to change it"))
+    return cols
 
 
 def _plan_column(
@@ -216,7 +267,7 @@ def _plan_column(
 
 def _plan_foreign_keys(
     interp: Interpretation, ov: OverridesFile, manifest: Manifest,
-    names: dict[str, str], col_names: dict[tuple[str, str], str],
+    names: dict[str, str], col_names: dict[tuple[str, str], str], previous: Manifest | None = None,
 ) -> None:
     by_table = {t.sources[0]: t for t in manifest.tables}
     planned: dict[str, list[tuple[ManifestForeignKey, str, list[str], str]]] = {}
@@ -232,6 +283,7 @@ def _plan_foreign_keys(
                                blocking=fk.strength == "strong"),
             src, list(fk.from_.columns), dst,
         ))
+    _keep_previous_foreign_keys(previous, planned, by_table, col_names, manifest)
     for source, tov in ov.tables.items():
         if source not in by_table:
             continue
@@ -277,6 +329,46 @@ def _type_empty_references(
             col.type = ref_type
 
 
+def _keep_previous_foreign_keys(
+    previous: Manifest | None, planned: dict[str, list], by_table: dict[str, ManifestTable],
+    col_names: dict[tuple[str, str], str], manifest: Manifest,
+) -> None:
+    """A foreign key of the previous build that the interpreter no longer proposes stays while
+    its columns exist on both sides: orphans then fail key_validity instead of the key vanishing."""
+    if previous is None:
+        return
+    prev_tables = {t.name: t for t in previous.tables}
+    for prev in previous.tables:
+        src = prev.sources[0]
+        if src not in by_table:
+            continue
+        to_source = {c.name: c.source_column for c in prev.columns}
+        for fk in prev.foreign_keys:
+            parent = prev_tables.get(fk.ref_table)
+            if fk.origin == "override" or parent is None or parent.sources[0] not in by_table:
+                continue
+            dst = parent.sources[0]
+            cols = [to_source.get(c, c) for c in fk.columns]
+            parent_source = {c.name: c.source_column for c in parent.columns}
+            ref_cols = [parent_source.get(c, c) for c in fk.ref_columns]
+            if any(e[2] == cols and e[3] == dst for e in planned.get(src, [])):
+                continue
+            missing = [c for c in cols if (src, c) not in col_names] + [c for c in ref_cols if (dst, c) not in col_names]
+            if missing:
+                manifest.decisions.append(Decision(
+                    table=by_table[src].name, origin="drift",
+                    what=f"foreign key {cols} -> {dst} of the previous build dropped: column(s) {missing} no longer exist"))
+                continue
+            planned.setdefault(src, []).append((
+                ManifestForeignKey(columns=cols, ref_table=dst, ref_columns=ref_cols, confidence=fk.confidence,
+                                   origin="previous", allow_orphans=fk.allow_orphans, orphan_reason=fk.orphan_reason,
+                                   blocking=fk.blocking), src, cols, dst))
+            manifest.decisions.append(Decision(
+                table=by_table[src].name, origin="previous",
+                what=f"foreign key {cols} -> {dst} kept from the previous build although the interpreter no "
+                "longer proposes it; orphans fail key_validity (drop it in the overrides to change it)"))
+
+
 def _apply_fk_override(
     ov: OverridesFile, loc: tuple, source: str, fov: FkOverride,
     planned: dict[str, list], by_table: dict[str, ManifestTable], manifest: Manifest,
@@ -285,14 +377,20 @@ def _apply_fk_override(
     known = {c.source_column for c in table.columns}
     for c in fov.columns:
         if c not in known:
-            raise ov.error(f"foreign key column {c!r} is not a column of {source!r}", *loc, "columns")
+            if fov.references is None:  # nothing to add: a drop or an allowance for a key that is gone
+                stale(manifest, ov, f"foreign key column {c!r} is not a column of {source!r}; the override "
+                      "is ignored", *loc, "columns")
+                return
+            raise ov.error(f"the expert's foreign key {fov.columns} -> {fov.references.table} depends on column "
+                           f"{c!r}, which is not a column of {source!r} (any more)", *loc, "columns")
     existing = [
         entry for entry in planned.get(source, [])
         if entry[2] == fov.columns and (fov.references is None or entry[3] == fov.references.table)
     ]
     if fov.drop:
         if not existing:
-            raise ov.error(f"no foreign key {fov.columns} on {source!r} to drop", *loc)
+            stale(manifest, ov, f"no foreign key {fov.columns} on {source!r} to drop; the override is ignored", *loc)
+            return
         planned[source] = [e for e in planned[source] if e not in existing]
         manifest.decisions.append(Decision(table=table.name, what=f"foreign key {fov.columns} dropped", origin="override"))
         return
@@ -301,7 +399,8 @@ def _apply_fk_override(
             raise ov.error(f"no foreign key {fov.columns} on {source!r}; give `references` to add one", *loc)
         ref = fov.references
         if ref.table not in by_table:
-            raise ov.error(f"foreign key references unknown table {ref.table!r}", *loc, "references", "table")
+            raise ov.error(f"the expert's foreign key {fov.columns} on {source!r} references table {ref.table!r}, "
+                           "which the data does not have (any more)", *loc, "references", "table")
         ref_known = {c.source_column for c in by_table[ref.table].columns}
         for c in ref.columns:
             if c not in ref_known:

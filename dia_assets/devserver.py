@@ -1,0 +1,107 @@
+"""`dia ui`: `dagster dev` that stops cleanly on Ctrl-C, children and embedded PostgreSQL included.
+
+`dagster dev` runs the webserver, the daemon and a code server; runs and the memory store
+start more processes, and the embedded PostgreSQL (pgserver) is started by whichever process
+first needs it, which then keeps it alive. A Ctrl-C in a terminal reaches all of them at
+once, in the middle of their own shutdowns, and a process that ignores it keeps the group
+alive. Here `dagster dev` gets its own session; one Ctrl-C (or SIGTERM) is forwarded as
+SIGINT to the whole group, then, after a grace period, the embedded PostgreSQL gets a fast
+shutdown and whatever is left of the group is terminated, then killed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import psutil
+
+GRACE_S = float(os.environ.get("DIA_UI_GRACE_S", "10"))
+
+
+def _group(pgid: int) -> list[psutil.Process]:
+    out = []
+    for proc in psutil.process_iter():
+        try:
+            if os.getpgid(proc.pid) == pgid and proc.status() != psutil.STATUS_ZOMBIE:
+                out.append(proc)
+        except (ProcessLookupError, psutil.Error):
+            continue
+    return out
+
+
+def _signal_group(pgid: int, sig: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, sig)
+
+
+def stop_postgres(pgdata: Path, timeout_s: float = 10.0) -> list[int]:
+    """Fast shutdown (SIGINT) of the postmaster working in `pgdata`; its backends follow."""
+    from dia_assets.agents.memory.server import live_postgres_in
+
+    pids = live_postgres_in(pgdata.resolve()) if pgdata.exists() else []
+    postmasters = [p for p in pids if psutil.Process(p).ppid() not in pids]
+    for pid in postmasters:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGINT)
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline and live_postgres_in(pgdata.resolve()):
+        time.sleep(0.1)
+    return postmasters
+
+
+def shutdown(proc: subprocess.Popen, pgdata: Path, grace_s: float = GRACE_S) -> None:
+    """SIGINT to the group, wait, stop PostgreSQL, then SIGTERM and SIGKILL what is left."""
+    _signal_group(proc.pid, signal.SIGINT)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.wait(timeout=grace_s)
+    stop_postgres(pgdata)
+    for sig, wait_s in ((signal.SIGTERM, 3.0), (signal.SIGKILL, 1.0)):
+        left = _group(proc.pid)
+        if not left and proc.poll() is not None:
+            break
+        _signal_group(proc.pid, sig)
+        psutil.wait_procs(left, timeout=wait_s)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.wait(timeout=1)
+
+
+def _default_signals() -> None:
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, signal.SIG_DFL)
+
+
+def run(args: Sequence[str] = (), pgdata: Path | None = None) -> int:
+    from dia_assets.agents.memory.connection import default_pgdata
+
+    pgdata = pgdata or default_pgdata()
+    dagster = Path(sys.executable).with_name("dagster")
+    cmd = [str(dagster) if dagster.exists() else "dagster", "dev", "-w", "workspace.yaml", *args]
+    # Default dispositions in the child: a shell starts background jobs with SIGINT ignored,
+    # and an ignored SIGINT is inherited across exec, so `dagster dev` would never hear it.
+    proc = subprocess.Popen(cmd, start_new_session=True, preexec_fn=_default_signals)  # noqa: PLW1509
+    stopping = False
+
+    def on_signal(signum: int, frame: object) -> None:  # noqa: ARG001
+        nonlocal stopping
+        stopping = True
+
+    previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        while proc.poll() is None and not stopping:
+            time.sleep(0.2)
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+        print("\nstopping dagster dev and the embedded PostgreSQL ...", file=sys.stderr, flush=True)
+        shutdown(proc, pgdata)
+    left = _group(proc.pid)
+    if left:
+        print(f"still running after shutdown: {[p.pid for p in left]}", file=sys.stderr)
+    return 0 if stopping else (proc.returncode or 0)

@@ -1,0 +1,254 @@
+"""Issue 16 replay: the way source systems change, step by step, against a Dagster instance.
+
+Each step changes the data folder, evaluates `new_data_sensor`, applies its partition
+requests, runs the `build_job` it asks for, evaluates `drift_sensor`, and asserts the
+detection, the runs requested and the validation report's state.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import time
+from pathlib import Path
+
+import pytest
+from dagster import (
+    AddDynamicPartitionsRequest,
+    AssetCheckEvaluation,
+    AssetKey,
+    DagsterInstance,
+    Definitions,
+    DeleteDynamicPartitionsRequest,
+    SkipReason,
+    build_sensor_context,
+)
+from typer.testing import CliRunner
+
+from dia_assets.cli import app
+from dia_assets.interpretation_assets import interpretation_asset, raw_file_assets
+from dia_assets.schema_assets import schema_assets, schema_checks
+from resources import LLMResource, WorkspaceResource
+from resources.warehouse import duckdb_resource
+from sensors import build_job, drift_sensor, new_data_sensor, quality_check_job, schema_job
+
+# An expert's overrides file written by an older DIA, whose template made table and column
+# names live keys: the rename step must not break the build through it.
+OLD_TEMPLATE = """version: 1
+tables:
+  orders:
+    columns:
+      note:
+        # exclude: "reason"
+      quantity:
+"""
+
+
+def _customers(broken: bool = False, phone: bool = False, blank_city: bool = False) -> str:
+    rng = random.Random(3)
+    rows = ["customer_id,first_name,last_name,city" + (",phone" if phone else "")]
+    firsts = ["Ann", "Bo", "Cy", "Di", "Ed", "Flo", "Gus", "Hal", "Ivy", "Jo", "Kay", "Lu", "Max", "Ned", "Oz"]
+    for i in range(1, 121):
+        city = "" if blank_city and i % 2 else rng.choice(["Oslo", "Rome", "Lima", "Kiev", "Bern"])
+        rows.append(f"{i},{firsts[i % len(firsts)]},Last{i:03d},{city}" + (f",555-{i:04d}" if phone else ""))
+    if broken:  # three ids reused with different names
+        rows += [f"{i},New{i},Other{i},Oslo" + (",555-9999" if phone else "") for i in (5, 6, 7)]
+    return "\n".join(rows) + "\n"
+
+
+def _products(scale: float = 1.0) -> str:
+    rows = ["product_id,name,sale_price"]
+    rows += [f"P{i:02d},Product {i},{(10 + i * 1.5) * scale:.2f}" for i in range(1, 31)]  # 30 rows: PSI is skipped
+    return "\n".join(rows) + "\n"
+
+
+def _orders(note: str = "note", dups: int = 0) -> str:
+    rng = random.Random(5)
+    rows = [f"order_id,customer_id,product_id,quantity,{note}"]
+    rows += [f"{i},{rng.randint(1, 120)},P{rng.randint(1, 30):02d},{rng.randint(1, 9)},n{i % 7}" for i in range(1, 301)]
+    return "\n".join(rows + rows[1:dups + 1]) + "\n"
+
+
+QUERIES = {
+    "cities": "SELECT city, count(*) FROM customers GROUP BY city",
+    "prices": "SELECT avg(sale_price) FROM products",
+    "volume": "SELECT sum(quantity) FROM orders",
+    "notes": "SELECT note, count(*) FROM orders GROUP BY note",
+}
+
+
+class Replay:
+    def __init__(self, data: Path, ws: Path):
+        self.data, self.ws = data, ws
+        self.instance = DagsterInstance.ephemeral()
+        self.data_cursor: str | None = None
+        self.drift_cursor: str | None = None
+        raws = raw_file_assets(str(data))
+        self.defs = Definitions(
+            assets=[*raws, interpretation_asset([r.key for r in raws]), *schema_assets], asset_checks=schema_checks,
+            jobs=[build_job, schema_job, quality_check_job],
+            resources={"workspace": WorkspaceResource(root=str(ws), data_dir=str(data)),
+                       "llm": LLMResource(model=None), "duckdb": duckdb_resource(str(ws))},
+        )
+
+    def partitions(self) -> list[str]:
+        return sorted(self.instance.get_dynamic_partitions("raw_files"))
+
+    def step(self) -> dict:
+        """new_data_sensor -> build_job -> drift_sensor; what each did."""
+        out: dict = {"build": None, "drift": None, "runs": []}
+        found = new_data_sensor(build_sensor_context(instance=self.instance, cursor=self.data_cursor))
+        if isinstance(found, SkipReason):
+            out["skip"] = found.skip_message
+        else:
+            for req in found.dynamic_partitions_requests:  # what the daemon does with them
+                if isinstance(req, AddDynamicPartitionsRequest):
+                    self.instance.add_dynamic_partitions(req.partitions_def_name, list(req.partition_keys))
+                elif isinstance(req, DeleteDynamicPartitionsRequest):
+                    for key in req.partition_keys:
+                        self.instance.delete_dynamic_partition(req.partitions_def_name, key)
+            self.data_cursor = found.cursor
+            assert len(found.run_requests) == 1, "one build per change"
+            req = found.run_requests[0]
+            assert req.run_key and req.tags["dia/change"]
+            run = self.defs.resolve_job_def(build_job.name).execute_in_process(
+                instance=self.instance, tags=req.tags, raise_on_error=False)
+            out["build"] = run.success
+        drift = drift_sensor(build_sensor_context(instance=self.instance, cursor=self.drift_cursor))
+        if not isinstance(drift, SkipReason):
+            self.drift_cursor = drift.cursor
+            out["runs"] = sorted((r.job_name, r.partition_key or "") for r in drift.run_requests)
+            assert all(r.run_key and r.tags.get("dia/trigger") for r in drift.run_requests)
+            observations = [e for e in drift.asset_events if not isinstance(e, AssetCheckEvaluation)]
+            out["checks"] = [(e.check_name, e.passed) for e in drift.asset_events if isinstance(e, AssetCheckEvaluation)]
+            if observations:
+                out["drift"] = {(c["kind"], c["source"], c.get("column"))
+                                for c in observations[0].metadata["drift/changes"].value}
+                # a tick that detects drift always requests a run, so it is never SKIPPED
+                assert drift.run_requests
+            out["requests"] = drift.run_requests
+        out["report"] = json.loads((self.ws / "validation" / "report.json").read_text())
+        return out
+
+
+def test_replay_of_real_source_changes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    data, ws = tmp_path / "data", tmp_path / "ws"
+    data.mkdir()
+    monkeypatch.setenv("DIA_DATA_DIR", str(data))
+    monkeypatch.setenv("DIA_WORKSPACE", str(ws))
+    monkeypatch.delenv("DIA_WAREHOUSE", raising=False)
+    replay = Replay(data, ws)
+
+    # 1. initial drop: one build, accepted; the first interpretation is the drift baseline
+    (data / "customers.csv").write_text(_customers())
+    (data / "products.csv").write_text(_products())
+    (data / "orders.csv").write_text(_orders())
+    step = replay.step()
+    assert step["build"] is True and step["report"]["accepted"] and step["runs"] == []
+    assert replay.partitions() == ["customers_csv", "orders_csv", "products_csv"]
+    manifest = json.loads((ws / "schema" / "manifest.json").read_text())
+    keys = {t["name"]: t["primary_key"] for t in manifest["tables"]}
+    assert keys["customers"] == ["customer_id"] and keys["orders"] == ["order_id"]
+    for qid, sql in QUERIES.items():
+        (ws / "queries" / qid).mkdir(parents=True)
+        (ws / "queries" / qid / "query.sql").write_text(sql)
+    replay.instance.add_dynamic_partitions("questions", sorted(QUERIES))
+    (ws / "queries" / "retired").mkdir()  # a saved answer whose question is no longer registered
+    (ws / "queries" / "retired" / "query.sql").write_text("SELECT city FROM customers")
+    (ws / "review" / "interpretation_overrides.yaml").write_text(OLD_TEMPLATE)
+
+    # 2. a column added: rebuilt by build_job (no second rebuild), checks re-run; no saved
+    # answer reads the new column, so none is re-run
+    (data / "customers.csv").write_text(_customers(phone=True))
+    step = replay.step()
+    assert step["build"] is True and step["report"]["accepted"]
+    assert step["drift"] == {("column_added", "customers", "phone")}
+    assert step["runs"] == [("quality_check_job", "")]
+
+    # 3. a column renamed: the old template's live `note` key is stale, not an error
+    (data / "orders.csv").write_text(_orders(note="comment"))
+    step = replay.step()
+    assert step["build"] is True and step["report"]["accepted"]
+    assert step["drift"] == {("column_renamed", "orders", "comment")}
+    assert [s["where"] for s in step["report"]["stale_overrides"]] == ["tables.orders.columns.note"]
+    assert step["report"]["stale_overrides"][0]["line"] == 5
+    assert step["runs"] == [("quality_check_job", ""), ("query_job", "notes")]  # it read orders.note
+
+    # 4. a measure tripled in a 30-row table: the small-table test sees it
+    (data / "products.csv").write_text(_products(scale=3.0))
+    step = replay.step()
+    assert step["build"] is True
+    assert step["drift"] == {("distribution_shift", "products", "sale_price")}
+    assert step["runs"] == [("quality_check_job", ""), ("query_job", "prices")]
+    check_req = next(r for r in step["requests"] if r.job_name == quality_check_job.name)
+    assert check_req.tags["dia/tables"] == "products"
+    checked = replay.defs.resolve_job_def(quality_check_job.name).execute_in_process(
+        instance=replay.instance, tags=check_req.tags, raise_on_error=False)
+    assert {e.check_name for e in checked.get_asset_check_evaluations()} >= {"key_validity", "row_count_reconciliation"}
+
+    # 5. half a column blanked: a null-rate jump
+    (data / "customers.csv").write_text(_customers(phone=True, blank_city=True))
+    step = replay.step()
+    assert step["build"] is True and step["report"]["accepted"]
+    assert ("null_rate_jump", "customers", "city") in step["drift"]
+    assert ("query_job", "cities") in step["runs"] and ("quality_check_job", "") in step["runs"]
+    assert ("query_job", "retired") not in step["runs"]  # unknown partition: would fail the tick
+
+    # 6. a key broken: the key stays, key_validity fails with the offending rows, the build is
+    # not installed, the report is failed/stale, a failed check and a review item appear
+    (data / "customers.csv").write_text(_customers(phone=True, blank_city=True, broken=True))
+    step = replay.step()
+    assert step["build"] is False
+    assert ("primary_key_broken", "customers", None) in step["drift"]
+    manifest = json.loads((ws / "schema" / "manifest.json").read_text())
+    customers = next(t for t in manifest["tables"] if t["name"] == "customers")
+    assert customers["primary_key"] == ["customer_id"] and customers["primary_key_origin"] == "previous"
+    assert any(fk["ref_table"] == "customers" for t in manifest["tables"] for fk in t["foreign_keys"])
+    report = step["report"]
+    assert report["accepted"] is False and report["installed"] is False and report["stale_reason"]
+    broken = [k for k in report["key_validity"] if k["table"] == "customers" and k["kind"] == "primary_key"][0]
+    assert not broken["passed"] and broken["duplicate_keys"] == 3 and broken["examples"]
+    assert step["checks"] == [("key_validity", False)]
+    # the quality check the drift asked for fails too, with the rejected build's offending rows,
+    # instead of passing on the old warehouse
+    check_req = next(r for r in step["requests"] if r.job_name == quality_check_job.name)
+    checked = replay.defs.resolve_job_def(quality_check_job.name).execute_in_process(
+        instance=replay.instance, tags=check_req.tags, raise_on_error=False)
+    key_check = next(e for e in checked.get_asset_check_evaluations() if e.check_name == "key_validity")
+    assert not key_check.passed and key_check.description.startswith("STALE")
+    assert key_check.metadata["details"].value[0]["examples"]
+    assert "primary_key_broken customers" in (ws / "review" / "drift_review.md").read_text()
+    assert ("quality_check_job", "") in step["runs"] and ("query_job", "cities") in step["runs"]
+    assert not any(job == schema_job.name for job, _ in step["runs"])  # no schema change: no rebuild to repeat
+    assert "STALE" in (ws / "validation" / "report.md").read_text()
+    # the validation_report asset shows it too (its step does not run after a failed warehouse)
+    seen = replay.instance.fetch_observations(AssetKey("validation_report"), limit=1).records[0]
+    meta = seen.asset_observation.metadata
+    assert meta["accepted"].value is False and meta["stale"].value is True
+
+    # 7. exact duplicates added to a keyed table: recorded as drift (the key break still stands)
+    (data / "orders.csv").write_text(_orders(note="comment", dups=12))
+    step = replay.step()
+    assert ("duplicate_rows_grew", "orders", None) in step["drift"]
+    assert step["build"] is False and step["report"]["accepted"] is False
+
+    # 8. a file deleted: its raw partition is retired; schema drift after a failed build asks
+    # for a rebuild with the change applied
+    (data / "products.csv").unlink()
+    step = replay.step()
+    assert replay.partitions() == ["customers_csv", "orders_csv"]
+    assert ("source_removed", "products", None) in step["drift"]
+    assert ("schema_job", "") in step["runs"] and ("query_job", "prices") in step["runs"]
+    assert step["report"]["accepted"] is False
+
+    # 9. a file touched, not changed: nothing runs, nothing drifts, the report stays failed
+    path = data / "orders.csv"
+    os.utime(path, (time.time() + 60, time.time() + 60))
+    step = replay.step()
+    assert step["skip"] == "no change in the data folder" and step["build"] is None
+    assert step["runs"] == [] and step["drift"] is None
+    assert step["report"]["accepted"] is False and step["report"]["stale_reason"]
+    # and `dia status` says so
+    shown = CliRunner().invoke(app, ["status", "--workspace", str(ws)])
+    assert shown.exit_code == 1 and "accepted: false" in shown.output and "STALE:" in shown.output
