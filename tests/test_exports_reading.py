@@ -498,3 +498,12 @@ def test_nul_marker_far_past_the_sample_is_an_empty_string(tmp_path):
     src = interpret(tmp_path).source("late")
     assert src.parse.ok and src.row_count == 200_001
     assert src.column("note").blank_count == 1 and src.column("note").null_count == 0
+
+
+def test_timestamps_with_utc_offsets_are_instants(tmp_path):
+    """PostgreSQL exports write timestamptz as `2022-06-21 05:31:29+00`: an instant, not text."""
+    (tmp_path / "ev.csv").write_text(
+        "id,at\n1,2022-06-21 05:31:29+00\n2,2022-06-20 08:30:22.5+00\n3,2022-06-20 10:00:00+05:30\n4,\n")
+    col = interpret(tmp_path).source("ev").column("at")
+    assert (col.semantic_type, col.inferred_type, col.unparseable_count) == ("timestamp", "TIMESTAMPTZ", 0)
+    assert col.min.startswith("2022-06-20 04:30:00")  # +05:30 read as an offset, shown in UTC

@@ -57,7 +57,7 @@ def parse_expression(value: str, inferred_type: str, fmt: ValueFormat) -> str:
             f"(CASE WHEN lower({value}) IN {sql_list(trues)} THEN true "
             f"WHEN lower({value}) IN {sql_list(falses)} THEN false END)"
         )
-    if t in ("DATE", "TIMESTAMP"):
+    if t in ("DATE", "TIMESTAMP", "TIMESTAMPTZ"):
         if not fmt.date_formats:
             return f"TRY_CAST({value} AS {t})"
         parts = [f"TRY_CAST(try_strptime({value}, {sql_str(f)}) AS {t})" for f in fmt.date_formats]

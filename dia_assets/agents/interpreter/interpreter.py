@@ -33,6 +33,7 @@ def interpret(data_dir: str | Path, progress: Progress | None = None) -> Interpr
     result = Interpretation(data_dir=str(root), generated_at=datetime.now(UTC).isoformat(timespec="seconds"))
     con = duckdb.connect(config={"preserve_insertion_order": True})
     con.execute("SET enable_progress_bar = false")
+    con.execute("SET TimeZone = 'UTC'")  # offsets are read as instants; shown in UTC, as the loader does
     infos: list[TableInfo] = []
     used: set[str] = set()
     result.quality_issues.extend(refused_issues(root, refused))

@@ -40,7 +40,8 @@ PATTERNS = {
     "currency": r"[+-]?\s*([$€£¥]|USD|EUR|GBP)\s*[+-]?[\d.,]*\d|[+-]?[\d.,]*\d\s*([$€£¥]|USD|EUR|GBP)",
     "percent": r"[+-]?[\d.,]*\d\s*%",
     "time": r"\d{1,2}:\d{2}(:\d{2}(\.\d+)?)?",
-    "ts_iso": r"\d{4}-\d{2}-\d{2}[ T]\d{1,2}:\d{2}(:\d{2}(\.\d+)?)?([+-]\d{2}:?\d{2}|Z)?",
+    "ts_iso": r"\d{4}-\d{2}-\d{2}[ T]\d{1,2}:\d{2}(:\d{2}(\.\d+)?)?([+-]\d{2}(:?\d{2})?|Z)?",
+    "ts_tz": r"\d{4}-\d{2}-\d{2}[ T]\d{1,2}:\d{2}(:\d{2}(\.\d+)?)?([+-]\d{2}(:?\d{2})?|Z)",
     "email": r"[^@\s]+@[^@\s]+\.[A-Za-z]{2,}",
     "url": r"(https?://|www\.)\S+",
     "phone": r"\+?[\d\s().-]{7,}",
@@ -159,8 +160,8 @@ def decide(name: str, stats: dict[str, float], rows: int, unique: bool) -> TypeD
     if ts_formats and share(*[f"ts{TIMESTAMP_FORMATS.index(f)}" for f in ts_formats]) >= THRESHOLD:
         fmt.date_formats = ts_formats
         return TypeDecision("timestamp", "TIMESTAMP", fmt)
-    if share("ts_iso") >= THRESHOLD:
-        return TypeDecision("timestamp", "TIMESTAMP", fmt)
+    if share("ts_iso") >= THRESHOLD:  # with a UTC offset (`+00`, `+05:30`, `Z`): an instant
+        return TypeDecision("timestamp", "TIMESTAMPTZ" if share("ts_tz") >= THRESHOLD else "TIMESTAMP", fmt)
     date_formats = _pick_formats(stats, DATE_FORMATS, "date")
     if date_formats and share(*[f"date{DATE_FORMATS.index(f)}" for f in date_formats]) >= THRESHOLD:
         fmt.date_formats = date_formats
