@@ -43,6 +43,7 @@ PEAK_MB_MAX = 2048.0  # at the larger size
 def make_csv(path: Path, rows: int) -> None:
     """Deterministic messy-but-clean data: codes with leading zeros, decimals, dates, categories."""
     con = duckdb.connect()
+    con.execute("SET enable_progress_bar = false")
     con.execute(
         f"""COPY (
             SELECT i + 1 AS order_id,
@@ -60,6 +61,7 @@ def make_csv(path: Path, rows: int) -> None:
 def bare_ctas(csv_path: Path, db: Path) -> float:
     start = time.perf_counter()
     con = duckdb.connect(str(db))
+    con.execute("SET enable_progress_bar = false")
     con.execute(f"CREATE TABLE t AS SELECT * FROM read_csv('{csv_path}')").fetchall()
     con.execute("CHECKPOINT").fetchall()
     con.close()
