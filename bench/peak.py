@@ -14,9 +14,23 @@ from typing import TypeVar
 T = TypeVar("T")
 
 
+def _peak_rss() -> int:
+    """This process's peak resident memory in bytes. VmHWM belongs to the process's own
+    address space; ru_maxrss is not used because Linux carries it across fork and exec,
+    so a child would report its parent's peak."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024  # kB
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # elsewhere: best effort
+
+
 def _with_peak(fn: Callable[..., T], args: tuple) -> tuple[T, int]:
     out = fn(*args)
-    return out, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # Linux: KiB
+    return out, _peak_rss()
 
 
 def in_child(fn: Callable[..., T], *args: object) -> tuple[T, int]:

@@ -420,8 +420,9 @@ def _exact_distinct(
                 ).fetchall())
         return out
     # Each count(DISTINCT) keeps its own hash table: a few columns per query bound the memory.
-    for start in range(0, len(wanted), DISTINCT_CHUNK):
-        chunk = wanted[start:start + DISTINCT_CHUNK]
+    per_query = max(1, min(DISTINCT_CHUNK, PASS_B_CELLS // max(rows, 1)))  # long tables: one per query
+    for start in range(0, len(wanted), per_query):
+        chunk = wanted[start:start + per_query]
         values = con.execute(
             f"SELECT {', '.join(f'count(DISTINCT {quote_ident(n)})' for n in chunk)} FROM {qt}"
         ).fetchall()[0]
@@ -565,8 +566,9 @@ def _outliers(con: duckdb.DuckDBPyConnection, qt: str, sample: str, profile: Sou
         _outliers_unpivoted(con, qt, sample, profile, list(exprs))
         return
     names = list(exprs)
-    for start in range(0, len(names), OUTLIER_CHUNK):
-        _outliers_of(con, qt, sample, profile, {n: exprs[n] for n in names[start:start + OUTLIER_CHUNK]})
+    per_query = max(1, min(OUTLIER_CHUNK, PASS_B_CELLS // profile.rows))  # long tables: one per query
+    for start in range(0, len(names), per_query):
+        _outliers_of(con, qt, sample, profile, {n: exprs[n] for n in names[start:start + per_query]})
 
 
 def _fence(q: list[float] | None) -> tuple[float, float] | None:
