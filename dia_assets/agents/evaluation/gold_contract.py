@@ -19,101 +19,12 @@ from typing import Any
 import sqlglot
 from sqlglot import exp
 
-_OPS = [(exp.EQ, "="), (exp.NEQ, "<>"), (exp.GT, ">"), (exp.GTE, ">="), (exp.LT, "<"), (exp.LTE, "<="),
-        (exp.Like, "like"), (exp.ILike, "ilike")]
-_FLIP = {">": "<", "<": ">", ">=": "<=", "<=": ">="}
-
-
-def _value(node: exp.Expression) -> Any:
-    while isinstance(node, (exp.Cast, exp.Paren)) or type(node).__name__ in ("Date", "TsOrDsToDate"):
-        node = node.this
-    if isinstance(node, exp.Literal):
-        if node.is_string:
-            return node.name
-        text = node.name
-        try:
-            return int(text)
-        except ValueError:
-            return float(text)
-    if isinstance(node, exp.Neg) and isinstance(node.this, exp.Literal) and not node.this.is_string:
-        v = _value(node.this)
-        return -v if v is not None else None
-    if isinstance(node, exp.Boolean):
-        return node.this
-    return None
-
-
-def _column(node: exp.Expression) -> exp.Column | None:
-    """The one column an operand reads (through functions), or None."""
-    if isinstance(node, (exp.Subquery, exp.Select)) or node.find(exp.Select) is not None:
-        return None
-    cols = list(node.find_all(exp.Column))
-    if len({(c.table.lower(), c.name.lower()) for c in cols}) != 1:
-        return None
-    return cols[0]
-
-
-def _conjuncts(node: exp.Expression) -> list[exp.Expression]:
-    if isinstance(node, exp.And):
-        return _conjuncts(node.this) + _conjuncts(node.expression)
-    if isinstance(node, exp.Paren):
-        return _conjuncts(node.this)
-    return [node]
-
-
-def _qualified(col: exp.Column, tree: exp.Expression, ctes: set[str]) -> str | None:
-    select = col.find_ancestor(exp.Select)
-    if select is None:
-        return None
-    sources = {}
-    for t in select.find_all(exp.Table):
-        if t.find_ancestor(exp.Select) is select:
-            sources[t.alias_or_name.lower()] = t.name
-    derived = [q for q in select.find_all(exp.Subquery)
-               if q.find_ancestor(exp.Select) is select and isinstance(q.parent, (exp.From, exp.Join))]
-    if col.table:
-        table = sources.get(col.table.lower())
-    elif len(sources) == 1 and not derived:
-        table = next(iter(sources.values()))
-    else:
-        return col.name if not ctes and not derived and sources else None
-    if table is None or table.lower() in ctes:
-        return None
-    return f"{table}.{col.name}"
-
-
-def _filter(pred: exp.Expression, tree: exp.Expression, ctes: set[str]) -> dict[str, Any] | None:
-    negated = isinstance(pred, exp.Not)
-    inner = pred.this if negated else pred
-    if isinstance(inner, exp.Paren):
-        inner = inner.this
-    col, op, value = None, None, None
-    if isinstance(inner, exp.Is) and isinstance(inner.expression, exp.Null):
-        col, op = _column(inner.this), ("is not null" if negated else "is null")
-    elif isinstance(inner, exp.In) and not inner.args.get("query"):
-        values = [_value(v) for v in inner.expressions]
-        if values and all(v is not None for v in values):
-            col, op, value = _column(inner.this), ("not in" if negated else "in"), values
-    elif isinstance(inner, exp.Between) and not negated:
-        low, high = _value(inner.args["low"]), _value(inner.args["high"])
-        if low is not None and high is not None:
-            col, op, value = _column(inner.this), "between", [low, high]
-    elif not negated:
-        for cls, name in _OPS:
-            if type(inner) is cls:
-                left, right = _value(inner.expression), _value(inner.this)
-                if left is not None and right is None:
-                    col, op, value = _column(inner.this), name, left
-                elif right is not None and left is None:
-                    col, op, value = _column(inner.expression), _FLIP.get(name, name), right
-                break
-    if col is None or op is None:
-        return None
-    name = _qualified(col, tree, ctes)
-    if name is None:
-        return None
-    shown = value if value is not None else ""
-    return {"description": f"{col.name} {op} {shown}".strip()[:60], "column": name, "op": op, "value": value}
+from dia_assets.agents.query.predicates import (
+    conjuncts,
+    literal_filter,
+    literal_value,
+    qualified_column,
+)
 
 
 def _output_name(node: exp.Expression, select: exp.Select, columns: list[str]) -> str | None:
@@ -159,13 +70,13 @@ def gold_contract(sql: str, dialect: str, columns: list[str], allow_empty: bool 
             base["order"].append({"column": name, "direction": "desc" if item.args.get("desc") else "asc"})
     limit = tree.args.get("limit")
     if limit is not None:
-        v = _value(limit.args.get("expression") or limit.this)
+        v = literal_value(limit.args.get("expression") or limit.this)
         if isinstance(v, int):
             base["limit"] = v
     seen = set()
     for where in tree.find_all(exp.Where):
-        for pred in _conjuncts(where.this):
-            flt = _filter(pred, tree, ctes)
+        for pred in conjuncts(where.this):
+            flt = literal_filter(pred, tree, ctes)
             if flt is not None:
                 key = (flt["column"].lower(), flt["op"], repr(flt["value"]))
                 if key not in seen:
@@ -176,7 +87,7 @@ def gold_contract(sql: str, dialect: str, columns: list[str], allow_empty: bool 
     for count in tree.find_all(exp.Count):
         if isinstance(count.this, exp.Distinct):
             cols = list(count.this.find_all(exp.Column))
-            name = _qualified(cols[0], tree, ctes) if len(cols) == 1 else None
+            name = qualified_column(cols[0], tree, ctes) if len(cols) == 1 else None
             distinct.add(name)
         else:
             plain_count = True

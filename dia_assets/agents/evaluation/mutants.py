@@ -20,7 +20,7 @@ from typing import Any
 import sqlglot
 from sqlglot import exp
 
-from dia_assets.agents.evaluation.gold_contract import _filter
+from dia_assets.agents.query.predicates import literal_filter
 
 CLASSES = ("dropped_filter", "constant_or_comparison", "wrong_join_key", "group_by", "wrong_aggregate",
            "dropped_distinct", "flipped_order", "limit_off_by_one", "fanout_join", "join_type")
@@ -111,7 +111,7 @@ def mutants(sql: str, dialect: str, schema: dict[str, dict[str, str]], contract:
     # dropped filter, changed constant or comparison
     for root, note in _variants(tree, _conjunct_of_where, _drop):
         out.append(Mutant("dropped_filter", root.sql(dialect=dialect), note, False))
-    declared = [node for node in tree.walk() if _conjunct_of_where(node) and _filter(node, tree, ctes)]
+    declared = [node for node in tree.walk() if _conjunct_of_where(node) and literal_filter(node, tree, ctes)]
     decl_sql = {d.sql() for d in declared}
     for m in out:
         m.covered = any(m.note == f"dropped {d[:80]}" for d in decl_sql)

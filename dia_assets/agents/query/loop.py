@@ -124,7 +124,7 @@ def preference_probe(sql: str | None, dialect: str, schema: dict[str, dict[str, 
     import sqlglot
     from sqlglot import exp
 
-    from dia_assets.agents.evaluation.gold_contract import _conjuncts, _filter
+    from dia_assets.agents.query.predicates import conjuncts, literal_filter
 
     try:
         tree = sqlglot.parse_one(sql, read=dialect)
@@ -133,8 +133,8 @@ def preference_probe(sql: str | None, dialect: str, schema: dict[str, dict[str, 
     ctes = {c.alias_or_name.lower() for c in tree.find_all(exp.CTE)}
     tests = []
     for where in tree.find_all(exp.Where):
-        for pred in _conjuncts(where.this):
-            flt = _filter(pred, tree, ctes)
+        for pred in conjuncts(where.this):
+            flt = literal_filter(pred, tree, ctes)
             if flt is None or "." not in flt["column"] or flt["op"] not in ("=", "in", "like", "ilike"):
                 continue
             table, column = flt["column"].split(".", 1)

@@ -1,0 +1,105 @@
+"""Reading WHERE predicates: the conjuncts of a condition and the literal filters among them
+(`col op literal`, seen through functions and casts). Shared by the agent (preference probes)
+and the evaluation (gold contracts, mutants)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlglot import exp
+
+_OPS = [(exp.EQ, "="), (exp.NEQ, "<>"), (exp.GT, ">"), (exp.GTE, ">="), (exp.LT, "<"), (exp.LTE, "<="),
+        (exp.Like, "like"), (exp.ILike, "ilike")]
+_FLIP = {">": "<", "<": ">", ">=": "<=", "<=": ">="}
+
+
+def literal_value(node: exp.Expression) -> Any:
+    while isinstance(node, (exp.Cast, exp.Paren)) or type(node).__name__ in ("Date", "TsOrDsToDate"):
+        node = node.this
+    if isinstance(node, exp.Literal):
+        if node.is_string:
+            return node.name
+        text = node.name
+        try:
+            return int(text)
+        except ValueError:
+            return float(text)
+    if isinstance(node, exp.Neg) and isinstance(node.this, exp.Literal) and not node.this.is_string:
+        v = literal_value(node.this)
+        return -v if v is not None else None
+    if isinstance(node, exp.Boolean):
+        return node.this
+    return None
+
+
+def sole_column(node: exp.Expression) -> exp.Column | None:
+    """The one column an operand reads (through functions), or None."""
+    if isinstance(node, (exp.Subquery, exp.Select)) or node.find(exp.Select) is not None:
+        return None
+    cols = list(node.find_all(exp.Column))
+    if len({(c.table.lower(), c.name.lower()) for c in cols}) != 1:
+        return None
+    return cols[0]
+
+
+def conjuncts(node: exp.Expression) -> list[exp.Expression]:
+    if isinstance(node, exp.And):
+        return conjuncts(node.this) + conjuncts(node.expression)
+    if isinstance(node, exp.Paren):
+        return conjuncts(node.this)
+    return [node]
+
+
+def qualified_column(col: exp.Column, tree: exp.Expression, ctes: set[str]) -> str | None:
+    select = col.find_ancestor(exp.Select)
+    if select is None:
+        return None
+    sources = {}
+    for t in select.find_all(exp.Table):
+        if t.find_ancestor(exp.Select) is select:
+            sources[t.alias_or_name.lower()] = t.name
+    derived = [q for q in select.find_all(exp.Subquery)
+               if q.find_ancestor(exp.Select) is select and isinstance(q.parent, (exp.From, exp.Join))]
+    if col.table:
+        table = sources.get(col.table.lower())
+    elif len(sources) == 1 and not derived:
+        table = next(iter(sources.values()))
+    else:
+        return col.name if not ctes and not derived and sources else None
+    if table is None or table.lower() in ctes:
+        return None
+    return f"{table}.{col.name}"
+
+
+def literal_filter(pred: exp.Expression, tree: exp.Expression, ctes: set[str]) -> dict[str, Any] | None:
+    negated = isinstance(pred, exp.Not)
+    inner = pred.this if negated else pred
+    if isinstance(inner, exp.Paren):
+        inner = inner.this
+    col, op, value = None, None, None
+    if isinstance(inner, exp.Is) and isinstance(inner.expression, exp.Null):
+        col, op = sole_column(inner.this), ("is not null" if negated else "is null")
+    elif isinstance(inner, exp.In) and not inner.args.get("query"):
+        values = [literal_value(v) for v in inner.expressions]
+        if values and all(v is not None for v in values):
+            col, op, value = sole_column(inner.this), ("not in" if negated else "in"), values
+    elif isinstance(inner, exp.Between) and not negated:
+        low, high = literal_value(inner.args["low"]), literal_value(inner.args["high"])
+        if low is not None and high is not None:
+            col, op, value = sole_column(inner.this), "between", [low, high]
+    elif not negated:
+        for cls, name in _OPS:
+            if type(inner) is cls:
+                left, right = literal_value(inner.expression), literal_value(inner.this)
+                if left is not None and right is None:
+                    col, op, value = sole_column(inner.this), name, left
+                elif right is not None and left is None:
+                    col, op, value = sole_column(inner.expression), _FLIP.get(name, name), right
+                break
+    if col is None or op is None:
+        return None
+    name = qualified_column(col, tree, ctes)
+    if name is None:
+        return None
+    shown = value if value is not None else ""
+    return {"description": f"{col.name} {op} {shown}".strip()[:60], "column": name, "op": op, "value": value}
