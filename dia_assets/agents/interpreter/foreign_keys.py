@@ -208,7 +208,7 @@ def _single(
     if structural:
         score, why = 1.0, f"{child.name} is flattened from {parent.name}'s nested array"
     own_pk = child.primary_key.columns if child.primary_key else []
-    if own_pk == [col.name] and not _subtype(child, parent, target, score, why):
+    if own_pk == [col.name] and not _subtype(child, col.name, parent, target, score):
         return None
     if score == 0:
         return None  # value inclusion alone scores below MIN_REPORTED: not worth a query
@@ -218,7 +218,7 @@ def _single(
     return _measure(con, info, [col], target, score, why, structural, spread)
 
 
-def _subtype(child: Source, parent: Source, target: Target, score: float, why: str) -> bool:
+def _subtype(child: Source, col: str, parent: Source, target: Target, score: float) -> bool:
     """A table's own key references another table's primary key only as a subtype or
     extension: the name says so and the parent has more rows, or as many when the column
     names the parent (`employee.person_id -> person`). Two same-sized tables sharing a key
@@ -226,7 +226,7 @@ def _subtype(child: Source, parent: Source, target: Target, score: float, why: s
     if not target.is_primary or score < 0.8:
         return False
     return parent.row_count > child.row_count or (
-        parent.row_count == child.row_count and "names table" in why)
+        parent.row_count == child.row_count and col.startswith(singular(parent.name) + "_"))
 
 
 def _composite(con: duckdb.DuckDBPyConnection, info: TableInfo, target: Target) -> Candidate | None:
