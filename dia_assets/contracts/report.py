@@ -85,6 +85,8 @@ class ValidationReport(Artifact):
                             "False: it was not accepted and the previous warehouse was kept.")
     rejected_build: str | None = Field(None, description="Where a build that was not installed was kept.")
     warehouse_hash: str | None = Field(None, description="blake2b of the DuckDB file this report describes.")
+    warehouse_identity: str | None = Field(None, description="inode-size-mtime of that file: a cheap "
+                                           "check that the report still describes the file in place.")
     row_counts: list[TableRowCounts] = []
     column_coverage: list[ColumnCoverage] = []
     key_validity: list[KeyResult] = []

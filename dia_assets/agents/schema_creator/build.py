@@ -14,7 +14,7 @@ from dia_assets.agents.schema_creator.lineage import manifest_lineage
 from dia_assets.agents.schema_creator.load import LoadResult, StepHook, load_duckdb
 from dia_assets.agents.schema_creator.overrides import load_overrides, write_template
 from dia_assets.agents.schema_creator.plan import plan_manifest
-from dia_assets.agents.schema_creator.swap import content_hash
+from dia_assets.agents.schema_creator.swap import content_hash, file_identity
 from dia_assets.agents.schema_creator.target import Target
 from dia_assets.agents.schema_creator.validate import render_markdown, validate
 from dia_assets.contracts.artifact import write_atomic
@@ -110,6 +110,8 @@ def load_and_validate(
         report.warehouse = loaded.warehouse
     report.installed, report.rejected_build = loaded.installed, loaded.rejected_build
     report.warehouse_hash = loaded.content_hash
+    if report.installed and not is_postgres(warehouse):
+        report.warehouse_identity = file_identity(Path(loaded.warehouse))
     report.stale_overrides = list(manifest.stale_overrides)
     if not report.installed:
         report.stale_reason = (f"this build was not accepted and was not installed ({report.rejected_build}); "
@@ -125,6 +127,7 @@ def validate_warehouse(manifest: Manifest, warehouse: str, workspace: str | Path
         report = validate(target, manifest, interp)
     if not is_postgres(warehouse):
         report.warehouse_hash = content_hash(Path(warehouse))
+        report.warehouse_identity = file_identity(Path(warehouse))
     report.stale_overrides = list(manifest.stale_overrides)
     write_report(report, workspace)
     return report
@@ -184,7 +187,11 @@ def report_describes(report: ValidationReport, warehouse: str | Path) -> bool:
     """Whether a report was made for the DuckDB file now at `warehouse` (a kill between the
     swap and the report write leaves an older report beside a newer file)."""
     path = Path(warehouse)
-    return report.installed and path.exists() and report.warehouse_hash == content_hash(path)
+    if not (report.installed and path.exists()):
+        return False
+    if report.warehouse_identity:  # cheap: no read of the file (each check asks)
+        return report.warehouse_identity == file_identity(path)
+    return report.warehouse_hash == content_hash(path)
 
 
 @dataclass

@@ -128,6 +128,14 @@ def _fsync_dir(folder: Path) -> None:
         os.close(fd)
 
 
+def file_identity(path: Path) -> str:
+    """Which version of the file this is, without reading it: inode, size and modification
+    time. Every build is a new file renamed into place (a new inode), so a report can tell
+    cheaply, in each check process, whether it still describes the file in place."""
+    st = path.stat()
+    return f"{st.st_ino}-{st.st_size}-{st.st_mtime_ns}"
+
+
 def content_hash(path: Path, chunk: int = 1 << 22) -> str:
     """blake2b of the warehouse file: the report names the exact file it describes."""
     digest = hashlib.blake2b(digest_size=16)
