@@ -171,7 +171,7 @@ def test_without_a_model_ask_says_how_to_set_one(built: Path, monkeypatch: pytes
 def test_schema_only_privacy_keeps_data_values_from_the_host(built: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from dia_assets.agents.query.llm import litellm_chat
 
-    monkeypatch.setenv("DIA_PRIVACY", "schema-only")  # the agent inside `ask` reads it too
+    monkeypatch.setenv("DIA_PRIVACY", "samples")  # the server's mode wins, for the agent inside `ask` too
     register_tools([
         call("declare_contract", kind="analytical", columns=["role", "staff_count"],
              granularity={"description": "role", "key_columns": ["role"]}),
@@ -191,6 +191,7 @@ def test_schema_only_privacy_keeps_data_values_from_the_host(built: Path, monkey
     assert payload(count)["rows"][0][0] > 0  # counts may be shown
     result = payload(answered)
     assert result["status"] == "answered" and "rows" not in result and "rows_withheld" in result
+    assert result["privacy"] == "schema-only"  # the agent's own model ran under the same mode
     assert result["row_count"] > 1 and result["chart"]["kind"] == "bar"  # the user's files still have it
     text = interp.contents[0].text
     for field in ('"top_values"', '"examples"', '"min"', '"max"'):

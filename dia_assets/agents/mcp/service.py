@@ -158,7 +158,7 @@ class DiaService:
         result, _ = answer_question(
             question, self.warehouse, question_id=question_id, chat=chat, memory=self._query_memory(),
             manifest_path=self.workspace / "schema" / "manifest.json", workspace=self.workspace,
-            settings=self.settings,
+            settings=self.settings, privacy=self.privacy,
         )
         out: dict[str, Any] = {
             "question_id": result.question_id, "status": result.status, "message": result.message,

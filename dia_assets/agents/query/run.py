@@ -107,9 +107,11 @@ def answer_question(
     clarifications: list[Clarification] | None = None,
     settings: AgentSettings | None = None,
     chart_model: ChartModel | None = None,
+    privacy: str | None = None,
 ) -> tuple[QueryResult, AgentRun | None]:
     """Answer one question; writes artifacts when `workspace` is given. `chart_model` is the
-    optional model pass over the chart (default `DIA_CHART_MODEL`, unset = rules only)."""
+    optional model pass over the chart (default `DIA_CHART_MODEL`, unset = rules only);
+    `privacy` overrides DIA_PRIVACY."""
     qid = question_id or slug(question)
     if chat is None:
         model = model or os.environ.get("DIA_MODEL") or None
@@ -123,7 +125,7 @@ def answer_question(
     try:
         index = schema_index(db, manifest_path)
         agent = QueryAgent(db, index, chat, memory=memory, settings=settings,
-                           ask_user=ask_user, allow_writes=allow_writes)
+                           ask_user=ask_user, allow_writes=allow_writes, privacy=privacy)
         run = agent.answer(question, qid, previous=previous, known_clarifications=clarifications)
     finally:
         db.close()
