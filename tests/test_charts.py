@@ -252,3 +252,9 @@ def test_the_chart_model_pass_runs_after_an_answer_and_is_traced(tmp_path: Path)
     assert "the rules chose bar" in answer
     trace = json.loads((tmp_path / "queries" / "mix" / "trace.json").read_text())
     assert trace["chart"]["model_calls"][0]["prompt_tokens"] == 100
+
+
+def test_non_finite_values_render_as_gaps(tmp_path: Path) -> None:
+    rows = [(dt.date(2026, 1, d), v) for d, v in zip(range(1, 6), [1.0, float("nan"), 3.0, float("inf"), 2.0], strict=True)]
+    done = render_chart(rule_chart(["day", "rate"], rows), ["day", "rate"], rows, tmp_path)
+    assert done.kind == "line" and ink_fraction((tmp_path / "chart.png").read_bytes()) > 0.01

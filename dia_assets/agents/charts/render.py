@@ -8,6 +8,7 @@ the PNG is decoded and checked not to be blank (`ink_fraction`).
 
 from __future__ import annotations
 
+import math
 import struct
 import zlib
 from collections.abc import Sequence
@@ -25,7 +26,9 @@ VEGA_LITE = "https://vega.github.io/schema/vega-lite/v5.json"
 
 
 def _value(v: Any) -> Any:
-    return float(v) if isinstance(v, Decimal) else jsonable(v)
+    """A JSON value for Vega-Lite; NaN and infinities (not JSON) become gaps."""
+    v = float(v) if isinstance(v, Decimal) else jsonable(v)
+    return None if isinstance(v, float) and not math.isfinite(v) else v
 
 
 def _number_text(v: Any) -> str:
