@@ -79,13 +79,15 @@ def error(result: Any) -> str:
 
 
 def test_tools_and_resources(built: Path) -> None:
-    tools, resources, tables, staff, counts, capped, column, manifest, interp = session(build_server(service(built)), [
+    tools, resources, tables, staff, counts, capped, column, sql, manifest, interp = session(build_server(service(built)), [
         ("tools", "", {}), ("resources", "", {}),
         ("tool", "list_tables", {}),
         ("tool", "describe_table", {"name": "staff"}),
         ("tool", "run_sql", {"sql": "SELECT role, COUNT(*) AS n FROM staff GROUP BY role ORDER BY n DESC"}),
         ("tool", "run_sql", {"sql": "SELECT * FROM payroll"}),
         ("tool", "lineage", {"target": "staff.role"}),
+        ("tool", "lineage", {"target": "SELECT s.role, SUM(p.gross_pay) AS pay FROM staff s "
+                                       "JOIN payroll p ON p.badge = s.badge GROUP BY s.role"}),
         ("resource", "dia://manifest", {}),
         ("resource", "dia://interpretation", {}),
     ])
@@ -99,6 +101,9 @@ def test_tools_and_resources(built: Path) -> None:
     # the agent's probe row cap applies
     assert len(payload(capped)["rows"]) == 50 and payload(capped)["row_count"] == ">50"
     assert payload(column)["sources"] == [{"source": "staff", "file": "staff.csv", "column": "role"}]
+    pay = payload(sql)["columns"]["pay"]
+    assert pay == [{"warehouse": "payroll.gross_pay",
+                    "sources": [{"source": "payroll", "file": "payroll.parquet", "column": "gross_pay"}]}]
     assert "staff" in {t["name"] for t in json.loads(manifest.contents[0].text)["tables"]}
     assert "top_values" in interp.contents[0].text
 
@@ -127,10 +132,12 @@ def test_run_sql_refuses_writes_and_everything_outside_the_refined_tables(built:
 
 
 def test_errors_are_messages(built: Path, tmp_path: Path) -> None:
-    no_table, no_target = session(build_server(service(built)), [
+    no_table, no_target, bad_sql = session(build_server(service(built)), [
         ("tool", "describe_table", {"name": "staf"}),
         ("tool", "lineage", {"target": "nothing_here"}),
+        ("tool", "lineage", {"target": "SELECT * FROM staging.staff"}),
     ])
+    assert "refused" in error(bad_sql)  # lineage of SQL passes the same gate (nothing runs)
     assert "no table 'staf'" in error(no_table) and "staff" in error(no_table)
     assert "no saved answer, table or SQL 'nothing_here'" in error(no_target)
     missing = DiaService(warehouse=str(tmp_path / "none.duckdb"), workspace=tmp_path, use_memory=False)
