@@ -169,6 +169,13 @@ def test_ask_runs_the_full_agent_and_lineage_follows_the_answer(built: Path, mon
     assert traced == [{"warehouse": "staff.role", "sources": [{"source": "staff", "file": "staff.csv", "column": "role"}]}]
 
 
+def test_ask_refuses_a_question_id_that_leaves_the_queries_folder(built: Path) -> None:
+    (result,) = session(build_server(service(built, chat=lambda m, t: None)),  # never called
+                        [("tool", "ask", {"question": "How many staff?", "question_id": "../../escape"})])
+    assert "question_id must be" in error(result)
+    assert not (built.parent / "escape").exists() and not (built / "escape").exists()
+
+
 def test_without_a_model_ask_says_how_to_set_one(built: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("DIA_MODEL", raising=False)
     (result,) = session(build_server(service(built)), [("tool", "ask", {"question": "How many staff?"})])

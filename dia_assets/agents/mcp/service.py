@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,6 +37,8 @@ VALUE_FIELDS = frozenset({
     "bad_row_examples", "orphan_examples", "true_values", "false_values", "category_map",
     "normalizations", "preview", "sample_values", "values",
 })
+
+QUESTION_ID = re.compile(r"[A-Za-z0-9_-]{1,80}")
 
 RESOURCES = {
     "interpretation": ("interpretation.json", "The Data Interpreter's interpretation of the raw files."),
@@ -148,6 +151,9 @@ class DiaService:
         question = question.strip()
         if not question:
             raise ToolRefused("the question is empty")
+        if question_id is not None and not QUESTION_ID.fullmatch(question_id):
+            # the id names a folder under queries/: a host must not reach outside it
+            raise ToolRefused(f"question_id must be 1-80 letters, digits, '_' or '-' (got {question_id[:100]!r})")
         chat = self.chat
         if chat is None:
             model = os.environ.get("DIA_MODEL") or None
