@@ -8,12 +8,14 @@ so a long `ask` does not block the server.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import Any
 
 import anyio
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Image, MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ToolError
+from mcp.types import CallToolResult, TextContent
 
 from dia_assets.agents.mcp.service import RESOURCES, DiaService, ToolRefused
 
@@ -60,11 +62,17 @@ def build_server(service: DiaService | None = None) -> MCPServer:
         return await _call(svc.run_sql, sql)
 
     @server.tool()
-    async def ask(question: str, question_id: str | None = None) -> dict[str, Any]:
+    async def ask(question: str, question_id: str | None = None) -> CallToolResult:
         """Answer a question in plain language with DIA's Query Generator: it declares the result
         shape, explores, submits SQL, verifies it and repairs; the answer, SQL, verification and
-        chart are written to queries/<id>/. Needs DIA_MODEL."""
-        return await _call(svc.ask, question, question_id)
+        chart are written to queries/<id>/ (the chart image comes back too when DIA_PRIVACY=samples).
+        Needs DIA_MODEL."""
+        answer = await _call(svc.ask, question, question_id)
+        content: list[Any] = [TextContent(type="text", text=json.dumps(answer, indent=2, default=str))]
+        png = svc.chart_png(answer)
+        if png is not None:
+            content.append(Image(data=png, format="png").to_image_content())
+        return CallToolResult(content=content, structured_content=json.loads(json.dumps(answer, default=str)))
 
     @server.tool()
     async def lineage(target: str) -> dict[str, Any]:

@@ -3,6 +3,7 @@ tool logic, over stdio (spawning `dia mcp`) and over streamable HTTP on 127.0.0.
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import socket
@@ -165,6 +166,10 @@ def test_ask_runs_the_full_agent_and_lineage_follows_the_answer(built: Path, mon
     assert result["status"] == "answered" and result["verification"]["passed"] is True
     assert result["chart"]["kind"] == "bar" and Path(result["chart"]["files"]["png"]).exists()
     assert len(result["rows"]) == result["row_count"] > 1  # samples mode: rows reach the host
+    image = answered.content[1]  # samples mode: the chart comes back as an image too
+    assert image.type == "image" and image.mime_type == "image/png"
+    assert base64.b64decode(image.data) == Path(result["chart"]["files"]["png"]).read_bytes()
+    assert answered.structured_content["status"] == "answered"
     traced = payload(lineage)["columns"]["role"]
     assert traced == [{"warehouse": "staff.role", "sources": [{"source": "staff", "file": "staff.csv", "column": "role"}]}]
 
@@ -207,6 +212,7 @@ def test_schema_only_privacy_keeps_data_values_from_the_host(built: Path, monkey
     assert result["status"] == "answered" and "rows" not in result and "rows_withheld" in result
     assert result["privacy"] == "schema-only"  # the agent's own model ran under the same mode
     assert result["row_count"] > 1 and result["chart"]["kind"] == "bar"  # the user's files still have it
+    assert [c.type for c in answered.content] == ["text"]  # no chart image: its labels are data values
     text = interp.contents[0].text
     for field in ('"top_values"', '"examples"', '"min"', '"max"'):
         assert field not in text

@@ -182,6 +182,14 @@ class DiaService:
             out["rows_withheld"] = f"DIA_PRIVACY={self.privacy}: rows are not shown to a model; see {out['folder']}"
         return out
 
+    def chart_png(self, answer: dict[str, Any]) -> bytes | None:
+        """The answer's chart image for the host, only in `samples` mode: its labels and bars
+        are data values."""
+        png = (answer.get("chart") or {}).get("files", {}).get("png")
+        if not png or not shows_values(self.privacy) or not Path(png).exists():
+            return None
+        return Path(png).read_bytes()
+
     def lineage(self, target: str) -> dict[str, Any]:
         """Column lineage of a saved answer (question id), a table or table.column, or a SELECT."""
         from dia_assets.agents.mcp.lineage import lineage_of
