@@ -313,3 +313,12 @@ def test_http_refuses_a_non_loopback_address() -> None:
 
     result = CliRunner().invoke(app, ["mcp", "--http", "--host", "0.0.0.0"])
     assert result.exit_code == 2 and "loopback" in result.output
+
+
+def test_a_bad_privacy_mode_is_a_message() -> None:
+    from typer.testing import CliRunner
+
+    from dia_assets.cli import app
+
+    result = CliRunner().invoke(app, ["mcp"], env={"DIA_PRIVACY": "nothing"})
+    assert result.exit_code == 2 and "DIA_PRIVACY must be one of" in result.output
