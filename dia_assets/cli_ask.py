@@ -124,6 +124,9 @@ def ask(
                    + (f" ({', '.join(c.name for c in failed)})" if failed else ""))
         typer.echo(f"attempts {result.attempts}; tokens {result.tokens.total_tokens}; "
                    f"cost USD {result.tokens.cost_usd:.4f}; {result.latency_s:.1f} s")
+        if result.chart is not None:
+            where = f" ({result.chart.files['png']})" if "png" in result.chart.files else ""
+            typer.echo(f"chart: {result.chart.kind.replace('_', ' ')}{where}: {result.chart.reason}")
         if "answer" in result.artifacts:
             typer.echo(f"artifacts: {Path(result.artifacts['answer']).parent}")
     if result.status == "failed":

@@ -43,6 +43,7 @@ def test_ask_with_a_clarification_on_the_terminal_and_a_follow_up(env: dict[str,
     assert "The agent asks: Should ward clerks count as staff?" in out.output
     assert "status: answered" in out.output and "| CARD | 2 |" in out.output
     assert "-- snowflake:" in out.output
+    assert "chart: bar (" in out.output and "chart.png): staff_count per department_code" in out.output
     ws = Path(env["DIA_WORKSPACE"])
     session = json.loads((ws / "queries" / "_session.json").read_text())
     assert session["sql"] == COUNT_SQL and session["clarifications"][0]["answer"] == "yes, every employee"
