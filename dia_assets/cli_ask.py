@@ -46,7 +46,14 @@ def ask(
 ) -> None:
     """Answer QUESTION with verified SQL against the warehouse."""
     from dia_assets.agents.query.llm import NO_MODEL_MESSAGE
+    from dia_assets.agents.query.run import checked_question_id
 
+    if question_id is not None:
+        try:
+            checked_question_id(question_id)
+        except ValueError as exc:
+            _echo(f"error: --id: {exc}")
+            raise typer.Exit(2) from None
     model = model or os.environ.get("DIA_MODEL") or None
     if not model:
         _echo(NO_MODEL_MESSAGE)

@@ -177,7 +177,7 @@ def test_ask_runs_the_full_agent_and_lineage_follows_the_answer(built: Path, mon
 def test_ask_refuses_a_question_id_that_leaves_the_queries_folder(built: Path) -> None:
     (result,) = session(build_server(service(built, chat=lambda m, t: None)),  # never called
                         [("tool", "ask", {"question": "How many staff?", "question_id": "../../escape"})])
-    assert "question_id must be" in error(result)
+    assert "question id must be" in error(result)
     assert not (built.parent / "escape").exists() and not (built / "escape").exists()
 
 

@@ -70,3 +70,17 @@ def test_ask_without_a_model_says_how_to_set_one(env: dict[str, str]) -> None:
 def test_ask_without_a_warehouse(env: dict[str, str], tmp_path: Path) -> None:
     out = CliRunner().invoke(app, ["ask", "How many staff?", "-w", str(tmp_path / "none.duckdb")], env=env)
     assert out.exit_code == 2 and "no warehouse" in out.output
+
+
+@pytest.mark.parametrize("bad", ["../outside", "a/b", "..", ""])
+def test_ask_refuses_an_id_that_is_not_a_plain_folder_name(env: dict[str, str], tmp_path: Path, bad: str) -> None:
+    out = CliRunner().invoke(app, ["ask", "How many staff?", "--id", bad], env=env)
+    assert out.exit_code == 2 and "question id must be" in out.output
+    assert not (tmp_path / "outside").exists() and not (tmp_path / "ws" / "queries").exists()
+
+
+def test_answer_question_refuses_a_path_as_question_id(tmp_path: Path) -> None:
+    from dia_assets.agents.query.run import answer_question
+
+    with pytest.raises(ValueError, match="question id must be"):
+        answer_question("How many staff?", tmp_path / "w.duckdb", question_id="../x", workspace=tmp_path)

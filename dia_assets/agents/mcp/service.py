@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,6 +28,7 @@ from dia_assets.agents.locations import default_warehouse, is_postgres, workspac
 from dia_assets.agents.query.gate import Gate, privacy_mode, shows_values
 from dia_assets.agents.query.llm import NO_MODEL_MESSAGE, ChatFn
 from dia_assets.agents.query.loop import AgentSettings
+from dia_assets.agents.query.run import checked_question_id
 from dia_assets.agents.query.safety import SQLRefused
 
 # fields of the workspace artifacts that hold data values (interpretation, report, result)
@@ -38,7 +38,6 @@ VALUE_FIELDS = frozenset({
     "normalizations", "preview", "sample_values", "values",
 })
 
-QUESTION_ID = re.compile(r"[A-Za-z0-9_-]{1,80}")
 
 RESOURCES = {
     "interpretation": ("interpretation.json", "The Data Interpreter's interpretation of the raw files."),
@@ -151,9 +150,11 @@ class DiaService:
         question = question.strip()
         if not question:
             raise ToolRefused("the question is empty")
-        if question_id is not None and not QUESTION_ID.fullmatch(question_id):
-            # the id names a folder under queries/: a host must not reach outside it
-            raise ToolRefused(f"question_id must be 1-80 letters, digits, '_' or '-' (got {question_id[:100]!r})")
+        if question_id is not None:
+            try:
+                checked_question_id(question_id)
+            except ValueError as exc:
+                raise ToolRefused(str(exc)) from None
         chat = self.chat
         if chat is None:
             model = os.environ.get("DIA_MODEL") or None

@@ -58,6 +58,17 @@ def slug(text: str, limit: int = 60) -> str:
     return re.sub(r"[^a-z0-9]+", "_", text.lower()).strip("_")[:limit] or "question"
 
 
+QUESTION_ID = re.compile(r"[A-Za-z0-9_-]{1,80}")
+
+
+def checked_question_id(question_id: str) -> str:
+    """A question id names its folder under queries/: anything but a plain name could
+    reach outside it (`../x`), so every caller (CLI, MCP, Dagster) goes through here."""
+    if not QUESTION_ID.fullmatch(question_id):
+        raise ValueError(f"question id must be 1-80 letters, digits, '_' or '-' (got {question_id[:100]!r})")
+    return question_id
+
+
 def schema_index(db: Database, manifest_path: str | Path | None = None) -> SchemaIndex:
     """Built once per warehouse file version and reused across questions."""
     key = (db.location, _mtime(db.location))
@@ -78,7 +89,7 @@ def _mtime(location: str) -> float:
 
 def previous_answer(workspace: str | Path, question_id: str) -> PreviousAnswer | None:
     """The accepted SQL of an earlier question, from its queries/<id>/result.json."""
-    path = Path(workspace) / "queries" / question_id / "result.json"
+    path = Path(workspace) / "queries" / checked_question_id(question_id) / "result.json"
     if not path.exists():
         return None
     result = QueryResult.read(path)
@@ -112,7 +123,7 @@ def answer_question(
     """Answer one question; writes artifacts when `workspace` is given. `chart_model` is the
     optional model pass over the chart (default `DIA_CHART_MODEL`, unset = rules only);
     `privacy` overrides DIA_PRIVACY."""
-    qid = question_id or slug(question)
+    qid = checked_question_id(question_id) if question_id is not None else slug(question)
     if chat is None:
         model = model or os.environ.get("DIA_MODEL") or None
         if not model:
