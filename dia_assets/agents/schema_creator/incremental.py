@@ -104,8 +104,9 @@ def plan_reload(previous: Manifest, manifest: Manifest) -> ReloadPlan:
             plan.reasons[table.name] = f"{table.source_path} changed (content hash)"
         elif old.model_dump() != table.model_dump():
             plan.reasons[table.name] = "its plan changed (columns, keys or options)"
-    # DuckDB will not drop a table another one's foreign key references: such a child is
-    # rebuilt too (its file is read again), as is any table referencing a retired one.
+    # DuckDB will not drop a table another one's declared foreign key references: such a child
+    # is rebuilt too (its file is read again). A table whose key to it is not declared is only
+    # validated again (orphans are measured against the new parent).
     gone = set(plan.reasons) | {r.table for r in plan.retire}
     grew = True
     while grew:
@@ -113,7 +114,7 @@ def plan_reload(previous: Manifest, manifest: Manifest) -> ReloadPlan:
         for table in previous.tables:
             if table.name in gone or table.name not in {t.name for t in manifest.tables}:
                 continue
-            parent = next((fk.ref_table for fk in table.foreign_keys if fk.ref_table in gone), None)
+            parent = next((fk.ref_table for fk in table.foreign_keys if fk.enforced and fk.ref_table in gone), None)
             if parent:
                 plan.reasons[table.name] = f"references {parent}, which is rebuilt"
                 gone.add(table.name)
