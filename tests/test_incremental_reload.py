@@ -5,6 +5,7 @@ report does not describe falls back to a full build."""
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -86,6 +87,10 @@ def test_a_changed_file_reloads_only_its_tables(built: tuple[Path, Path]) -> Non
     # the report still covers every table, and says what happened
     assert sorted(r.table for r in report.row_counts) == sorted(ALL)
     assert "incremental: reloaded payroll; kept 5 table(s) untouched" in summary(report)
+    # lineage.json reuses the unchanged tables' entries: the same as deriving all of it afresh
+    from dia_assets.agents.schema_creator.lineage import manifest_lineage
+
+    assert json.loads((ws / "schema" / "lineage.json").read_text()) == manifest_lineage(result.manifest)
 
 
 def test_interpretation_reuses_unchanged_profiles(built: tuple[Path, Path]) -> None:

@@ -46,7 +46,9 @@ def write_plan(interp: Interpretation, workspace: str | Path, dialect: str = "du
     """schema/manifest.json, ddl.sql, load.sql, er.mmd, lineage.json from interpretation + overrides."""
     ws = Path(workspace)
     path = prepare_overrides(interp, ws, seed)
-    manifest = plan_manifest(interp, load_overrides(path), dialect=dialect, previous=previous_manifest(ws))
+    before = previous_manifest(ws)
+    manifest = plan_manifest(interp, load_overrides(path), dialect=dialect, previous=before)
+    known = _unchanged_lineage(before, manifest, ws / "schema" / "lineage.json")
     schema = ws / "schema"
     schema.mkdir(parents=True, exist_ok=True)
     paths = {
@@ -65,8 +67,21 @@ def write_plan(interp: Interpretation, workspace: str | Path, dialect: str = "du
         paths["ddl"].write_text(sqlgen.ddl_script(manifest), encoding="utf-8")
     paths["load"].write_text(sqlgen.load_script(manifest), encoding="utf-8")
     paths["er"].write_text(er_diagram(manifest), encoding="utf-8")
-    paths["lineage"].write_text(json.dumps(manifest_lineage(manifest), indent=2), encoding="utf-8")
+    paths["lineage"].write_text(json.dumps(manifest_lineage(manifest, known), indent=2), encoding="utf-8")
     return manifest, paths
+
+
+def _unchanged_lineage(before: Manifest | None, manifest: Manifest, path: Path) -> dict:
+    """The previous lineage.json entries of tables whose plan did not change."""
+    if before is None or not path.exists():
+        return {}
+    try:
+        previous = json.loads(path.read_text(encoding="utf-8"))
+    except (ValueError, OSError):
+        return {}
+    old = {t.name: t for t in before.tables}
+    return {t.name: previous[t.name] for t in manifest.tables
+            if t.name in previous and t.name in old and old[t.name].model_dump() == t.model_dump()}
 
 
 def previous_manifest(workspace: str | Path) -> Manifest | None:
