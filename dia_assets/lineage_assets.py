@@ -12,7 +12,7 @@ from resources.warehouse import warehouse_target
 from resources.workspace import WorkspaceResource
 
 
-@asset(deps=["schema_manifest", "query_result"], group_name="lineage", kinds={"python"},
+@asset(deps=["validation_report", "query_result"], group_name="lineage", kinds={"python"},
        description="Lineage audit: answers -> warehouse columns -> files (row ranges, parse).")
 def lineage_report(context: AssetExecutionContext, workspace: WorkspaceResource,
                    duckdb: DuckDBResource) -> MaterializeResult:
