@@ -173,3 +173,18 @@ def test_falls_back_to_a_full_build_when_the_report_does_not_describe_the_wareho
     assert report.accepted and report.reload.mode == "full"
     assert report.reload.fallback == "the validation report does not describe an accepted warehouse in place"
     assert not _marked(ws, "staff")
+
+
+def test_dia_build_is_incremental_by_default(built: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch) -> None:
+    from typer.testing import CliRunner
+
+    from dia_assets.cli import app
+
+    data, ws = built
+    monkeypatch.setenv("DIA_WORKSPACE", str(ws))
+    monkeypatch.delenv("DIA_WAREHOUSE", raising=False)
+    out = CliRunner().invoke(app, ["build", str(data)])
+    assert out.exit_code == 0, out.output
+    assert "incremental: reloaded nothing; kept 6 table(s) untouched" in out.output
+    out = CliRunner().invoke(app, ["build", str(data), "--full"])
+    assert out.exit_code == 0 and "incremental:" not in out.output and "reloaded" not in out.output

@@ -18,7 +18,13 @@ from dia_assets.agents.interpreter.naming import quote_ident
 from dia_assets.agents.interpreter.profile import SourceProfile, profile_table
 from dia_assets.agents.interpreter.readers import LoadedSource, read_source, scratch_dir
 from dia_assets.agents.interpreter.table_info import TableInfo
-from dia_assets.contracts.interpretation import Interpretation, ParseInfo, QualityIssue, Source
+from dia_assets.contracts.interpretation import (
+    INTERPRETATION_VERSION,
+    Interpretation,
+    ParseInfo,
+    QualityIssue,
+    Source,
+)
 
 log = logging.getLogger("dia.interpreter")
 Progress = Callable[[str], None]
@@ -112,7 +118,7 @@ Kept = tuple[list[Source], list[QualityIssue]]
 def _reusable(previous: Interpretation | None, root: Path) -> dict[tuple[str, str], Kept]:
     """(relative path, content hash) -> the previous sources and profile issues of that file.
     Only a previous interpretation of this very folder whose sources all read cleanly counts."""
-    if previous is None or Path(previous.data_dir).resolve() != root:
+    if previous is None or Path(previous.data_dir).resolve() != root or previous.version != INTERPRETATION_VERSION:
         return {}
     out: dict[tuple[str, str], Kept] = {}
     for src in previous.sources:
