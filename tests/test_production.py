@@ -68,6 +68,14 @@ def test_postgres_instance_records_a_materialization_of_the_graph_on_a_postgres_
     meta = result.asset_materializations_for_node("lineage_report")[0].metadata
     assert "| staff | staff.csv |" in meta["tables_and_files"].value
     assert "rows 1-405 (405 records)" in meta["tables_and_files"].value
+    from dia_assets.agents.lineage.index import value_origin, workspace_manifest
+
+    found = value_origin(workspace_manifest(ws), warehouse_url, "staff", "role", "Registered Nurse")
+    assert found.rows == 159 and "RN" in found.raw_texts  # the same records as on DuckDB (test_lineage)
+    from dia_assets.agents.lineage.index import LineageError
+
+    with pytest.raises(LineageError, match="not a DATE value"):
+        value_origin(workspace_manifest(ws), warehouse_url, "staff", "hire_date", "not a date")
 
 
 def _build_job():  # noqa: ANN202 - reconstructable target: the code location's own build_job

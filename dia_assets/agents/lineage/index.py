@@ -135,7 +135,11 @@ def value_origin(manifest: Manifest, warehouse: str, table: str, column: str, va
     where = f"WHERE {parsed} = TRY_CAST({sql_str(value)} AS {col.type})"
     staging = f"staging.{q(mt.name)}"
     with Target(warehouse) as target:
-        if target.scalar(f"SELECT TRY_CAST({sql_str(value)} AS {col.type}) IS NULL"):
+        try:  # PostgreSQL has no TRY_CAST: sqlglot writes CAST, which raises instead
+            bad = target.scalar(f"SELECT TRY_CAST({sql_str(value)} AS {col.type}) IS NULL")
+        except Exception:  # noqa: BLE001 - any driver error here means the value does not parse
+            bad = True
+        if bad:
             raise LineageError(f"{value!r} is not a {col.type} value of {mt.name}.{col.name}")
         row_range = _row_range(target, staging, where) or RowRange()
         numbers = [r[0] for r in target.rows(f"SELECT _source_row FROM {staging} {where} ORDER BY 1 LIMIT 20")]
