@@ -5,6 +5,7 @@ import warnings
 from dagster import BetaWarning, Definitions
 
 from dia_assets.interpretation_assets import interpretation_asset, raw_file_assets
+from dia_assets.lineage_assets import lineage_report
 from dia_assets.memory_assets import memory_lessons_asset
 from dia_assets.query_assets import query_job, query_result_asset, question_partitions_sensor
 from dia_assets.schema_assets import schema_assets, schema_checks
@@ -26,6 +27,7 @@ defs = Definitions(
         *schema_assets,
         query_result_asset(),
         memory_lessons_asset(deps=["query_result"]),
+        lineage_report,
     ],
     asset_checks=schema_checks,
     jobs=[*JOBS, query_job],

@@ -26,6 +26,7 @@ from dia_assets.agents.interpreter.discover import content_hash, discover
 from dia_assets.agents.interpreter.names import raw_key_name
 from dia_assets.agents.interpreter.render import foreign_keys_table, sources_table
 from dia_assets.agents.interpreter.run import interpret_to_files
+from dia_assets.agents.schema_creator.build import previous_interpretation
 from resources import LLMResource, WorkspaceResource
 from resources.workspace import default_data_dir
 
@@ -95,7 +96,7 @@ def _interpret(context: AssetExecutionContext, workspace: WorkspaceResource, llm
     complete = (lambda messages: llm.complete(messages)[0]) if llm.enabled else None
     interp = interpret_to_files(
         workspace.data_path, json_path, md_path, complete=complete, model=llm.model,
-        progress=context.log.info,
+        progress=context.log.info, previous=previous_interpretation(workspace.root_path),
     )
     metadata: dict[str, object] = {
         "sources": len(interp.sources),

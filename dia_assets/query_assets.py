@@ -185,6 +185,10 @@ def result_metadata(result: QueryResult) -> dict[str, Any]:
         meta[f"path/{name}"] = MetadataValue.path(path)
     if result.columns:
         meta["dagster/column_schema"] = TableSchema(columns=[TableColumn(name=c) for c in result.columns])
+    if result.reads:  # what the SQL read anywhere (lineage audit: `dia lineage`, `lineage_report`)
+        meta["dia/tables_read"] = MetadataValue.json(result.reads)
+        meta["dia/columns_read"] = MetadataValue.md(
+            "\n".join(f"- `{t}`: {', '.join(cols) or '(rows only)'}" for t, cols in result.reads.items()))
     if result.lineage:
         deps = {out: [TableColumnDep(asset_key=AssetKey("warehouse"), column_name=src) for src in srcs]
                 for out, srcs in result.lineage.items() if srcs}

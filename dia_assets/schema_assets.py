@@ -117,6 +117,7 @@ def warehouse_metadata(manifest: Manifest, counts: dict[str, int]) -> dict:
 
 class WarehouseConfig(Config):
     replace_anyway: bool = False  # install a build that is not accepted
+    incremental: bool = True  # reload only the tables whose file or plan changed (incremental.py)
 
 
 @asset(deps=[schema_manifest], group_name=GROUP, kinds={"duckdb"})
@@ -131,7 +132,7 @@ def warehouse(context: AssetExecutionContext, config: WarehouseConfig, workspace
     loaded, report = sc.load_and_validate(
         manifest, warehouse_target(duckdb), workspace.root_path,
         Interpretation.read(interp_path) if interp_path.exists() else None,
-        replace_anyway=config.replace_anyway)
+        replace_anyway=config.replace_anyway, incremental=config.incremental)
     load_path = workspace.path("schema", "load_result.json")
     load_path.write_text(loaded.to_json(), encoding="utf-8")
     if not report.installed:

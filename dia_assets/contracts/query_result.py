@@ -143,6 +143,8 @@ class QueryResult(Artifact):
     lineage: dict[str, list[str]] = Field(
         default_factory=dict, description="Result column -> warehouse table.column it derives from (sqlglot)."
     )
+    reads: dict[str, list[str]] = Field(
+        default_factory=dict, description="Warehouse table -> columns the SQL read anywhere (sqlglot scopes).")
     memory_used: list[MemoryUse] = Field(default_factory=list)
     lessons_written: list[str] = Field(default_factory=list)
     clarifications: list[Clarification] = Field(default_factory=list)
