@@ -158,9 +158,11 @@ def test_ask_runs_the_full_agent_and_lineage_follows_the_answer(built: Path, mon
         call("submit", sql="SELECT role, COUNT(*) AS staff_count FROM staff GROUP BY role"),
     ])
     svc = service(built, chat=litellm_chat(FAKE_MODEL))
-    answered, lineage = session(build_server(svc), [
+    answered, lineage, column, unread = session(build_server(svc), [
         ("tool", "ask", {"question": "How many staff members per role?", "question_id": "staff_per_role"}),
         ("tool", "lineage", {"target": "staff_per_role"}),
+        ("tool", "lineage", {"target": "staff.role"}),
+        ("tool", "lineage", {"target": "staff.email"}),
     ])
     result = payload(answered)
     assert result["status"] == "answered" and result["verification"]["passed"] is True
@@ -172,6 +174,9 @@ def test_ask_runs_the_full_agent_and_lineage_follows_the_answer(built: Path, mon
     assert answered.structured_content["status"] == "answered"
     traced = payload(lineage)["columns"]["role"]
     assert traced == [{"warehouse": "staff.role", "sources": [{"source": "staff", "file": "staff.csv", "column": "role"}]}]
+    # which answers read this column: the one that grouped by it, not a column it never touched
+    assert [a["question_id"] for a in payload(column)["read_by"]] == ["staff_per_role"]
+    assert payload(unread)["read_by"] == []
 
 
 def test_ask_refuses_a_question_id_that_leaves_the_queries_folder(built: Path) -> None:

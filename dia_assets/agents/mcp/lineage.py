@@ -3,7 +3,8 @@ columns -> warehouse columns (agents/query/lineage.py, sqlglot over the answer's
 warehouse columns -> source files and columns (agents/schema_creator/lineage.py, written to
 `schema/lineage.json` by every build).
 
-`lineage_of` is the one entry point; point it at a dedicated lineage module when there is one.
+`lineage_of` is the one entry point; for a table or column it also lists the saved answers
+whose SQL read it (agents/lineage, the same index as `dia lineage`).
 """
 
 from __future__ import annotations
@@ -66,5 +67,22 @@ def lineage_of(target: str, workspace: Path, schema: dict[str, dict[str, str]], 
         match = next((c for c in cols if c.lower() == column.lower()), None)
         if match is None:
             raise ValueError(f"table {table} has no column {column!r}; columns: {', '.join(cols)}")
-        return {"kind": "column", "table": table, "column": match, "sources": cols[match]}
-    return {"kind": "table", "table": table, "columns": cols}
+        return {"kind": "column", "table": table, "column": match, "sources": cols[match],
+                "read_by": _read_by(workspace, table, match)}
+    return {"kind": "table", "table": table, "columns": cols, "read_by": _read_by(workspace, table, None)}
+
+
+def _read_by(workspace: Path, table: str, column: str | None) -> list[dict[str, str]]:
+    """The saved answers whose SQL read `table` (or `table.column`)."""
+    from dia_assets.agents.lineage.index import LineageError, answers, workspace_manifest
+
+    try:
+        saved = answers(workspace, workspace_manifest(workspace))
+    except LineageError:
+        return []
+    out = []
+    for a in saved:
+        cols = next((c for t, c in a.reads.items() if t.lower() == table.lower()), None)
+        if cols is not None and (column is None or column.lower() in {c.lower() for c in cols}):
+            out.append({"question_id": a.question_id, "question": a.question, "status": a.status})
+    return out
