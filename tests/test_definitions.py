@@ -12,9 +12,12 @@ from dagster import Definitions
 SNAPSHOT = Path(__file__).parent / "snapshots" / "definitions.json"
 
 
-def _shape() -> dict:
-    from dia_assets.definitions import defs
+def _shape(workspace: Path | None = None) -> dict:
+    """The code location for a workspace with no build yet (the snapshot must not depend on
+    whatever `dia_workspace/` holds): one `warehouse` asset."""
+    from dia_assets.definitions import build_defs
 
+    defs = build_defs(workspace or Path(__file__).parent / "snapshots" / "no_workspace")
     Definitions.validate_loadable(defs)
     graph = defs.resolve_asset_graph()
     assets = {}
