@@ -9,6 +9,9 @@ from pathlib import Path
 from typing import Any
 
 from dagster import (
+    AssetCheckResult,
+    AssetCheckSeverity,
+    AssetCheckSpec,
     AssetExecutionContext,
     AssetKey,
     Config,
@@ -117,7 +120,7 @@ def materialize_question(
         return MaterializeResult(metadata={
             "status": "no_model", "question": question, "message": NO_MODEL_MESSAGE,
             "answer_path": MetadataValue.path(result.artifacts["answer"]),
-        })
+        }, check_results=[answered_check(result)])
     warehouse = warehouse_location(workspace)
     if not is_postgres(warehouse) and not Path(warehouse).exists():
         raise Failure(f"no warehouse at {warehouse}: materialize `warehouse` first (dia build / make demo)")
@@ -145,7 +148,22 @@ def materialize_question(
     log(f"{qid}: {result.status} after {result.attempts} attempt(s): {result.message}")
     for warning in result.warnings:
         context.log.warning(f"{qid}: {warning}")
-    return MaterializeResult(metadata=result_metadata(result))
+    return MaterializeResult(metadata=result_metadata(result), check_results=[answered_check(result)])
+
+
+ANSWERED = AssetCheckSpec("answered", asset=QUERY_RESULT_KEY, description=(
+    "The question has a verified answer; fails with the reason otherwise (no model, unanswerable, failed)."))
+
+
+def answered_check(result: QueryResult) -> AssetCheckResult:
+    """An unanswered question is not a success: the check fails and says why."""
+    answered = result.status == "answered"
+    return AssetCheckResult(
+        check_name=ANSWERED.name, passed=answered, severity=AssetCheckSeverity.ERROR,
+        description=f"{result.status}: {result.message}"[:2000],
+        metadata={"status": result.status, "attempts": MetadataValue.int(result.attempts),
+                  "rows": MetadataValue.int(result.row_count or 0)},
+    )
 
 
 def result_metadata(result: QueryResult) -> dict[str, Any]:
@@ -192,8 +210,10 @@ def query_result_asset(deps: Sequence[str | AssetKey] = ("warehouse",), with_mem
     """The `query_result` asset; `with_memory` adds the `memory` resource (MemoryResource)."""
     kwargs = dict(
         name="query_result", partitions_def=QUESTIONS, deps=list(deps), group_name=GROUP, kinds={"python", "sql"},
-        description="Query Generator (DIA §3.5): answers one question per partition with verified SQL; "
-        "artifacts in queries/<id>/ (query.sql, result.parquet, trace.json, answer.md).",
+        check_specs=[ANSWERED],
+        description="The answer to one question (one partition per question in the questions file), found and "
+        "verified by the Query Generator with SQL on the warehouse; its files are in `queries/{question id}/` "
+        "(query.sql, result.parquet, trace.json, answer.md). The `answered` check fails when there is no answer.",
     )
     if with_memory:
 
