@@ -34,6 +34,9 @@ def run_demo(data_dir: Path, workspace: Path, say: Say) -> int:
 
     instance = _instance()
     seed_overrides(workspace, say)
+    from dia_assets.interpretation_assets import record_raw_files
+
+    say(f"observed {record_raw_files(instance, data_dir)} raw files (data version = content hash)")
     say(f"materializing the pipeline on {data_dir} into {workspace}/ ...")
     ok = _run_job(defs, "build_job", instance, say)
     if (workspace / "interpretation.json").exists():

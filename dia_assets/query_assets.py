@@ -16,6 +16,7 @@ from dagster import (
     AssetKey,
     Config,
     DagsterInstance,
+    DefaultSensorStatus,
     DynamicPartitionsDefinition,
     Failure,
     MaterializeResult,
@@ -80,6 +81,7 @@ def register_question_partitions(instance: DagsterInstance, path: str | Path | N
 
 
 @sensor(name="question_partitions", minimum_interval_seconds=60, asset_selection=[QUERY_RESULT_KEY],
+        default_status=DefaultSensorStatus.RUNNING,
         description="Registers a `questions` partition for each new question in the questions "
         "file and, when a model is configured, requests a run for it.")
 def question_partitions_sensor(context: SensorEvaluationContext) -> "SensorResult | SkipReason":
