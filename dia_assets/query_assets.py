@@ -201,11 +201,17 @@ def result_metadata(result: QueryResult) -> dict[str, Any]:
     if result.columns:
         meta["dagster/column_schema"] = TableSchema(columns=[TableColumn(name=c) for c in result.columns])
     if result.lineage:
-        deps = {out: [TableColumnDep(asset_key=AssetKey("warehouse"), column_name=src) for src in srcs]
-                for out, srcs in result.lineage.items() if srcs}
+        deps = {out: [lineage_dep(src) for src in srcs] for out, srcs in result.lineage.items() if srcs}
         if deps:
             meta["dagster/column_lineage"] = TableColumnLineage(deps_by_column=deps)
     return meta
+
+
+def lineage_dep(source: str) -> TableColumnDep:
+    """`table.column` read by an answer -> that column of the `warehouse/<table>` asset."""
+    table, _, column = source.rpartition(".")
+    return TableColumnDep(asset_key=AssetKey(["warehouse", table]) if table else AssetKey("warehouse"),
+                          column_name=column or source)
 
 
 def query_result_asset(deps: Sequence[str | AssetKey] = ("warehouse",), with_memory: bool = True):  # noqa: ANN201

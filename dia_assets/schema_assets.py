@@ -278,14 +278,22 @@ def _numbers(check: str, items: list) -> dict:
     return out
 
 
+def _value(value: object) -> str:
+    if isinstance(value, list):
+        return ", ".join(map(str, value[:5])) + (f" (+{len(value) - 5})" if len(value) > 5 else "")
+    if isinstance(value, dict):
+        return "; ".join(f"{k}: {v}" for k, v in value.items()) or "-"
+    return "-" if value is None else str(value)
+
+
 def _details(items: list) -> str:
     """The items as a Markdown table: what passed, what failed, and the figures."""
     if not items:
         return "nothing to check"
-    fields = [f for f in type(items[0]).model_fields if f not in ("sql", "examples", "passed")]
+    fields = [f for f in type(items[0]).model_fields if f not in ("sql", "passed")]
     lines = ["| passed | " + " | ".join(fields) + " |", "|---" * (len(fields) + 1) + "|"]
     for i in items:
-        lines.append(f"| {'yes' if i.passed else 'NO'} | " + " | ".join(cell(getattr(i, f)) for f in fields) + " |")
+        lines.append(f"| {'yes' if i.passed else 'NO'} | " + " | ".join(cell(_value(getattr(i, f))) for f in fields) + " |")
     return "\n".join(lines)
 
 

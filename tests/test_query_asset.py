@@ -66,7 +66,7 @@ def test_partitions_are_registered_and_materialized(ws: Path, tmp_path: Path) ->
     assert meta["total_tokens"].value > 0 and meta["cost_usd"].value > 0
     assert [c.name for c in meta["dagster/column_schema"].value.columns] == ["role", "staff_count"]
     lineage = meta["dagster/column_lineage"].value.deps_by_column
-    assert [d.column_name for d in lineage["role"]] == ["staff.role"]
+    assert [(d.asset_key.to_user_string(), d.column_name) for d in lineage["role"]] == [("warehouse/staff", "role")]
     folder = ws / "queries" / "staff_count_per_role"
     assert {p.name for p in folder.iterdir()} >= {"query.sql", "result.parquet", "trace.json", "answer.md"}
 
