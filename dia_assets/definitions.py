@@ -6,7 +6,7 @@ reads `manifest.json`): reload the code location after a build that adds or drop
 import warnings
 from pathlib import Path
 
-from dagster import BetaWarning, Definitions
+from dagster import BetaWarning, Definitions, in_process_executor
 
 from dia_assets.interpretation_assets import interpretation_asset, raw_file_assets
 from dia_assets.memory_assets import memory_lessons_asset
@@ -43,6 +43,9 @@ def build_defs(workspace: str | Path | None = None) -> Definitions:
         jobs=[*JOBS, query_job],
         sensors=[*SENSORS, question_partitions_sensor],
         schedules=SCHEDULES,
+        # every run in one process (UI materializations and backfills too): the steps are short and
+        # a process per step costs a Python start and a definitions load each
+        executor=in_process_executor,
         resources={
             "workspace": WorkspaceResource(),
             "llm": LLMResource(),

@@ -6,7 +6,7 @@ from dagster import AssetSelection, define_asset_job, in_process_executor
 from dia_assets.query_assets import query_job as replan_job  # one partition per question
 from dia_assets.table_specs import WAREHOUSE_GROUP
 
-__all__ = ["build_job", "memory_job", "quality_check_job", "replan_job", "schema_job"]
+__all__ = ["build_job", "memory_job", "plan_job", "quality_check_job", "replan_job", "schema_job"]
 
 # The warehouse is one asset per table (or one `warehouse` before the first build): its group.
 WAREHOUSE = AssetSelection.groups(WAREHOUSE_GROUP)
@@ -26,6 +26,12 @@ build_job = define_asset_job(
 schema_job = define_asset_job(
     "schema_job", selection=SCHEMA, tags=SERIAL, executor_def=in_process_executor,
     description="Re-plan the schema from the current interpretation and overrides, reload, validate.",
+)
+plan_job = define_asset_job(
+    "plan_job", selection=AssetSelection.assets("interpretation", "schema_manifest"), tags=SERIAL,
+    executor_def=in_process_executor,
+    description="Interpret the raw files and plan the schema, without loading: the manifest lists the tables "
+    "(reload the code location to see each as an asset).",
 )
 quality_check_job = define_asset_job(
     "quality_check_job", selection=WAREHOUSE - WAREHOUSE.without_checks(), tags=SERIAL, executor_def=in_process_executor,
