@@ -18,10 +18,12 @@ def _mount() -> None:
     """Subcommands live beside their agents; imported here so `dia --help` lists them."""
     from dia_assets.cli_ask import ask
     from dia_assets.cli_eval import eval as eval_command
+    from dia_assets.cli_mcp import mcp
     from dia_assets.cli_memory import memory_app
 
     app.command("ask")(ask)
     app.command("eval")(eval_command)
+    app.command("mcp")(mcp)
     app.add_typer(memory_app, name="memory", help="Shared memory: import, list, show, search, export, forget.")
 
 

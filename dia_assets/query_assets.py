@@ -194,6 +194,11 @@ def result_metadata(result: QueryResult) -> dict[str, Any]:
         "dialect": result.dialect,
         "privacy": result.privacy,
     }
+    if result.chart is not None:
+        from dia_assets.agents.charts.render import inline_markdown
+
+        meta["chart"] = MetadataValue.md(inline_markdown(result.chart))
+        meta["chart_kind"] = result.chart.kind
     if result.warnings:
         meta["warnings"] = MetadataValue.md("\n".join(f"- {w}" for w in result.warnings))
     for name, path in result.artifacts.items():

@@ -11,6 +11,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from dia_assets.contracts.artifact import Artifact
+from dia_assets.contracts.chart import ChartSpec
 
 QUERY_RESULT_VERSION = 1
 
@@ -153,5 +154,6 @@ class QueryResult(Artifact):
     warnings: list[str] = Field(
         default_factory=list, description="Degradations that did not cost the answer (e.g. lesson not recorded)."
     )
+    chart: ChartSpec | None = Field(None, description="The Visualization agent's chart (queries/<id>/chart.json).")
     artifacts: dict[str, str] = Field(default_factory=dict)
 
