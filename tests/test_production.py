@@ -79,32 +79,41 @@ def test_postgres_instance_records_a_materialization_of_the_graph_on_a_postgres_
 
 
 def _build_job():  # noqa: ANN202 - reconstructable target: the code location's own build_job
-    from dia_assets.definitions import defs
+    from dia_assets.definitions import build_defs
 
-    return defs.resolve_job_def("build_job")
+    return build_defs().resolve_job_def("build_job")
 
 
 def test_build_job_runs_its_steps_in_separate_processes_on_the_postgres_instance(
         tmp_path: Path, pg_instance, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: ANN001
-    """The multiprocess executor (the default; `max_concurrent` bounds it) with PostgreSQL
-    instance storage: each step, and each of the warehouse's five checks, is its own process."""
+    """The multiprocess executor (DIA_EXECUTOR=multiprocess; `max_concurrent` bounds it) with PostgreSQL
+    instance storage: each step is its own process. Every step process loads the code location
+    again, so the tables must be planned before the run (as `make demo` does with plan_job): a
+    run whose plan adds tables would hand its steps a different asset graph."""
     from dagster import DagsterEventType, execute_job, reconstructable
+
+    from dia_assets.agents.interpreter import interpret
+    from dia_assets.agents.schema_creator.build import write_plan
 
     instance, _ = pg_instance
     ws = tmp_path / "ws"
     (ws / "review").mkdir(parents=True)
     shutil.copyfile(ROOT / "examples" / "overrides.yaml", ws / "review" / "interpretation_overrides.yaml")
     for name, value in {"DIA_WORKSPACE": str(ws), "DIA_DATA_DIR": str(ROOT / "examples" / "data"),
-                        "PYTHONPATH": str(ROOT)}.items():
+                        "PYTHONPATH": str(ROOT), "DIA_EXECUTOR": "multiprocess"}.items():
         monkeypatch.setenv(name, value)
     for name in ("DIA_WAREHOUSE", "DIA_MODEL"):
         monkeypatch.delenv(name, raising=False)
+    interp = interpret(ROOT / "examples" / "data")
+    (ws / "interpretation.json").write_text(interp.to_json(), encoding="utf-8")
+    manifest, _ = write_plan(interp, ws)
     with execute_job(reconstructable(_build_job), instance=instance,
-                     run_config={"execution": {"config": {"multiprocess": {"max_concurrent": 2}}}}) as result:
+                     run_config={"execution": {"config": {"max_concurrent": 2}}}) as result:
         assert result.success
         starts = [e for e in result.all_events if e.event_type == DagsterEventType.STEP_START]
     steps = {e.step_key: e.pid for e in starts}
-    checks = [k for k in steps if k.endswith(("row_count_reconciliation", "key_validity", "test_queries"))]
-    assert checks and len(steps) >= 5
-    assert len(set(steps.values())) == len(steps)  # one process per step, checks included
+    assert set(steps) == {"interpretation", "schema_manifest", "warehouse", "warehouse_checks", "validation_report"}
+    assert len(set(steps.values())) == len(steps)  # one process per step, the checks included
+    for table in manifest.tables:
+        assert instance.get_latest_materialization_event(AssetKey(["warehouse", table.name])) is not None
     assert instance.get_latest_materialization_event(AssetKey("validation_report")) is not None
