@@ -146,12 +146,13 @@ def test_calibration_thresholds() -> None:
     upper, lower = calibrate.binary_thresholds(scores, labels, 0.9)
     assert upper == 10 and lower == 9
     noisy = [s >= 10 if s not in (15, 4) else s < 10 for s in scores]
-    # one mistake in each half of a small sample: the smoothed precision never reaches 0.9
+    # one mistake in each half of a small sample: the precision bound never reaches 0.9
     assert calibrate.binary_thresholds(scores, noisy, 0.9) == (None, None)
     wide = list(range(40))
-    assert calibrate.binary_thresholds(wide, [s >= 20 if s not in (30, 8) else s < 20 for s in wide], 0.9) == (20, 19)
+    assert calibrate.binary_thresholds(wide, [s >= 20 if s not in (29, 8) else s < 20 for s in wide], 0.9) == (30, None)
     assert calibrate.binary_thresholds([0.5, 0.5], [True, False], 0.9) == (None, None)
     assert calibrate.margin_threshold([0.1] * 3, [True] * 3, 0.9) is None  # too few to trust
+    assert calibrate.margin_threshold([0.3] * 10 + [0.1], [True] * 10 + [False], 0.9) == 0.3
     v = np.eye(4, dtype=np.float32)[[0, 0, 0, 1, 1, 1]]
     assert calibrate.prototype_direction(v, [True] * 3 + [False] * 3)[0] == pytest.approx(1.0)
 

