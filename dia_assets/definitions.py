@@ -4,6 +4,7 @@ import warnings
 
 from dagster import BetaWarning, Definitions
 
+from dia_assets.catalog_assets import semantic_catalog
 from dia_assets.interpretation_assets import interpretation_asset, raw_file_assets
 from dia_assets.memory_assets import memory_lessons_asset
 from dia_assets.query_assets import query_job, query_result_asset, question_partitions_sensor
@@ -24,6 +25,7 @@ defs = Definitions(
         *raw_files,
         interpretation_asset([r.key for r in raw_files]),
         *schema_assets,
+        semantic_catalog,
         query_result_asset(),
         memory_lessons_asset(deps=["query_result"]),
     ],

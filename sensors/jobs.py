@@ -7,8 +7,9 @@ from dia_assets.query_assets import query_job as replan_job  # one partition per
 
 __all__ = ["build_job", "memory_job", "quality_check_job", "replan_job", "schema_job"]
 
-BUILD = ["interpretation", "schema_manifest", "warehouse", "validation_report"]
-SCHEMA = ["schema_manifest", "warehouse", "validation_report"]
+# semantic_catalog: Data Agents Table II, "data sources updated -> refresh semantic catalogs"
+BUILD = ["interpretation", "schema_manifest", "warehouse", "validation_report", "semantic_catalog"]
+SCHEMA = ["schema_manifest", "warehouse", "validation_report", "semantic_catalog"]
 # Runs that write or check the workspace's manifest and warehouse carry this tag; the
 # instance's dagster.yaml (Makefile) limits it to one run at a time, so a schema_job started
 # by an override edit cannot check a warehouse that a concurrent build_job is replacing.
