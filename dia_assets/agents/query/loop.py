@@ -154,6 +154,9 @@ def preference_probe(sql: str | None, dialect: str, schema: dict[str, dict[str, 
 class QueryAgent:
     """One warehouse, one schema index, one model; `answer` runs the loop for a question."""
 
+    # the tools offered and dispatched; a subclass adds its own (agents/analysis/agent.py)
+    tool_names: tuple[str, ...] = AGENT_TOOLS
+
     def __init__(
         self,
         db: Database,
@@ -198,7 +201,7 @@ class QueryAgent:
         self._resubmit = ResubmissionControl(self.db.dialect, s.resubmission_window)
         self._clarify = ForcedClarification(s.clarify_after)
         state = _State()
-        tools = tool_specs(AGENT_TOOLS, s.probe_rows, s.timeout_s)
+        tools = self._tool_specs()
 
         messages = self._opening(question, previous, known_clarifications or [])
         self._event("start", question=question, question_id=question_id, privacy=self.privacy,
@@ -218,7 +221,7 @@ class QueryAgent:
                 if state.nudges > 3:
                     self._finish(state, "failed", "the model stopped calling tools")
                     break
-                messages.append({"role": "user", "content": fill(prompts()["nudge"], tools=", ".join(AGENT_TOOLS))})
+                messages.append({"role": "user", "content": fill(prompts()["nudge"], tools=", ".join(self.tool_names))})
                 continue
             for call in reply.tool_calls:
                 # every tool call gets a result (providers require it); none runs after the end
@@ -230,6 +233,9 @@ class QueryAgent:
 
         lessons = self._after(question, state, messages)
         return self._result(question, question_id, state, lessons, messages, started)
+
+    def _tool_specs(self) -> list[dict[str, Any]]:
+        return tool_specs(AGENT_TOOLS, self.settings.probe_rows, self.settings.timeout_s)
 
     def _opening(self, question: str, previous: PreviousAnswer | None,
                  clarifications: list[Clarification]) -> list[dict[str, Any]]:
@@ -283,8 +289,8 @@ class QueryAgent:
 
     def _dispatch(self, call: ToolCall, state: _State) -> str:
         name = call.name
-        if name not in AGENT_TOOLS:
-            return self._tool(call, {"error": f"unknown tool {name!r}; allowed: {', '.join(AGENT_TOOLS)}"}, refused=True)
+        if name not in self.tool_names:
+            return self._tool(call, {"error": f"unknown tool {name!r}; allowed: {', '.join(self.tool_names)}"}, refused=True)
         try:
             args = call.args()
         except ValueError as err:
