@@ -4,6 +4,7 @@ import warnings
 
 from dagster import BetaWarning, Definitions
 
+from dia_assets.analysis_assets import analysis_result
 from dia_assets.catalog_assets import semantic_catalog
 from dia_assets.interpretation_assets import interpretation_asset, raw_file_assets
 from dia_assets.memory_assets import memory_lessons_asset
@@ -27,6 +28,7 @@ defs = Definitions(
         *schema_assets,
         semantic_catalog,
         query_result_asset(),
+        analysis_result,
         memory_lessons_asset(deps=["query_result"]),
     ],
     asset_checks=schema_checks,

@@ -19,6 +19,7 @@ from dia_assets.agents.memory.embedder import WordLlamaEmbedder
 from dia_assets.agents.query.loop import AgentSettings
 from dia_assets.agents.semantic_ops.models import CascadeConfig
 from dia_assets.contracts.analysis_result import AnalysisResult
+from tests.memory_fixtures import db_url, pg_server  # noqa: F401
 from tests.query_fixtures import FAKE_MODEL, ScriptedToolModel, call
 from tests.semantic_fixtures import RoutedLLM
 
@@ -183,3 +184,57 @@ def test_semantic_filters_ordered_by_estimated_selectivity() -> None:
     kept, _, _ = plan.order_semantic_filters([b.model_copy(update={"table": "t"}), a], lambda s: est[s.condition],
                                              lambda s: [])
     assert kept[0].condition == "rare"  # not a chain: nothing moves
+
+
+def test_analysis_result_asset_materializes_a_partition(warehouse, tmp_path, monkeypatch, db_url) -> None:  # noqa: F811
+    import shutil
+
+    from dagster import DagsterInstance, materialize
+
+    from dia_assets.analysis_assets import analysis_result
+    from dia_assets.query_assets import QUESTIONS
+    from resources import LLMResource, WorkspaceResource
+    from resources.embeddings import EmbeddingsResource
+    from resources.memory import MemoryResource
+
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    shutil.copy(warehouse, ws / "warehouse.duckdb")
+    questions = tmp_path / "questions.yaml"
+    questions.write_text("- id: decline_why\n  question: Which product had the largest decline in sales, and why?\n")
+    monkeypatch.setenv("DIA_QUESTIONS", str(questions))
+    monkeypatch.delenv("DIA_WAREHOUSE", raising=False)
+    monkeypatch.setenv("DIA_SEMANTIC_LIGHT_MODEL", "fake/light")
+    monkeypatch.setenv("DIA_SEMANTIC_STRONG_MODEL", "fake/strong")
+    instance = DagsterInstance.ephemeral()
+    instance.add_dynamic_partitions(QUESTIONS.name, ["decline_why"])
+    register([call("declare_contract", **CONTRACT), call("run_pipeline", steps=STEPS), call("submit", sql=FINAL)])
+    embeddings = EmbeddingsResource(model="wordllama")
+    result = materialize([analysis_result], instance=instance, partition_key="decline_why", resources={
+        "workspace": WorkspaceResource(root=str(ws)), "llm": LLMResource(model=FAKE_MODEL),
+        "memory": MemoryResource(embeddings=embeddings, url=db_url), "embeddings": embeddings})
+    assert result.success
+    meta = result.asset_materializations_for_node("analysis_result")[0].metadata
+    assert meta["status"].value == "answered" and meta["verification_passed"].value is True
+    assert meta["tables_used"].value == ["sales", "reviews"]
+    assert meta["operators_used"].value == ["sem_filter", "sem_group", "sql"]
+    assert meta["semantic_model_calls"].value > 0 and "sem_group" in meta["pipeline_steps"].value
+    assert (ws / "analysis" / "decline_why" / "steps.duckdb").exists()
+
+
+def test_dia_ask_pipeline_end_to_end(warehouse, tmp_path, monkeypatch) -> None:
+    from typer.testing import CliRunner
+
+    from dia_assets.cli import app
+
+    monkeypatch.setenv("DIA_WORKSPACE", str(tmp_path / "ws"))
+    monkeypatch.setenv("DIA_SEMANTIC_LIGHT_MODEL", "fake/light")
+    monkeypatch.setenv("DIA_SEMANTIC_STRONG_MODEL", "fake/strong")
+    register([call("declare_contract", **CONTRACT), call("run_pipeline", steps=STEPS), call("submit", sql=FINAL)])
+    out = CliRunner().invoke(app, ["ask", "Which product had the largest decline in sales, and why?",
+                                   "--pipeline", "--no-memory", "--no-interactive", "--model", FAKE_MODEL,
+                                   "-w", str(warehouse), "--id", "why"])
+    assert out.exit_code == 0, out.output
+    assert "status: answered" in out.output and "| battery | 3 |" in out.output
+    assert "pipeline: 4 steps" in out.output and "sem_group   -> reasons (5 rows)" in out.output
+    assert (tmp_path / "ws" / "analysis" / "why" / "analysis.json").exists()

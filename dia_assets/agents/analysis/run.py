@@ -39,6 +39,7 @@ def answer_with_pipeline(
     vector_index: VectorIndex | None = None,
     catalog: dict[str, CatalogNode] | None = None,
     privacy: str | None = None,
+    ask_user: Any = None,
 ) -> tuple[AnalysisResult, Any]:
     qid = question_id or slug(question)
     folder = Path(workspace) / "analysis" / qid if workspace else None
@@ -54,7 +55,8 @@ def answer_with_pipeline(
     session = AnalysisSession(warehouse, embedder or make_embedder(), cascade, vector_index, catalog)
     try:
         index = SchemaIndex.build(session.db, manifest=SchemaIndex.load_manifest(manifest_path))
-        agent = PipelineAgent(session, index, chat, memory=memory, settings=settings, privacy=privacy)
+        agent = PipelineAgent(session, index, chat, memory=memory, settings=settings, privacy=privacy,
+                              ask_user=ask_user)
         run = agent.answer(question, qid)
         result = AnalysisResult.from_run(run.result, session.records, agent.plan_notes,
                                          session.warehouse_tables)

@@ -40,6 +40,8 @@ class AnalysisSession:
     def __init__(self, warehouse: str | Path, embedder: Embedder, config: CascadeConfig | None = None,
                  vector_index: VectorIndex | None = None, catalog: dict[str, CatalogNode] | None = None,
                  row_cap: int = 100_000, timeout_s: float = 60.0) -> None:
+        if str(warehouse).startswith(("postgres://", "postgresql://")):
+            raise PipelineError("pipelines run over a DuckDB warehouse; this one is PostgreSQL")
         if not Path(warehouse).exists():
             raise PipelineError(f"no warehouse at {warehouse}: build it first (dia build)")
         cfg = {k: v for k, v in duckdb_config().items() if k not in ("enable_external_access", "lock_configuration")}
