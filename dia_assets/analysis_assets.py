@@ -38,7 +38,7 @@ def _steps_md(result: AnalysisResult) -> str:
     return "\n".join(lines)
 
 
-def _vector_index_and_catalog(context: AssetExecutionContext, memory: MemoryResource, warehouse: str) -> tuple[Any, Any]:
+def _vector_index_and_catalog(context: AssetExecutionContext, memory: MemoryResource, warehouse: str) -> tuple[Any, Any, Any]:
     """pgvector in the shared memory and the catalog's nodes for this warehouse, when reachable."""
     try:
         from dia_assets.agents.catalog.store import CatalogStore
@@ -47,10 +47,10 @@ def _vector_index_and_catalog(context: AssetExecutionContext, memory: MemoryReso
 
         store = memory.store()
         nodes = {n.id: n for n in CatalogStore(store).nodes(database_fingerprint(warehouse))}
-        return PgVectorIndex(store.connection()), nodes
+        return PgVectorIndex(store.connection()), nodes, store
     except Exception as err:  # the operators still run, with in-process search and no catalog
         context.log.warning(f"shared memory unavailable: in-process vector search, no catalog ({err})")
-        return None, None
+        return None, None, None
 
 
 @asset(partitions_def=QUESTIONS, deps=["warehouse", "semantic_catalog"], group_name="query",
@@ -75,13 +75,20 @@ def analysis_result(context: AssetExecutionContext, config: AnalysisConfig, work
     cascade = CascadeConfig(embedding=config.embedding_stage, calibration_size=config.calibration_size)
     cascade = cascade.model_copy(update={k: v for k, v in {"light_model": config.light_model,
                                                             "strong_model": config.strong_model or cascade.strong_model or llm.model}.items() if v})
-    vectors, catalog = _vector_index_and_catalog(context, memory, warehouse)
+    vectors, catalog, store = _vector_index_and_catalog(context, memory, warehouse)
+    link = None
+    if store is not None and catalog:
+        from dia_assets.agents.catalog.linking import catalog_linker
+        from dia_assets.agents.memory.fingerprint import database_fingerprint
+
+        link = catalog_linker(store, database_fingerprint(warehouse))
     result, _ = answer_with_pipeline(
         question, warehouse, question_id=qid,
         chat=litellm_chat(llm.model, temperature=llm.temperature, timeout_s=llm.timeout_s),
         workspace=workspace.root_path, manifest_path=workspace.root_path / "schema" / "manifest.json",
         settings=AgentSettings(max_attempts=config.max_attempts, max_turns=config.max_turns),
-        cascade=cascade, embedder=memory.embeddings.get_embedder(), vector_index=vectors, catalog=catalog)
+        cascade=cascade, embedder=memory.embeddings.get_embedder(), vector_index=vectors, catalog=catalog,
+        catalog_link=link)
     q = result.query
     (context.log.info if q.status == "answered" else context.log.warning)(
         f"{qid}: {q.status}; {len(result.steps)} pipeline steps; {result.model_calls} semantic model calls")

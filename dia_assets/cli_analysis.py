@@ -24,6 +24,18 @@ def _catalog(warehouse: str, store: Any) -> dict[str, Any] | None:
         return None
 
 
+def catalog_link_for(warehouse: str, store: Any) -> Any:
+    """Schema linking through the semantic catalog, when the memory store holds one for
+    this warehouse; None otherwise (linking then uses names and values only)."""
+    inner = getattr(store, "store", None)
+    if inner is None or _catalog(warehouse, store) is None:
+        return None
+    from dia_assets.agents.catalog.linking import catalog_linker
+    from dia_assets.agents.memory.fingerprint import database_fingerprint
+
+    return catalog_linker(inner, database_fingerprint(warehouse))
+
+
 def run_pipeline_question(question: str, warehouse: str, question_id: str | None, chat: Any, memory: Any,
                           workspace: Path, ask_user: Any) -> AnalysisResult:
     from dia_assets.agents.analysis.run import answer_with_pipeline
@@ -33,7 +45,7 @@ def run_pipeline_question(question: str, warehouse: str, question_id: str | None
         result, _ = answer_with_pipeline(
             question, warehouse, question_id=question_id, chat=chat, memory=memory, workspace=workspace,
             manifest_path=workspace / "schema" / "manifest.json", catalog=_catalog(warehouse, memory),
-            ask_user=ask_user)
+            ask_user=ask_user, catalog_link=catalog_link_for(warehouse, memory))
     except PipelineError as err:
         typer.echo(f"error: {err}", err=True)
         raise typer.Exit(2) from err

@@ -15,11 +15,17 @@ from typing import Annotated
 
 import typer
 
-from dia_assets.agents.locations import default_warehouse, workspace_root
+from dia_assets.agents.locations import default_warehouse, is_postgres, workspace_root
 
 SESSION_FILE = "_session.json"
 
 
+
+
+def _catalog_link(target: str, store: object) -> object:
+    from dia_assets.cli_analysis import catalog_link_for
+
+    return None if store is None or is_postgres(target) else catalog_link_for(target, store)
 
 
 def _echo(message: str) -> None:
@@ -101,7 +107,7 @@ def ask(
             question, target, question_id=question_id, chat=litellm_chat(model), memory=store,
             manifest_path=workspace / "schema" / "manifest.json", workspace=workspace,
             ask_user=ask_user if interactive else None, allow_writes=allow_writes,
-            previous=previous, clarifications=known,
+            previous=previous, clarifications=known, catalog_link=_catalog_link(target, store),
         )
     if result.status == "answered":
         session = {

@@ -128,3 +128,35 @@ def test_data_sensor_jobs_refresh_the_catalog() -> None:
         job = defs.resolve_job_def(name)
         keys = {node.key for node in job.asset_layer.asset_graph.asset_nodes}
         assert AssetKey("semantic_catalog") in keys, name
+
+
+def test_catalog_linker_returns_tables_of_matching_labels(built, wstore) -> None:
+    from dia_assets.agents.catalog.linking import catalog_linker
+
+    manifest, catalog, vectors = built
+    CatalogStore(wstore).replace(catalog, vectors)
+    owner = next(t.name for t in manifest.tables if any(c.name == "overtime_hours" for c in t.columns))
+    tables = catalog_linker(wstore, "db-test", k=3)("how many overtime hours were paid?")
+    assert tables and tables[0] == owner and len(tables) == len(set(tables))
+
+
+def test_query_agent_adds_catalog_tables_to_schema_linking(tmp_path) -> None:
+    from dia_assets.agents.query import answer_question, litellm_chat
+    from tests.query_fixtures import FAKE_MODEL, build_example_warehouse, call, register_tools
+
+    wh = build_example_warehouse(tmp_path / "warehouse.duckdb")
+    register_tools([call("ask", question="stop")])
+    from dia_assets.agents.query import AgentSettings
+
+    _, run = answer_question("zzz unrelated words", wh, chat=litellm_chat(FAKE_MODEL),
+                             settings=AgentSettings(link_tables=1, reflect=False),
+                             catalog_link=lambda q: ["payroll", "no_such_table"])
+    events = {e["event"]: e for e in run.trace["events"]}
+    assert events["catalog_link"]["tables"] == ["payroll"] and events["catalog_link"]["added"] == ["payroll"]
+    assert events["start"]["linked_tables"][-1] == "payroll"  # lexical linking alone did not pick it
+    register_tools([call("ask", question="stop")])
+
+    def broken(q: str) -> list[str]:
+        raise RuntimeError("store down")
+    _, run = answer_question("zzz", wh, chat=litellm_chat(FAKE_MODEL), catalog_link=broken)
+    assert any(e["event"] == "catalog_unavailable" for e in run.trace["events"])

@@ -40,9 +40,10 @@ class PipelineAgent(QueryAgent):
 
     def __init__(self, session: AnalysisSession, index: SchemaIndex, chat: ChatFn,
                  memory: QueryMemory | None = None, settings: AgentSettings | None = None,
-                 ask_user: AskUser | None = None, privacy: str | None = None) -> None:
+                 ask_user: AskUser | None = None, privacy: str | None = None,
+                 catalog_link: Any = None) -> None:
         super().__init__(session.db, index, chat, memory=memory, settings=settings, ask_user=ask_user,
-                         allow_writes=False, privacy=privacy)
+                         allow_writes=False, privacy=privacy, catalog_link=catalog_link)
         self.session = session
         self.plan_notes: list[str] = []
 

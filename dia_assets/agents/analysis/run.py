@@ -40,6 +40,7 @@ def answer_with_pipeline(
     catalog: dict[str, CatalogNode] | None = None,
     privacy: str | None = None,
     ask_user: Any = None,
+    catalog_link: Any = None,
 ) -> tuple[AnalysisResult, Any]:
     qid = question_id or slug(question)
     folder = Path(workspace) / "analysis" / qid if workspace else None
@@ -56,7 +57,7 @@ def answer_with_pipeline(
     try:
         index = SchemaIndex.build(session.db, manifest=SchemaIndex.load_manifest(manifest_path))
         agent = PipelineAgent(session, index, chat, memory=memory, settings=settings, privacy=privacy,
-                              ask_user=ask_user)
+                              ask_user=ask_user, catalog_link=catalog_link)
         run = agent.answer(question, qid)
         result = AnalysisResult.from_run(run.result, session.records, agent.plan_notes,
                                          session.warehouse_tables)

@@ -167,8 +167,11 @@ class QueryAgent:
         ask_user: AskUser | None = None,
         allow_writes: bool = False,
         privacy: str | None = None,
+        catalog_link: Callable[[str], list[str]] | None = None,
     ) -> None:
         self.privacy = privacy_mode(privacy)
+        # semantic catalog (Data Agents III-A): tables whose labels match the question
+        self.catalog_link = catalog_link
         # without samples the prompt, describe_table and search_schema carry no data value
         index = index if shows_values(self.privacy) else index.without_values()
         self.db, self.index, self.chat, self.memory = db, index, chat, memory
@@ -246,6 +249,15 @@ class QueryAgent:
             dialect_notes=p["dialect_notes"].get(dialect, "").strip(),
         )
         self._linked = self.index.link(question, self.settings.link_tables)
+        if self.catalog_link is not None:
+            try:
+                found = [t for t in self.catalog_link(question) if t in self.index.tables]
+            except Exception as err:  # the catalog is an aid: link without it, say so in the trace
+                found = []
+                self._event("catalog_unavailable", error=f"{type(err).__name__}: {err}"[:300])
+            extra = [t for t in dict.fromkeys(found) if t not in self._linked]
+            self._event("catalog_link", tables=found, added=extra)
+            self._linked = self._linked + extra
         memory = ""
         if self.memory is not None and self.settings.memory_refs:
             try:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -103,6 +104,7 @@ def answer_question(
     previous: PreviousAnswer | None = None,
     clarifications: list[Clarification] | None = None,
     settings: AgentSettings | None = None,
+    catalog_link: Callable[[str], list[str]] | None = None,
 ) -> tuple[QueryResult, AgentRun | None]:
     """Answer one question; writes artifacts when `workspace` is given."""
     qid = question_id or slug(question)
@@ -118,7 +120,7 @@ def answer_question(
     try:
         index = schema_index(db, manifest_path)
         agent = QueryAgent(db, index, chat, memory=memory, settings=settings,
-                           ask_user=ask_user, allow_writes=allow_writes)
+                           ask_user=ask_user, allow_writes=allow_writes, catalog_link=catalog_link)
         run = agent.answer(question, qid, previous=previous, known_clarifications=clarifications)
     finally:
         db.close()
