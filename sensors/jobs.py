@@ -7,20 +7,23 @@ from dia_assets.query_assets import query_job as replan_job  # one partition per
 
 __all__ = ["build_job", "memory_job", "quality_check_job", "replan_job", "schema_job"]
 
-# semantic_catalog: Data Agents Table II, "data sources updated -> refresh semantic catalogs"
-BUILD = ["interpretation", "schema_manifest", "warehouse", "validation_report", "semantic_catalog"]
-SCHEMA = ["schema_manifest", "warehouse", "validation_report", "semantic_catalog"]
+BUILD = ["interpretation", "schema_manifest", "warehouse", "validation_report"]
+SCHEMA = ["schema_manifest", "warehouse", "validation_report"]
+# Data Agents Table II, "data sources updated -> refresh semantic catalogs": the `catalog`
+# group (semantic_catalog) follows every build; selected by group so that code locations
+# without it (tests of the build alone) still resolve these jobs
+CATALOG = AssetSelection.groups("catalog")
 # Runs that write or check the workspace's manifest and warehouse carry this tag; the
 # instance's dagster.yaml (Makefile) limits it to one run at a time, so a schema_job started
 # by an override edit cannot check a warehouse that a concurrent build_job is replacing.
 SERIAL = {"dia/workspace": "writer"}
 
 build_job = define_asset_job(
-    "build_job", selection=AssetSelection.assets(*BUILD), tags=SERIAL,
+    "build_job", selection=AssetSelection.assets(*BUILD) | CATALOG, tags=SERIAL,
     description="Interpret the raw files and rebuild the validated warehouse.",
 )
 schema_job = define_asset_job(
-    "schema_job", selection=AssetSelection.assets(*SCHEMA), tags=SERIAL,
+    "schema_job", selection=AssetSelection.assets(*SCHEMA) | CATALOG, tags=SERIAL,
     description="Re-plan the schema from the current interpretation and overrides, reload, validate.",
 )
 quality_check_job = define_asset_job(
