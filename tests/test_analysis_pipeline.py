@@ -238,3 +238,19 @@ def test_dia_ask_pipeline_end_to_end(warehouse, tmp_path, monkeypatch) -> None:
     assert "status: answered" in out.output and "| battery | 3 |" in out.output
     assert "pipeline: 4 steps" in out.output and "sem_group   -> reasons (5 rows)" in out.output
     assert (tmp_path / "ws" / "analysis" / "why" / "analysis.json").exists()
+
+
+def test_a_slow_sql_step_is_interrupted(warehouse, embedder) -> None:
+    from dia_assets.agents.analysis.session import AnalysisSession
+    from dia_assets.agents.analysis.steps import PipelineError
+    from dia_assets.agents.query.gate import Gate, schema_of
+
+    session = AnalysisSession(warehouse, embedder, CASCADE, timeout_s=0.2)
+    try:
+        gate = Gate(session.db, schema_of(session.db), "samples")
+        slow = Step(output="slow", op="sql", sql="SELECT count(*) AS n FROM range(100000000) a, range(1000) b")
+        with pytest.raises(PipelineError, match="interrupted"):
+            session.run([slow], gate)
+        assert "slow" not in session.tables()
+    finally:
+        session.close()

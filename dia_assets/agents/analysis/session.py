@@ -6,6 +6,7 @@ reach a file; the only writable things are the step tables this session creates.
 
 from __future__ import annotations
 
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -154,11 +155,23 @@ class AnalysisSession:
             raise PipelineError(f"refused by the SQL gate: {err}") from err
         if checked.is_write:
             raise PipelineError("a pipeline SQL step is a SELECT; it cannot write")
+        fired = threading.Event()
+
+        def stop() -> None:
+            fired.set()
+            self.con.interrupt()
+
+        timer = threading.Timer(self.timeout_s, stop)
+        timer.start()
         try:
             self.con.execute(f"CREATE TABLE {qcol(name)} AS SELECT * FROM ({checked.text}) AS step "
                              f"LIMIT {int(self.row_cap)}")
         except duckdb.Error as err:
+            if fired.is_set():
+                raise PipelineError(f"step {name!r} exceeded {self.timeout_s:g} s and was interrupted") from err
             raise PipelineError(f"{type(err).__name__}: {str(err).splitlines()[0]}"[:500]) from err
+        finally:
+            timer.cancel()
 
     def _run_one(self, step: Step, gate: Gate, index: SchemaIndex | None) -> StepRecord:
         started = time.perf_counter()
