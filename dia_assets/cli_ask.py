@@ -15,11 +15,17 @@ from typing import Annotated
 
 import typer
 
-from dia_assets.agents.locations import default_warehouse, workspace_root
+from dia_assets.agents.locations import default_warehouse, is_postgres, workspace_root
 
 SESSION_FILE = "_session.json"
 
 
+
+
+def _catalog_link(target: str, store: object) -> object:
+    from dia_assets.cli_analysis import catalog_link_for
+
+    return None if store is None or is_postgres(target) else catalog_link_for(target, store)
 
 
 def _echo(message: str) -> None:
@@ -43,6 +49,9 @@ def ask(
     as_json: Annotated[bool, typer.Option("--json", help="Print the query result as JSON.")] = False,
     to: Annotated[list[str] | None, typer.Option(
         "--to", help="Also print the SQL transpiled to this dialect (snowflake, bigquery, postgres, sqlite, ...).")] = None,
+    pipeline: Annotated[bool, typer.Option(
+        "--pipeline", help="Allow SQL + semantic-operator pipelines (sem_filter, sem_extract, sem_group, "
+        "sem_join) for questions about free text; artifacts under analysis/<id>/.")] = False,
 ) -> None:
     """Answer QUESTION with verified SQL against the warehouse."""
     from dia_assets.agents.query.llm import NO_MODEL_MESSAGE
@@ -93,12 +102,20 @@ def ask(
         answer = typer.prompt("Your answer (empty to skip)", default="", show_default=False)
         return answer.strip() or None
 
-    result, _ = answer_question(
-        question, target, question_id=question_id, chat=litellm_chat(model), memory=store,
-        manifest_path=workspace / "schema" / "manifest.json", workspace=workspace,
-        ask_user=ask_user if interactive else None, allow_writes=allow_writes,
-        previous=previous, clarifications=known,
-    )
+    analysis = None
+    if pipeline:
+        from dia_assets.cli_analysis import run_pipeline_question
+
+        analysis = run_pipeline_question(question, target, question_id, litellm_chat(model), store, workspace,
+                                         ask_user if interactive else None)
+        result = analysis.query
+    else:
+        result, _ = answer_question(
+            question, target, question_id=question_id, chat=litellm_chat(model), memory=store,
+            manifest_path=workspace / "schema" / "manifest.json", workspace=workspace,
+            ask_user=ask_user if interactive else None, allow_writes=allow_writes,
+            previous=previous, clarifications=known, catalog_link=_catalog_link(target, store),
+        )
     if result.status == "answered":
         session = {
             "question": question, "sql": result.sql,
@@ -134,6 +151,11 @@ def ask(
         if result.chart is not None:
             where = f" ({result.chart.files['png']})" if "png" in result.chart.files else ""
             typer.echo(f"chart: {result.chart.kind.replace('_', ' ')}{where}: {result.chart.reason}")
+        if analysis is not None:
+            from dia_assets.cli_analysis import pipeline_lines
+
+            for line in pipeline_lines(analysis):
+                typer.echo(line)
         if "answer" in result.artifacts:
             typer.echo(f"artifacts: {Path(result.artifacts['answer']).parent}")
     if result.status == "failed":

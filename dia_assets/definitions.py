@@ -15,6 +15,8 @@ from dagster import (
     multiprocess_executor,
 )
 
+from dia_assets.analysis_assets import analysis_result_asset
+from dia_assets.catalog_assets import semantic_catalog
 from dia_assets.interpretation_assets import interpretation_asset, raw_file_assets
 from dia_assets.lineage_assets import lineage_report
 from dia_assets.memory_assets import memory_lessons_asset
@@ -52,12 +54,15 @@ def build_defs(workspace: str | Path | None = None) -> Definitions:
     schema_assets, schema_checks = schema_definitions(tables, read_interpretation(root) if tables else None)
     raw_files = raw_file_assets()
     embeddings = EmbeddingsResource()
+    warehouse_keys = [table_key(t.name) for t in tables] or [WAREHOUSE]
     return Definitions(
         assets=[
             *raw_files,
             interpretation_asset([r.key for r in raw_files]),
             *schema_assets,
-            query_result_asset(deps=[table_key(t.name) for t in tables] or [WAREHOUSE]),
+            semantic_catalog,
+            query_result_asset(deps=warehouse_keys),
+            analysis_result_asset(deps=warehouse_keys),
             memory_lessons_asset(deps=["query_result"]),
             lineage_report,
         ],

@@ -157,11 +157,11 @@ ANSWERED = AssetCheckSpec("answered", asset=QUERY_RESULT_KEY, description=(
     "The question has a verified answer; fails with the reason otherwise (no model, unanswerable, failed)."))
 
 
-def answered_check(result: QueryResult) -> AssetCheckResult:
+def answered_check(result: QueryResult, asset_key: AssetKey = QUERY_RESULT_KEY) -> AssetCheckResult:
     """An unanswered question is not a success: the check fails and says why."""
     answered = result.status == "answered"
     return AssetCheckResult(
-        check_name=ANSWERED.name, passed=answered, severity=AssetCheckSeverity.ERROR,
+        asset_key=asset_key, check_name=ANSWERED.name, passed=answered, severity=AssetCheckSeverity.ERROR,
         description=f"{result.status}: {result.message}"[:2000],
         metadata={"status": result.status, "attempts": MetadataValue.int(result.attempts),
                   "rows": MetadataValue.int(result.row_count or 0)},

@@ -12,6 +12,10 @@ __all__ = ["build_job", "memory_job", "plan_job", "quality_check_job", "replan_j
 WAREHOUSE = AssetSelection.groups(WAREHOUSE_GROUP)
 BUILD = AssetSelection.assets("interpretation", "schema_manifest", "validation_report") | WAREHOUSE
 SCHEMA = AssetSelection.assets("schema_manifest", "validation_report") | WAREHOUSE
+# Data Agents Table II, "data sources updated -> refresh semantic catalogs": the `catalog`
+# group (semantic_catalog) follows every build; selected by group so that code locations
+# without it (tests of the build alone) still resolve these jobs
+CATALOG = AssetSelection.groups("catalog")
 # Runs that write or check the workspace's manifest and warehouse carry this tag; the
 # instance's dagster.yaml (Makefile) limits it to one run at a time, so a schema_job started
 # by an override edit cannot check a warehouse that a concurrent build_job is replacing.
@@ -20,11 +24,11 @@ SERIAL = {"dia/workspace": "writer"}
 # The executor is the code location's (definitions.run_executor: one process per run unless
 # DIA_EXECUTOR=multiprocess).
 build_job = define_asset_job(
-    "build_job", selection=BUILD, tags=SERIAL,
+    "build_job", selection=BUILD | CATALOG, tags=SERIAL,
     description="Interpret the raw files and rebuild the validated warehouse.",
 )
 schema_job = define_asset_job(
-    "schema_job", selection=SCHEMA, tags=SERIAL,
+    "schema_job", selection=SCHEMA | CATALOG, tags=SERIAL,
     description="Re-plan the schema from the current interpretation and overrides, reload, validate.",
 )
 plan_job = define_asset_job(

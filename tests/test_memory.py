@@ -619,7 +619,7 @@ def test_migrations_are_versioned_and_idempotent(store: MemoryStore) -> None:
     conn = store.connection()
     assert migrate(conn, store.embedder.name, store.embedder.dim) == []
     versions = [r[0] for r in conn.execute(f"SELECT version FROM {SCHEMA}.migrations ORDER BY 1")]
-    assert versions == [1, 2]
+    assert versions == [1, 2, 3]  # 3: semantic catalog nodes (issue 14)
     indexes = {
         r[0]: r[1]
         for r in conn.execute(

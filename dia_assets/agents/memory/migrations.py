@@ -86,6 +86,30 @@ MIGRATIONS: list[tuple[int, str, list[str]]] = [
         ],
     ),
     (2, "hnsw (cosine) and full-text search indexes", list(SEARCH_INDEXES.values())),
+    (
+        3,
+        "semantic catalog nodes (Data Agents III-A)",
+        [
+            f"""CREATE TABLE IF NOT EXISTS {SCHEMA}.catalog_nodes (
+                scope text NOT NULL,
+                id text NOT NULL,
+                level text NOT NULL CHECK (level IN ('domain', 'entity', 'attribute')),
+                label text NOT NULL,
+                parent text,
+                table_name text,
+                column_name text,
+                description text NOT NULL,
+                node jsonb NOT NULL,
+                embedding vector({{dim}}) NOT NULL,
+                tsv tsvector GENERATED ALWAYS AS (to_tsvector('english'::regconfig,
+                    label || ' ' || coalesce(table_name, '') || ' ' || coalesce(column_name, '')
+                    || ' ' || description)) STORED,
+                updated_at timestamptz NOT NULL DEFAULT now(),
+                PRIMARY KEY (scope, id))""",
+            f"""CREATE INDEX IF NOT EXISTS catalog_nodes_tsv
+                ON {SCHEMA}.catalog_nodes USING gin (tsv)""",
+        ],
+    ),
 ]
 
 LATEST = MIGRATIONS[-1][0]

@@ -155,6 +155,9 @@ def preference_probe(sql: str | None, dialect: str, schema: dict[str, dict[str, 
 class QueryAgent:
     """One warehouse, one schema index, one model; `answer` runs the loop for a question."""
 
+    # the tools offered and dispatched; a subclass adds its own (agents/analysis/agent.py)
+    tool_names: tuple[str, ...] = AGENT_TOOLS
+
     def __init__(
         self,
         db: Database,
@@ -165,8 +168,11 @@ class QueryAgent:
         ask_user: AskUser | None = None,
         allow_writes: bool = False,
         privacy: str | None = None,
+        catalog_link: Callable[[str], list[str]] | None = None,
     ) -> None:
         self.privacy = privacy_mode(privacy)
+        # semantic catalog (Data Agents III-A): tables whose labels match the question
+        self.catalog_link = catalog_link
         # without samples the prompt, describe_table and search_schema carry no data value
         index = index if shows_values(self.privacy) else index.without_values()
         self.db, self.index, self.chat, self.memory = db, index, chat, memory
@@ -199,7 +205,7 @@ class QueryAgent:
         self._resubmit = ResubmissionControl(self.db.dialect, s.resubmission_window)
         self._clarify = ForcedClarification(s.clarify_after)
         state = _State()
-        tools = tool_specs(AGENT_TOOLS, s.probe_rows, s.timeout_s)
+        tools = self._tool_specs()
 
         messages = self._opening(question, previous, known_clarifications or [])
         self._event("start", question=question, question_id=question_id, privacy=self.privacy,
@@ -219,7 +225,7 @@ class QueryAgent:
                 if state.nudges > 3:
                     self._finish(state, "failed", "the model stopped calling tools")
                     break
-                messages.append({"role": "user", "content": fill(prompts()["nudge"], tools=", ".join(AGENT_TOOLS))})
+                messages.append({"role": "user", "content": fill(prompts()["nudge"], tools=", ".join(self.tool_names))})
                 continue
             for call in reply.tool_calls:
                 # every tool call gets a result (providers require it); none runs after the end
@@ -232,6 +238,9 @@ class QueryAgent:
         lessons = self._after(question, state, messages)
         return self._result(question, question_id, state, lessons, messages, started)
 
+    def _tool_specs(self) -> list[dict[str, Any]]:
+        return tool_specs(AGENT_TOOLS, self.settings.probe_rows, self.settings.timeout_s)
+
     def _opening(self, question: str, previous: PreviousAnswer | None,
                  clarifications: list[Clarification]) -> list[dict[str, Any]]:
         p = prompts()
@@ -241,6 +250,15 @@ class QueryAgent:
             dialect_notes=p["dialect_notes"].get(dialect, "").strip(),
         )
         self._linked = self.index.link(question, self.settings.link_tables)
+        if self.catalog_link is not None:
+            try:
+                found = [t for t in self.catalog_link(question) if t in self.index.tables]
+            except Exception as err:  # the catalog is an aid: link without it, say so in the trace
+                found = []
+                self._event("catalog_unavailable", error=f"{type(err).__name__}: {err}"[:300])
+            extra = [t for t in dict.fromkeys(found) if t not in self._linked]
+            self._event("catalog_link", tables=found, added=extra)
+            self._linked = self._linked + extra
         memory = ""
         if self.memory is not None and self.settings.memory_refs:
             try:
@@ -284,8 +302,8 @@ class QueryAgent:
 
     def _dispatch(self, call: ToolCall, state: _State) -> str:
         name = call.name
-        if name not in AGENT_TOOLS:
-            return self._tool(call, {"error": f"unknown tool {name!r}; allowed: {', '.join(AGENT_TOOLS)}"}, refused=True)
+        if name not in self.tool_names:
+            return self._tool(call, {"error": f"unknown tool {name!r}; allowed: {', '.join(self.tool_names)}"}, refused=True)
         try:
             args = call.args()
         except ValueError as err:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -119,6 +120,7 @@ def answer_question(
     settings: AgentSettings | None = None,
     chart_model: ChartModel | None = None,
     privacy: str | None = None,
+    catalog_link: Callable[[str], list[str]] | None = None,
 ) -> tuple[QueryResult, AgentRun | None]:
     """Answer one question; writes artifacts when `workspace` is given. `chart_model` is the
     optional model pass over the chart (default `DIA_CHART_MODEL`, unset = rules only);
@@ -136,7 +138,8 @@ def answer_question(
     try:
         index = schema_index(db, manifest_path)
         agent = QueryAgent(db, index, chat, memory=memory, settings=settings,
-                           ask_user=ask_user, allow_writes=allow_writes, privacy=privacy)
+                           ask_user=ask_user, allow_writes=allow_writes, privacy=privacy,
+                           catalog_link=catalog_link)
         run = agent.answer(question, qid, previous=previous, known_clarifications=clarifications)
     finally:
         db.close()

@@ -1,0 +1,76 @@
+"""Answer one question with a pipeline: open the analysis session over the warehouse, run
+the PipelineAgent, write `analysis/<question_id>/` (analysis.json, trace.json, the answer,
+result.parquet, steps.duckdb with every step table and its provenance)."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from dia_assets.agents.analysis.agent import PipelineAgent
+from dia_assets.agents.analysis.session import AnalysisSession
+from dia_assets.agents.memory.embedder import Embedder, make_embedder
+from dia_assets.agents.query.llm import ChatFn, litellm_chat
+from dia_assets.agents.query.loop import AgentSettings
+from dia_assets.agents.query.memory import QueryMemory
+from dia_assets.agents.query.run import no_model_result, slug, write_artifacts
+from dia_assets.agents.query.schema import SchemaIndex
+from dia_assets.agents.semantic_ops.models import CascadeConfig
+from dia_assets.agents.semantic_ops.vectors import VectorIndex
+from dia_assets.contracts.analysis_result import AnalysisResult
+from dia_assets.contracts.semantic_catalog import CatalogNode
+
+
+def answer_with_pipeline(
+    question: str,
+    warehouse: str | Path,
+    *,
+    question_id: str | None = None,
+    model: str | None = None,
+    chat: ChatFn | None = None,
+    workspace: str | Path | None = None,
+    manifest_path: str | Path | None = None,
+    memory: QueryMemory | None = None,
+    settings: AgentSettings | None = None,
+    cascade: CascadeConfig | None = None,
+    embedder: Embedder | None = None,
+    vector_index: VectorIndex | None = None,
+    catalog: dict[str, CatalogNode] | None = None,
+    privacy: str | None = None,
+    ask_user: Any = None,
+    catalog_link: Any = None,
+) -> tuple[AnalysisResult, Any]:
+    qid = question_id or slug(question)
+    folder = Path(workspace) / "analysis" / qid if workspace else None
+    if chat is None:
+        model = model or os.environ.get("DIA_MODEL") or None
+        if not model:
+            result = AnalysisResult(query=no_model_result(qid, question))
+            if folder is not None:
+                folder.mkdir(parents=True, exist_ok=True)
+                result.write(folder / "analysis.json")
+            return result, None
+        chat = litellm_chat(model)
+    session = AnalysisSession(warehouse, embedder or make_embedder(), cascade, vector_index, catalog)
+    try:
+        index = SchemaIndex.build(session.db, manifest=SchemaIndex.load_manifest(manifest_path))
+        agent = PipelineAgent(session, index, chat, memory=memory, settings=settings, privacy=privacy,
+                              ask_user=ask_user, catalog_link=catalog_link)
+        run = agent.answer(question, qid)
+        result = AnalysisResult.from_run(run.result, session.records, agent.plan_notes,
+                                         session.warehouse_tables)
+        run.trace["pipeline"] = [r.model_dump() for r in session.records]
+        run.trace["optimizations"] = agent.plan_notes
+        if folder is not None:
+            write_artifacts(run.result, run.output, run.trace, folder)
+            steps_db = session.export(folder / "steps.duckdb")
+            result.artifacts = {**run.result.artifacts, "steps_duckdb": str(steps_db),
+                                "analysis_json": str(folder / "analysis.json")}
+            result.write(folder / "analysis.json")
+            (folder / "pipeline.json").write_text(json.dumps(run.trace["pipeline"], indent=1, default=str),
+                                                  encoding="utf-8")
+    finally:
+        session.close()
+    return result, run

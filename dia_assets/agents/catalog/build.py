@@ -1,0 +1,142 @@
+"""Build the label tree from the interpretation and the manifest: one entity per refined
+table, one attribute per column, and domains found by clustering the entities' embeddings
+(named by a model when one is configured, else by their tables' names)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from dia_assets.agents.memory.embedder import Embedder
+from dia_assets.agents.semantic_ops.operators import kmeans
+from dia_assets.contracts.interpretation import Interpretation
+from dia_assets.contracts.manifest import Manifest
+from dia_assets.contracts.semantic_catalog import CatalogNode, SemanticCatalog
+
+RELATED_MIN_SIMILARITY = 0.9
+# names the clusters: list of (cluster id, member descriptions) -> {cluster id: name}
+DomainNamer = Callable[[list[tuple[str, list[str]]]], dict[str, str]]
+
+
+def humanize(name: str) -> str:
+    """`order_date` -> `order date`; `CustomerID` -> `customer id`."""
+    spaced = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", " ", name)
+    return re.sub(r"[_\W]+", " ", spaced).strip().lower()
+
+
+def slug(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "_", text.lower()).strip("_") or "domain"
+
+
+def _attribute_text(table: str, col: Any, source_col: Any) -> str:
+    parts = [f"{humanize(col.name)} of {humanize(table)}", f"({col.semantic_type}, {col.type})"]
+    if source_col is not None and source_col.description:
+        parts.append(source_col.description)
+    if source_col is not None and source_col.examples:
+        parts.append("e.g. " + ", ".join(str(x) for x in source_col.examples[:3]))
+    return " ".join(parts)
+
+
+def entities_and_attributes(interpretation: Interpretation, manifest: Manifest) -> list[CatalogNode]:
+    nodes: list[CatalogNode] = []
+    sources = {s.name: s for s in interpretation.sources}
+    for table in manifest.tables:
+        src = sources.get(table.sources[0]) if table.sources else None
+        words = ", ".join(humanize(c.name) for c in table.columns[:12])
+        text = f"{humanize(table.name)}: a table with {words}"
+        if src is not None and src.description:
+            text += f". {src.description}"
+        nodes.append(CatalogNode(
+            id=f"entity:{table.name}", level="entity", label=humanize(table.name), table=table.name,
+            source=table.source_path, description=text, row_count=src.row_count if src else None))
+        for col in table.columns:
+            scol = None
+            if src is not None:
+                scol = next((c for c in src.columns if c.name == col.source_column), None)
+            nodes.append(CatalogNode(
+                id=f"attribute:{table.name}.{col.name}", level="attribute", label=humanize(col.name),
+                parent=f"entity:{table.name}", table=table.name, column=col.name,
+                source=table.source_path, semantic_type=col.semantic_type, data_type=col.type,
+                description=_attribute_text(table.name, col, scol),
+                examples=[str(x) for x in (scol.examples[:5] if scol else [])]
+                + [str(v) for v, _ in (scol.top_values[:5] if scol else []) if v is not None],
+                row_count=src.row_count if src else None,
+                distinct_count=scol.distinct_count if scol else None,
+                null_fraction=scol.null_fraction if scol else None))
+        for fk in table.foreign_keys:
+            for a, b in zip(fk.columns, fk.ref_columns, strict=False):
+                left, right = f"attribute:{table.name}.{a}", f"attribute:{fk.ref_table}.{b}"
+                for node in nodes:
+                    if node.id == left and right not in node.related:
+                        node.related.append(right)
+    by_id = {n.id: n for n in nodes}
+    for n in list(nodes):  # key links both ways
+        for r in n.related:
+            if r in by_id and n.id not in by_id[r].related:
+                by_id[r].related.append(n.id)
+    return nodes
+
+
+def _domains(entities: list[CatalogNode], vectors: np.ndarray, namer: DomainNamer | None,
+             seed: int) -> tuple[list[CatalogNode], dict[str, str]]:
+    """Cluster the entities; each cluster is a domain. Returns domains and entity -> domain."""
+    k = max(1, round(np.sqrt(len(entities) / 2))) if entities else 0
+    _, members = kmeans(vectors, k, seed) if len(entities) else ([], [])
+    groups = [[entities[i] for i in m] for m in members]
+    names = {str(n): " & ".join(sorted(e.label for e in g[:2])) + (" ..." if len(g) > 2 else "")
+             for n, g in enumerate(groups)}
+    if namer is not None and groups:
+        names.update({k: v for k, v in namer([(str(n), [e.description for e in g[:5]])
+                                              for n, g in enumerate(groups)]).items() if v})
+    domains, parent = [], {}
+    used: set[str] = set()
+    for n, g in enumerate(groups):
+        label = names[str(n)]
+        node_id = f"domain:{slug(label)}"
+        while node_id in used:
+            node_id += "_"
+        used.add(node_id)
+        domains.append(CatalogNode(
+            id=node_id, level="domain", label=label,
+            description=f"{label}: " + "; ".join(e.label for e in g),
+            row_count=sum(e.row_count or 0 for e in g)))
+        for e in g:
+            parent[e.id] = node_id
+    return domains, parent
+
+
+def build_catalog(interpretation: Interpretation, manifest: Manifest, embedder: Embedder, scope: str,
+                  namer: DomainNamer | None = None, seed: int = 0) -> tuple[SemanticCatalog, np.ndarray]:
+    """The catalog and one embedding per node (same order as `catalog.nodes`)."""
+    nodes = entities_and_attributes(interpretation, manifest)
+    entities = [n for n in nodes if n.level == "entity"]
+    ent_vecs = embedder.embed([e.description for e in entities]) if entities else np.zeros((0, embedder.dim))
+    domains, parent = _domains(entities, ent_vecs, namer, seed)
+    for e in entities:
+        e.parent = parent.get(e.id)
+    attributes = [n for n in nodes if n.level == "attribute"]
+    att_vecs = embedder.embed([a.description for a in attributes]) if attributes else np.zeros((0, embedder.dim))
+    _link_similar(attributes, att_vecs)
+    dom_vecs = embedder.embed([d.description for d in domains]) if domains else np.zeros((0, embedder.dim))
+    ordered = domains + entities + attributes
+    vectors = np.vstack([dom_vecs, ent_vecs, att_vecs]).astype(np.float32) if ordered else np.zeros((0, embedder.dim))
+    catalog = SemanticCatalog(
+        generated_at=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"), scope=scope,
+        embedding_model=embedder.name, nodes=ordered, domain_naming="model" if namer else "names")
+    return catalog, vectors
+
+
+def _link_similar(attributes: Sequence[CatalogNode], vectors: np.ndarray) -> None:
+    """Columns of different tables that mean the same thing (near in embedding space)."""
+    if len(attributes) < 2:
+        return
+    sims = vectors @ vectors.T
+    for i, a in enumerate(attributes):
+        for j in np.flatnonzero(sims[i] >= RELATED_MIN_SIMILARITY):
+            b = attributes[int(j)]
+            if b.table != a.table and b.id not in a.related:
+                a.related.append(b.id)

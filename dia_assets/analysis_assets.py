@@ -1,0 +1,138 @@
+"""`analysis_result`: a question answered by a pipeline of SQL and semantic-operator steps
+(Data Agents §III-B/C), partitioned like `query_result` (one `questions` partition each).
+The agent lives in dia_assets/agents/analysis/; this module wires resources and metadata."""
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from dagster import (
+    AssetCheckSpec,
+    AssetExecutionContext,
+    AssetKey,
+    AssetsDefinition,
+    Config,
+    Failure,
+    MaterializeResult,
+    MetadataValue,
+    asset,
+)
+from pydantic import Field
+
+from dia_assets.agents.analysis.run import answer_with_pipeline
+from dia_assets.agents.query.llm import NO_MODEL_MESSAGE, litellm_chat
+from dia_assets.agents.query.loop import AgentSettings
+from dia_assets.agents.query.run import load_questions, markdown_table
+from dia_assets.agents.semantic_ops.models import CascadeConfig
+from dia_assets.contracts.analysis_result import AnalysisResult
+from dia_assets.query_assets import QUESTIONS, answered_check, result_metadata, warehouse_location
+from resources import LLMResource, WorkspaceResource
+from resources.memory import MemoryResource
+
+
+class AnalysisConfig(Config):
+    questions_file: str | None = Field(None, description="Default DIA_QUESTIONS or examples/questions.yaml.")
+    max_attempts: int = Field(6, description="Submissions before the question fails.")
+    max_turns: int = Field(30, description="Model calls before the question fails.")
+    light_model: str | None = Field(None, description="Light stage (default DIA_SEMANTIC_LIGHT_MODEL; none = off).")
+    strong_model: str | None = Field(None, description="Strong stage (default DIA_SEMANTIC_STRONG_MODEL, else the agent's model).")
+    embedding_stage: bool = Field(True, description="Embedding search and threshold pruning first.")
+    calibration_size: int = Field(40, description="Rows the strong model judges to calibrate thresholds.")
+
+
+def _steps_md(result: AnalysisResult) -> str:
+    lines = ["| # | op | output | rows | stage mix | calls | cost USD |", "|---|---|---|---|---|---|---|"]
+    for r in result.steps:
+        op = r.operator or {}
+        lines.append(f"| {r.position} | {r.step.op} | {r.output} | {r.rows} | {op.get('stage_mix', '')} "
+                     f"| {op.get('model_calls', '')} | {op.get('cost_usd', '')} |")
+    return "\n".join(lines)
+
+
+def _vector_index_and_catalog(context: AssetExecutionContext, memory: MemoryResource, warehouse: str) -> tuple[Any, Any, Any]:
+    """pgvector in the shared memory and the catalog's nodes for this warehouse, when reachable."""
+    try:
+        from dia_assets.agents.catalog.store import CatalogStore
+        from dia_assets.agents.memory.fingerprint import database_fingerprint
+        from dia_assets.agents.semantic_ops.vectors import PgVectorIndex
+
+        store = memory.store()
+        nodes = {n.id: n for n in CatalogStore(store).nodes(database_fingerprint(warehouse))}
+        return PgVectorIndex(store.connection()), nodes, store
+    except Exception as err:  # the operators still run, with in-process search and no catalog
+        context.log.warning(f"shared memory unavailable: in-process vector search, no catalog ({err})")
+        return None, None, None
+
+
+ANALYSIS_RESULT_KEY = AssetKey("analysis_result")
+ANSWERED = AssetCheckSpec("answered", asset=ANALYSIS_RESULT_KEY, description=(
+    "The question has a verified answer; fails with the reason otherwise (no model, unanswerable, failed)."))
+
+
+def analysis_result_asset(deps: Sequence[str | AssetKey] = ("warehouse",)) -> AssetsDefinition:
+    """`analysis_result` reading the given warehouse assets (the tables of the manifest, or `warehouse`)."""
+
+    @asset(name="analysis_result", partitions_def=QUESTIONS, deps=[*deps, "semantic_catalog"], group_name="query",
+           kinds={"python", "sql"}, check_specs=[ANSWERED],
+           description="A question answered by a pipeline of SQL steps and semantic-operator steps "
+           "(sem_filter, sem_extract, sem_group, sem_join), each step a table, the final SELECT verified "
+           "against its contract. Metadata: tables and operators used, stage mix, model calls, cost. "
+           "The `answered` check fails when there is no answer.")
+    def _analysis_result(context: AssetExecutionContext, config: AnalysisConfig, workspace: WorkspaceResource,
+                         llm: LLMResource, memory: MemoryResource) -> MaterializeResult:
+        return answer_partition(context, config, workspace, llm, memory)
+
+    return _analysis_result
+
+
+def answer_partition(context: AssetExecutionContext, config: AnalysisConfig, workspace: WorkspaceResource,
+                    llm: LLMResource, memory: MemoryResource) -> MaterializeResult:
+    qid = context.partition_key
+    questions = {q["id"]: q for q in load_questions(config.questions_file)}
+    if qid not in questions:
+        raise Failure(f"no question with id {qid!r} in the questions file")
+    question = questions[qid]["question"]
+    if not llm.enabled:
+        context.log.warning(NO_MODEL_MESSAGE)
+        from dia_assets.agents.query.run import no_model_result
+
+        return MaterializeResult(metadata={"status": "no_model", "question": question, "message": NO_MODEL_MESSAGE},
+                                 check_results=[answered_check(no_model_result(qid, question), ANALYSIS_RESULT_KEY)])
+    assert llm.model
+    warehouse = warehouse_location(workspace)
+    if not Path(warehouse).exists():
+        raise Failure(f"no DuckDB warehouse at {warehouse}: materialize `warehouse` first")
+    cascade = CascadeConfig(embedding=config.embedding_stage, calibration_size=config.calibration_size)
+    cascade = cascade.model_copy(update={k: v for k, v in {"light_model": config.light_model,
+                                                            "strong_model": config.strong_model or cascade.strong_model or llm.model}.items() if v})
+    vectors, catalog, store = _vector_index_and_catalog(context, memory, warehouse)
+    link = None
+    if store is not None and catalog:
+        from dia_assets.agents.catalog.linking import catalog_linker
+        from dia_assets.agents.memory.fingerprint import database_fingerprint
+
+        link = catalog_linker(store, database_fingerprint(warehouse))
+    result, _ = answer_with_pipeline(
+        question, warehouse, question_id=qid,
+        chat=litellm_chat(llm.model, temperature=llm.temperature, timeout_s=llm.timeout_s),
+        workspace=workspace.root_path, manifest_path=workspace.root_path / "schema" / "manifest.json",
+        settings=AgentSettings(max_attempts=config.max_attempts, max_turns=config.max_turns),
+        cascade=cascade, embedder=memory.embeddings.get_embedder(), vector_index=vectors, catalog=catalog,
+        catalog_link=link)
+    q = result.query
+    (context.log.info if q.status == "answered" else context.log.warning)(
+        f"{qid}: {q.status}; {len(result.steps)} pipeline steps; {result.model_calls} semantic model calls")
+    meta = result_metadata(q)
+    meta.update({
+        "pipeline_steps": MetadataValue.md(_steps_md(result) if result.steps else "(no pipeline: SQL only)"),
+        "tables_used": MetadataValue.json(result.warehouse_tables_used),
+        "operators_used": MetadataValue.json(result.operators_used),
+        "stage_mix": MetadataValue.json(result.stage_mix),
+        "semantic_model_calls": result.model_calls,
+        "semantic_cost_usd": result.semantic_cost_usd,
+        "optimizations": MetadataValue.md("\n".join(f"- {n}" for n in result.optimizations) or "none"),
+        "preview": MetadataValue.md(markdown_table(q.columns, q.preview) or "(no rows)"),
+    })
+    for name, path in result.artifacts.items():
+        meta[f"path/{name}"] = MetadataValue.path(path)
+    return MaterializeResult(metadata=meta, check_results=[answered_check(q, ANALYSIS_RESULT_KEY)])
