@@ -517,9 +517,9 @@ def _pass_c(
                 ).fetchall()
             column.top_values = [(_s(v), n) for v, n in counts[:TOP_K]]
             if text and column.semantic_type == "categorical" and not limit:
-                groups = spelling_variants(counts)
-                if groups:
-                    profile.variants[column.name] = groups
+                variants = spelling_variants(counts)
+                if variants:
+                    profile.variants[column.name] = variants
         if wide:
             column.examples = [_s(e) for e in batch_examples[column.name]]
             column.patterns = batch_patterns.get(column.name, []) if text else []
@@ -538,7 +538,7 @@ def _pass_c(
             column.unparseable_examples = [_s(e[0]) for e in con.execute(
                 f"SELECT DISTINCT {col} FROM {qt} WHERE {value} IS NOT NULL AND {parsed} IS NULL ORDER BY 1 LIMIT 5"
             ).fetchall()]
-    _outliers(con, qt, sample, profile)
+    _outliers(con, qt, sample, profile, groups)
 
 
 def spelling_variants(counts: list[tuple[str | None, int]]) -> list[tuple[str, list[tuple[str, int]]]]:
@@ -551,12 +551,15 @@ def spelling_variants(counts: list[tuple[str | None, int]]) -> list[tuple[str, l
     return [(k, sorted(spellings)) for k, spellings in sorted(groups.items()) if len(spellings) > 1]
 
 
-def _outliers(con: duckdb.DuckDBPyConnection, qt: str, sample: str, profile: SourceProfile) -> None:
+def _outliers(
+    con: duckdb.DuckDBPyConnection, qt: str, sample: str, profile: SourceProfile, groups: dict[str, str],
+) -> None:
     """Values beyond 3 IQR, a few numeric columns per pass; fences come from the sample.
-    (Hundreds of columns in one query make DuckDB's planning far slower than the scans.)"""
+    (Hundreds of columns in one query make DuckDB's planning far slower than the scans.)
+    A column profiled over its (value, count) groups is counted over them: the same values,
+    each parsed once."""
     exprs = {
-        c.name: parse_expression(present(quote_ident(c.name)), c.inferred_type, c.value_format)
-        if _is_text(c.physical_type) else quote_ident(c.name)
+        c.name: _outlier_value(c, quote_ident(c.name))
         for c in profile.columns
         if c.semantic_type in NUMERIC_SEMANTICS and c.inferred_type != "VARCHAR"
     }
@@ -565,10 +568,22 @@ def _outliers(con: duckdb.DuckDBPyConnection, qt: str, sample: str, profile: Sou
     if len(profile.columns) >= profile_wide.WIDE_COLUMNS:
         _outliers_unpivoted(con, qt, sample, profile, list(exprs))
         return
-    names = list(exprs)
+    by_column = {c.name: c for c in profile.columns}
+    for name in [n for n in exprs if n in groups]:
+        _outliers_of(con, sample, profile, {name: exprs[name]}, groups[name],
+                     {name: _outlier_value(by_column[name], "__raw")}, "__w")
+    names = [n for n in exprs if n not in groups]
     per_query = max(1, min(OUTLIER_CHUNK, PASS_B_CELLS // profile.rows))  # long tables: one per query
     for start in range(0, len(names), per_query):
-        _outliers_of(con, qt, sample, profile, {n: exprs[n] for n in names[start:start + per_query]})
+        chunk = {n: exprs[n] for n in names[start:start + per_query]}
+        _outliers_of(con, sample, profile, chunk, qt, chunk)
+
+
+def _outlier_value(c: Column, col: str) -> str:
+    """The parsed value of column `c` read from `col`, as the outlier fences compare it."""
+    if _is_text(c.physical_type):
+        return parse_expression(present(col), c.inferred_type, c.value_format)
+    return col
 
 
 def _fence(q: list[float] | None) -> tuple[float, float] | None:
@@ -616,8 +631,11 @@ def _outliers_unpivoted(
 
 
 def _outliers_of(
-    con: duckdb.DuckDBPyConnection, qt: str, sample: str, profile: SourceProfile, exprs: dict[str, str]
+    con: duckdb.DuckDBPyConnection, sample: str, profile: SourceProfile, exprs: dict[str, str],
+    source: str, counted: dict[str, str], weight: str | None = None,
 ) -> None:
+    """Fences from the sample quartiles of `exprs`; counts over `source`, where `counted`
+    gives each column's value (with `weight`, a row stands for that many)."""
     quartiles = con.execute(
         "SELECT " + ", ".join(f"quantile_cont(CAST({e} AS DOUBLE), [0.25, 0.75])" for e in exprs.values())
         + f" FROM {sample}"
@@ -625,14 +643,16 @@ def _outliers_of(
     fences = {name: f for name, q in zip(exprs, quartiles, strict=True) if (f := _fence(q))}
     if not fences:
         return
-    parts, projected = [], []
+    count = (lambda cond: f"count(*) FILTER ({cond})") if weight is None else (  # noqa: E731
+        lambda cond: f"coalesce(sum({weight}) FILTER ({cond}), 0)")
+    parts, projected = [], [weight] if weight else []
     for i, (name, (low, high)) in enumerate(fences.items()):
         x = f"__o{i}"  # the parsed value, projected once and read by three aggregates
-        projected.append(f"CAST({exprs[name]} AS DOUBLE) AS {x}")
-        parts += [f"count(*) FILTER ({x} < {low} OR {x} > {high})",
+        projected.append(f"CAST({counted[name]} AS DOUBLE) AS {x}")
+        parts += [count(f"{x} < {low} OR {x} > {high}"),
                   f"min({x}) FILTER ({x} < {low})", f"max({x}) FILTER ({x} > {high})"]
-    values = con.execute(f"SELECT {', '.join(parts)} FROM (SELECT {', '.join(projected)} FROM {qt})").fetchall()[0]
+    values = con.execute(f"SELECT {', '.join(parts)} FROM (SELECT {', '.join(projected)} FROM {source})").fetchall()[0]
     for i, name in enumerate(fences):
-        count, lowest, highest = values[3 * i : 3 * i + 3]
-        if count:
-            profile.outliers[name] = (count, [f"{v:g}" for v in (lowest, highest) if v is not None])
+        n, lowest, highest = values[3 * i : 3 * i + 3]
+        if n:
+            profile.outliers[name] = (n, [f"{v:g}" for v in (lowest, highest) if v is not None])
