@@ -18,7 +18,7 @@ import duckdb
 from dia_assets.agents.interpreter import profile_wide
 from dia_assets.agents.interpreter.keys import NOT_KEYABLE
 from dia_assets.agents.interpreter.naming import quote_ident
-from dia_assets.agents.interpreter.numbers import NUMERIC, non_finite_text_sql
+from dia_assets.agents.interpreter.numbers import NON_FINITE_WORDS, NUMERIC, non_finite_text_sql
 from dia_assets.agents.interpreter.semantic import (
     PATTERNS,
     TypeDecision,
@@ -109,7 +109,8 @@ def profile_table(con: duckdb.DuckDBPyConnection, table: str) -> SourceProfile:
     decisions: dict[str, TypeDecision] = {}
     sample_stats: dict[str, dict] = {n: {} for n in text_cols}
     if text_cols and rows:
-        stats_sql = sample_class_sql()
+        # singletons and pairs in the sample estimate the distinct values of the full column
+        stats_sql = [*sample_class_sql(), ("once", "count(*) FILTER (n = 1)"), ("twice", "count(*) FILTER (n = 2)")]
         datelike = sql_str(PATTERNS["datelike"])
         result = []
         for chunk in _column_chunks(text_cols, min(rows, SAMPLE_ROWS)):  # bounded memory
@@ -144,7 +145,7 @@ def profile_table(con: duckdb.DuckDBPyConnection, table: str) -> SourceProfile:
     # values, and every per-value expression runs once per distinct value, not per row.
     wide = len(names) >= profile_wide.WIDE_COLUMNS
     grouped = {n: f"__g{i}" for i, n in enumerate(names)
-               if not wide and rows >= GROUPED_MIN_ROWS and n in text_cols and _repeats(sample_stats[n])}
+               if not wide and rows >= GROUPED_MIN_ROWS and n in text_cols and _repeats(sample_stats[n], rows)}
     for i, name in enumerate(names):
         if name not in grouped:
             continue
@@ -272,11 +273,27 @@ def _pass_b_unpivoted(
 
 GROUPED_MIN_ROWS = 50_000  # below, a scan costs less than building the groups
 GROUPED_SHARE = 0.5  # grouped when the sample holds at most this many distinct values per value
+# ... or when the full column is estimated to hold at most this many distinct values per value:
+# a margin below the 0.5 at which pass C counts top values anyway, so a near-unique column is
+# not grouped by a lucky sample.
+GROUPED_ESTIMATE_SHARE = 0.25
 
 
-def _repeats(sample: dict) -> bool:
+def _repeats(sample: dict, rows: int) -> bool:
+    """Whether grouping the column pays: its values repeat. A 5,000-row sample of a column
+    with 50,000 distinct values in a million rows looks near-unique, yet a GROUP BY serves
+    pass B, the exact distinct count and the top values at once; the Chao1 estimate
+    (distinct + singletons^2 / 2 pairs) sees the repeats from the values seen twice."""
     present = sample.get("present") or 0
-    return present > 0 and (sample.get("distinct") or 0) <= GROUPED_SHARE * present
+    distinct = sample.get("distinct") or 0
+    if present <= 0:
+        return False
+    if distinct <= GROUPED_SHARE * present:
+        return True
+    once, twice = sample.get("once") or 0, sample.get("twice") or 0
+    estimate = distinct + once * (once - 1) / (2 * (twice + 1))  # bias-corrected Chao1
+    present_rows = rows * present / min(rows, SAMPLE_ROWS)
+    return estimate <= GROUPED_ESTIMATE_SHARE * present_rows
 
 
 def _weighted_deciles(
@@ -340,8 +357,10 @@ def _pass_b_stats(
         if _is_numeric(physical):
             out += [("mean", f"avg({col})"), ("quantiles", f"approx_quantile(CAST({col} AS DOUBLE), {DECILES})")]
         return out
-    # Lower-casing never shortens text, so a value longer than every null token is none.
-    longest = max(len(t) for t in NULL_TOKENS)
+    # Lower-casing keeps the length, so a value longer than every null token is none; in a
+    # column that may end numeric the lower-cased short text also answers the NaN/Infinity words.
+    may_be_numeric = d.inferred_type.upper().startswith(NUMERIC)
+    longest = max(len(t) for t in (*NULL_TOKENS, *(NON_FINITE_WORDS if may_be_numeric else ())))
     levels[0].append(f"trim({raw}) AS {trimmed}")
     levels[1] += [trimmed, f"CASE WHEN length({trimmed}) <= {longest} THEN lower({trimmed}) END AS {short}"]
     # = present(raw): NULL for NULL, blanks and null tokens, else the trimmed text
@@ -361,8 +380,8 @@ def _pass_b_stats(
         out += [("min", f"min({value})"), ("max", f"max({value})")]
     else:
         out += [("min", f"CAST(min({parsed}) AS VARCHAR)"), ("max", f"CAST(max({parsed}) AS VARCHAR)")]
-    if d.inferred_type.upper().startswith(NUMERIC):  # fused here: no pass of its own
-        out.append(("non_finite", non_finite_text_sql(trimmed, weight, trimmed=True)))
+    if may_be_numeric:  # fused here: no pass of its own
+        out.append(("non_finite", non_finite_text_sql(trimmed, weight, trimmed=True, lowered=short)))
     if d.numeric:
         levels[3].append(f"{numeric_text(value, d.value_format)} AS {nt}")
         ok = f"{parsed} IS NOT NULL"
@@ -376,8 +395,9 @@ def _pass_b_stats(
             out.append(("frac_digits",
                         f"max(length({nt}) - strpos({nt}, '.')) FILTER ({ok} AND strpos({nt}, '.') > 0)"))
         else:  # integers beyond HUGEINT stay exact only as text; the pattern is tried on failures only
-            out.append(("too_big", count(f"{value} IS NOT NULL AND {parsed} IS NULL AND "
-                                         f"regexp_full_match({nt}, '[+-]?[0-9]+')")))
+            # (CASE, not AND: DuckDB would match the pattern on every row)
+            out.append(("too_big", count(f"CASE WHEN {value} IS NOT NULL AND {parsed} IS NULL "
+                                         f"THEN regexp_full_match({nt}, '[+-]?[0-9]+') ELSE false END")))
     return out
 
 
