@@ -49,3 +49,23 @@ def test_grouped_profile_equals_row_by_row(monkeypatch: pytest.MonkeyPatch) -> N
     assert types["price"] == "DOUBLE" and types["day"] == "DATE" and types["big"] == "VARCHAR", types
     assert any(c.null_token_count for c in groups.columns) and any(c.unparseable_count for c in groups.columns)
     assert groups.non_finite and groups.variants
+
+
+def test_trim_skipped_only_where_it_changes_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Pass B and the outlier counts skip trim() on ASCII text without edge spaces; text
+    padded with spaces, no-break or ideographic spaces must profile as with trim everywhere."""
+    con = duckdb.connect()
+    con.execute("""CREATE TABLE t AS SELECT
+      CASE i % 5 WHEN 0 THEN ' ' || CAST(i AS VARCHAR) WHEN 1 THEN CAST(i AS VARCHAR) || chr(160)
+                 WHEN 2 THEN chr(12288) || CAST(i % 50 AS VARCHAR) || '.5' WHEN 3 THEN chr(9) || '7'
+                 ELSE CAST(i % 40 AS VARCHAR) END AS amount,
+      CASE i % 4 WHEN 0 THEN ' n/a' WHEN 1 THEN 'NULL' || chr(8239) ELSE 'Zoë ' || CAST(i % 9 AS VARCHAR) END AS label
+    FROM range(2000) r(i)""")
+    skipped = p.profile_table(con, "t")
+    monkeypatch.setattr(p, "trim_sql", lambda col: f"trim({col})")
+    plain = p.profile_table(con, "t")
+    assert skipped.outliers == plain.outliers
+    for a, b in zip(skipped.columns, plain.columns, strict=True):
+        assert a.model_dump(exclude={"quantiles", "examples"}) == b.model_dump(exclude={"quantiles", "examples"})
+    assert skipped.columns[0].value_format.trim and skipped.columns[0].null_token_count == 0
+    assert skipped.columns[1].null_token_count == 1000

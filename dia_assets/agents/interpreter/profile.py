@@ -26,7 +26,6 @@ from dia_assets.agents.interpreter.semantic import (
     decide,
     id_like_name,
     sample_class_sql,
-    shape_sql,
 )
 from dia_assets.agents.value_parsing import (
     NULL_TOKENS,
@@ -336,6 +335,30 @@ def _projected(levels: list[list[str]], source: str) -> str:
     return sql
 
 
+def trim_sql(col: str) -> str:
+    """`trim(col)`, skipped where it cannot change anything: DuckDB's trim removes spaces
+    (U+0020 and the other Unicode spaces), so pure-ASCII text (as many bytes as characters)
+    that neither starts nor ends with ' ' is returned as it is, without a copy."""
+    return (f"CASE WHEN strlen({col}) = length({col}) AND NOT ({col} LIKE ' %' OR {col} LIKE '% ') "
+            f"THEN {col} ELSE trim({col}) END")
+
+
+def _present_projected(names: list[str]) -> tuple[list[list[str]], dict[str, str]]:
+    """Projection levels (see `_levels`) giving each text column's present value
+    (= `present(col)`: NULL for NULL, blanks and null tokens, else the trimmed text),
+    computed once per row; and the name each value is read by."""
+    levels, out, longest = _levels(), {}, max(len(t) for t in NULL_TOKENS)
+    for i, name in enumerate(names):
+        col, trimmed, short, value = f"__pc{i}", f"__pt{i}", f"__ps{i}", f"__pv{i}"
+        levels[0] += [f"{quote_ident(name)} AS {col}", f"{trim_sql(quote_ident(name))} AS {trimmed}"]
+        levels[1] += [col, trimmed, f"CASE WHEN length({trimmed}) <= {longest} THEN lower({trimmed}) END AS {short}"]
+        levels[2] += [f"CASE WHEN {col} IS NULL OR {trimmed} = '' OR {short} IN {sql_list(NULL_TOKENS)} "
+                      f"THEN NULL ELSE {trimmed} END AS {value}"]
+        levels[3] += [value]
+        out[name] = value
+    return levels, out
+
+
 def _pass_b_stats(
     name: str, i: int, physical: str, d: TypeDecision, levels: list[list[str]],
     weight: str | None = None, raw: str | None = None,
@@ -361,7 +384,7 @@ def _pass_b_stats(
     # column that may end numeric the lower-cased short text also answers the NaN/Infinity words.
     may_be_numeric = d.inferred_type.upper().startswith(NUMERIC)
     longest = max(len(t) for t in (*NULL_TOKENS, *(NON_FINITE_WORDS if may_be_numeric else ())))
-    levels[0].append(f"trim({raw}) AS {trimmed}")
+    levels[0].append(f"{trim_sql(raw)} AS {trimmed}")
     levels[1] += [trimmed, f"CASE WHEN length({trimmed}) <= {longest} THEN lower({trimmed}) END AS {short}"]
     # = present(raw): NULL for NULL, blanks and null tokens, else the trimmed text
     levels[2] += [trimmed, short, f"CASE WHEN {col} IS NULL OR {trimmed} = '' OR {short} IN "
@@ -519,6 +542,9 @@ def _pass_c(
             con, sample, [n for n in kinds if _is_text(physical_of[n])], sampled) if profile.rows else {}
         batch_counts = profile_wide.value_counts(
             con, qt, [c.name for c in profile.columns if grouped(c)], profile.rows)
+    elif profile.rows:  # value shapes of every text column from one query over the sample
+        batch_patterns = profile_wide.patterns(
+            con, sample, [c.name for c in profile.columns if _is_text(c.physical_type)], min(profile.rows, SAMPLE_ROWS))
     for column in profile.columns:
         col = quote_ident(column.name)
         text = _is_text(column.physical_type)
@@ -548,10 +574,7 @@ def _pass_c(
                 f"SELECT DISTINCT CAST({value} AS VARCHAR) FROM {sample} WHERE {value} IS NOT NULL LIMIT 5"
             ).fetchall()]
         if text and profile.rows and not wide:
-            column.patterns = list(con.execute(
-                f"SELECT {shape_sql(value)} __p, count(*) __n FROM {sample} WHERE {value} IS NOT NULL "
-                "GROUP BY __p ORDER BY __n DESC, __p LIMIT 5"
-            ).fetchall())
+            column.patterns = batch_patterns[column.name]
         if column.unparseable_count:
             d = decisions[column.name]
             parsed = parse_expression(value, _validation_type(d), d.value_format)
@@ -596,13 +619,20 @@ def _outliers(
     per_query = max(1, min(OUTLIER_CHUNK, PASS_B_CELLS // profile.rows))  # long tables: one per query
     for start in range(0, len(names), per_query):
         chunk = {n: exprs[n] for n in names[start:start + per_query]}
-        _outliers_of(con, sample, profile, chunk, qt, chunk)
+        text = [n for n in chunk if _is_text(by_column[n].physical_type)]
+        levels, present_of = _present_projected(text)
+        for level in levels:  # the other columns pass through
+            level += [quote_ident(n) for n in chunk if n not in present_of]
+        counted = {n: _outlier_value(by_column[n], present_of[n], cleaned=True) if n in present_of else chunk[n]
+                   for n in chunk}
+        _outliers_of(con, sample, profile, chunk, _projected(levels, qt), counted)
 
 
-def _outlier_value(c: Column, col: str) -> str:
-    """The parsed value of column `c` read from `col`, as the outlier fences compare it."""
+def _outlier_value(c: Column, col: str, cleaned: bool = False) -> str:
+    """The parsed value of column `c` read from `col` (`cleaned`: `col` holds the present
+    value already), as the outlier fences compare it."""
     if _is_text(c.physical_type):
-        return parse_expression(present(col), c.inferred_type, c.value_format)
+        return parse_expression(col if cleaned else present(col), c.inferred_type, c.value_format)
     return col
 
 
