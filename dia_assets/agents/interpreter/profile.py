@@ -368,6 +368,7 @@ def _pass_b_stats(
     times; the counts are the same and the deciles are left to `_weighted_deciles`."""
     raw = raw or quote_ident(name)
     col, trimmed, short, value, parsed, nt = (f"__c{i}", f"__t{i}", f"__s{i}", f"__v{i}", f"__x{i}", f"__n{i}")
+    bit = f"__b{i}"
     count = (lambda cond: f"count(*) FILTER ({cond})") if weight is None else (  # noqa: E731
         lambda cond: f"coalesce(sum({weight}) FILTER ({cond}), 0)")
     levels[0].append(f"{raw} AS {col}")
@@ -387,13 +388,15 @@ def _pass_b_stats(
     levels[0].append(f"{trim_sql(raw)} AS {trimmed}")
     levels[1] += [trimmed, f"CASE WHEN length({trimmed}) <= {longest} THEN lower({trimmed}) END AS {short}"]
     # = present(raw): NULL for NULL, blanks and null tokens, else the trimmed text
+    # the null token's bit (0: none), read by the token count and the token bitmask
     levels[2] += [trimmed, short, f"CASE WHEN {col} IS NULL OR {trimmed} = '' OR {short} IN "
-                  f"{sql_list(NULL_TOKENS)} THEN NULL ELSE {trimmed} END AS {value}"]
-    levels[3] += [trimmed, short, value, f"{parse_expression(value, _validation_type(d), d.value_format)} AS {parsed}"]
+                  f"{sql_list(NULL_TOKENS)} THEN NULL ELSE {trimmed} END AS {value}", f"{_token_bit(short)} AS {bit}"]
+    levels[3] += [trimmed, short, value, bit,
+                  f"{parse_expression(value, _validation_type(d), d.value_format)} AS {parsed}"]
     out += [
         ("blanks", count(f"{trimmed} = ''")),
-        ("tokens", count(f"{short} IN {sql_list(NULL_TOKENS)}")),
-        ("token_bits", token_bits_sql(short, lowered=True)),
+        ("tokens", count(f"{bit} <> 0")),
+        ("token_bits", f"bit_or({bit})"),
         ("padded", count(f"{col} <> {trimmed}")),
         ("max_len", f"max(length({col}))"),
         ("huge", count(f"length({col}) > {HUGE_FIELD}")),
@@ -428,11 +431,10 @@ EXACT_BELOW = 100_000  # small hash tables: exact distinct counts cost little
 DISTINCT_CHUNK = 16
 
 
-def token_bits_sql(col: str, lowered: bool = False) -> str:
-    """Which null tokens occur, as a bitmask: far cheaper than a DISTINCT list.
-    `lowered`: `col` is already trimmed and lower-cased."""
+def _token_bit(lowered: str) -> str:
+    """The bit of the null token `lowered` (trimmed, lower-cased text) is, else 0."""
     cases = " ".join(f"WHEN {sql_str(t)} THEN {1 << i}" for i, t in enumerate(NULL_TOKENS))
-    return f"bit_or(CASE {col if lowered else f'lower(trim({col}))'} {cases} ELSE 0 END)"
+    return f"CASE {lowered} {cases} ELSE 0 END"
 
 
 def _exact_distinct(
