@@ -500,6 +500,22 @@ def test_nul_marker_far_past_the_sample_is_an_empty_string(tmp_path):
     assert src.column("note").blank_count == 1 and src.column("note").null_count == 0
 
 
+def test_cp1252_line_far_past_the_sample_is_read_again_decoded(tmp_path, monkeypatch):
+    """The reader starts on a clean head while the whole file is scanned; a cp1252 byte
+    megabytes in makes it read again per line, with the same answer as reading after the scan."""
+    body = b"".join(b"%d,name%d,x\n" % (i, i) for i in range(1, 200_001))
+    (tmp_path / "late.csv").write_bytes(b"id,name,note\n" + body + "200001,Ren\u00e9e,y\n".encode("cp1252"))
+    src = interpret(tmp_path).source("late")
+    assert src.parse.ok and src.row_count == 200_001 and src.parse.encoding == "cp1252" and src.parse.rewritten
+    from dia_assets.agents.interpreter import interpreter
+
+    monkeypatch.setattr(interpreter, "looks_clean", lambda _path: False)  # no early read
+    after_scan = interpret(tmp_path).source("late")
+    assert src.model_dump(exclude={"columns"}) == after_scan.model_dump(exclude={"columns"})
+    assert [c.model_dump(exclude={"quantiles", "mean"}) for c in src.columns] == [
+        c.model_dump(exclude={"quantiles", "mean"}) for c in after_scan.columns]
+
+
 def test_timestamps_with_utc_offsets_are_instants(tmp_path):
     """PostgreSQL exports write timestamptz as `2022-06-21 05:31:29+00`: an instant, not text."""
     (tmp_path / "ev.csv").write_text(

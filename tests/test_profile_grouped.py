@@ -49,3 +49,51 @@ def test_grouped_profile_equals_row_by_row(monkeypatch: pytest.MonkeyPatch) -> N
     assert types["price"] == "DOUBLE" and types["day"] == "DATE" and types["big"] == "VARCHAR", types
     assert any(c.null_token_count for c in groups.columns) and any(c.unparseable_count for c in groups.columns)
     assert groups.non_finite and groups.variants
+
+
+def test_trim_skipped_only_where_it_changes_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Pass B and the outlier counts skip trim() on ASCII text without edge spaces; text
+    padded with spaces, no-break or ideographic spaces must profile as with trim everywhere."""
+    con = duckdb.connect()
+    con.execute("""CREATE TABLE t AS SELECT
+      CASE i % 5 WHEN 0 THEN ' ' || CAST(i AS VARCHAR) WHEN 1 THEN CAST(i AS VARCHAR) || chr(160)
+                 WHEN 2 THEN chr(12288) || CAST(i % 50 AS VARCHAR) || '.5' WHEN 3 THEN chr(9) || '7'
+                 ELSE CAST(i % 40 AS VARCHAR) END AS amount,
+      CASE i % 4 WHEN 0 THEN ' n/a' WHEN 1 THEN 'NULL' || chr(8239) ELSE 'Zoë ' || CAST(i % 9 AS VARCHAR) END AS label
+    FROM range(2000) r(i)""")
+    skipped = p.profile_table(con, "t")
+    monkeypatch.setattr(p, "trim_sql", lambda col: f"trim({col})")
+    plain = p.profile_table(con, "t")
+    assert skipped.outliers == plain.outliers
+    for a, b in zip(skipped.columns, plain.columns, strict=True):
+        assert a.model_dump(exclude={"quantiles", "examples"}) == b.model_dump(exclude={"quantiles", "examples"})
+    assert skipped.columns[0].value_format.trim and skipped.columns[0].null_token_count == 0
+    assert skipped.columns[1].null_token_count == 1000
+
+
+@pytest.mark.parametrize("id_name", ["id", "rowid"])
+def test_sample_drawn_by_row_id_is_the_reservoir_sample(id_name: str) -> None:
+    """The sample draws row ids and fetches the rows: the same rows in the same order as
+    the reservoir over every column (a column named rowid falls back to that)."""
+    con = duckdb.connect(config={"preserve_insertion_order": True})
+    con.execute(f"CREATE TABLE t AS SELECT CAST(i AS VARCHAR) AS {id_name}, CAST(hash(i) % 97 AS VARCHAR) AS v "
+                "FROM range(300000) r(i)")
+    p.profile_table(con, "t")  # drops its sample; redraw it as the profiler does, by hand
+    want = con.execute(f"SELECT * FROM t USING SAMPLE reservoir({p.SAMPLE_ROWS} ROWS) REPEATABLE (7)").fetchall()
+    calls: list[str] = []
+
+    class Spy:
+        def __init__(self, inner: duckdb.DuckDBPyConnection) -> None:
+            self.inner = inner
+
+        def execute(self, sql: str, *args: object) -> duckdb.DuckDBPyConnection:
+            result = self.inner.execute(sql, *args)
+            if "TEMP TABLE __sample" in sql:
+                calls.append(sql)
+                self.got = self.inner.execute("SELECT * FROM __sample").fetchall()
+            return result
+
+    spy = Spy(con)
+    p.profile_table(spy, "t")  # type: ignore[arg-type]
+    assert calls and spy.got == want
+    assert ("JOIN" in calls[0]) == (id_name != "rowid")

@@ -61,3 +61,51 @@ def test_null_blank_and_token_counts_are_separate():
     col = _profile([None, "", "  ", "N/A", "null", "x", "y"])
     assert (col.null_count, col.blank_count, col.null_token_count) == (1, 2, 2)
     assert col.null_fraction == pytest.approx(5 / 7, abs=1e-6)
+
+
+def _class_counts(values: list[str]) -> dict[str, object]:
+    from dia_assets.agents.interpreter import semantic
+
+    con = duckdb.connect()
+    con.execute("CREATE TABLE vals AS SELECT unnest(?) AS v, 1 AS n", [values])
+    stats = semantic.sample_class_sql()
+    datelike = semantic.sql_str(semantic.PATTERNS["datelike"])
+    row = con.execute(
+        f"WITH d AS (SELECT v, n, regexp_full_match(v, {datelike}) AS dl FROM vals) "
+        f"SELECT {', '.join(sql for _, sql in stats)} FROM d"
+    ).fetchone()
+    return {k: sorted(x) if isinstance(x, list) else x for (k, _), x in zip(stats, row, strict=True)}
+
+
+def test_class_counts_are_the_same_without_the_cheap_gates(monkeypatch):
+    """Each regular expression and date format runs only where a required character is
+    present; without those gates every count must be the same."""
+    import random
+    from datetime import datetime, timedelta
+
+    from dia_assets.agents.interpreter import semantic
+
+    rnd = random.Random(5)
+    formats = [*semantic.DATE_FORMATS, *semantic.TIMESTAMP_FORMATS, "%Y-%m-%dT%H:%M:%SZ", "%H:%M", "%Y%m%d"]
+    values = {"1,234.50", "1.234,5", "12 %", "$1,234.50", "99 EUR", "1e5", "-2.5E-3", "user@x.org", "www.a.b",
+              "http://x.y/z", "550e8400-e29b-41d4-a716-446655440000", '{"a": 1}', "[1]", "yes", "F", "0123",
+              "+1 (555) 123-4567", "AB-1234", "12:30", "Mar 4, 2021", "4 March 2021", "04-Mar-21", "1,5"}
+    for _ in range(3000):
+        text = (datetime(1990, 1, 1) + timedelta(seconds=rnd.randint(0, 10**9))).strftime(rnd.choice(formats))
+        roll = rnd.random()
+        if roll < 0.3:  # a separator changed, doubled or dropped
+            sep = rnd.choice([c for c in "-/.: ,T" if c in text] or [" "])
+            text = text.replace(sep, rnd.choice(["-", "/", ".", ":", " ", ",", "T", "\t", "  ", ""]), 1)
+        elif roll < 0.45:
+            text += rnd.choice([":", " x", ",", "Z", "+01:00", "\t"])
+        elif roll < 0.55:
+            text = text.lower()
+        values.add(text.strip(" ") or "0")
+    gated = _class_counts(sorted(values))
+    monkeypatch.setattr(semantic, "_pattern_gates", lambda _value: {})
+    monkeypatch.setattr(semantic, "_format_gate", lambda _value, _fmt: "true")
+    assert _class_counts(sorted(values)) == gated
+    assert all(gated[f"date{i}"] for i in range(len(semantic.DATE_FORMATS)))
+    assert all(gated[f"ts{i}"] for i in range(len(semantic.TIMESTAMP_FORMATS)))
+    assert all(gated[k] for k in ("exp", "dec_thou", "dec_comma", "currency", "percent", "time", "ts_iso",
+                                  "email", "url", "uuid", "bool", "json", "currency_comma_decimal"))

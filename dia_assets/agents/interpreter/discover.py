@@ -90,6 +90,23 @@ def hash_and_scan(path: Path, chunk: int = 1 << 22) -> tuple[str, TextScan]:
     return digest.hexdigest(), scan
 
 
+CLEAN = TextScan(utf8=True, nul=False)
+
+
+def looks_clean(path: Path, head: int = 1 << 16) -> bool:
+    """Whether the head of the file is UTF-8 without NUL bytes: the scan of the whole file
+    will most likely say CLEAN, so the reader may start on that guess while it runs."""
+    with path.open("rb") as fh:
+        block = fh.read(head)
+    if b"\x00" in block:
+        return False
+    try:
+        codecs.getincrementaldecoder("utf-8")().decode(block)  # a character cut at the end is fine
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
 def scan_text(path: Path, chunk: int = 1 << 22) -> TextScan:
     return _scan(path, chunk, lambda _block: None)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -11,7 +12,14 @@ import duckdb
 
 from dia_assets.agents.interpreter import foreign_keys, keys, limits, quality
 from dia_assets.agents.interpreter.declared_keys import apply_declared
-from dia_assets.agents.interpreter.discover import RawFile, TextScan, discover, hash_and_scan
+from dia_assets.agents.interpreter.discover import (
+    CLEAN,
+    RawFile,
+    TextScan,
+    discover,
+    hash_and_scan,
+    looks_clean,
+)
 from dia_assets.agents.interpreter.join_paths import join_paths
 from dia_assets.agents.interpreter.names import distinct_derived_names, refused_issues, source_name
 from dia_assets.agents.interpreter.naming import quote_ident
@@ -55,7 +63,7 @@ def interpret(data_dir: str | Path, progress: Progress | None = None,
     infos: list[TableInfo] = []
     used: set[str] = set()
     result.quality_issues.extend(refused_issues(root, refused))
-    with scratch_dir() as tmp:
+    with scratch_dir() as tmp, ThreadPoolExecutor(max_workers=1) as hasher:
         limits.configure(con, Path(tmp) / "spill")
         for index, raw in enumerate(files):
             rel = str(raw.path.relative_to(root))
@@ -70,20 +78,26 @@ def interpret(data_dir: str | Path, progress: Progress | None = None,
                 ))
                 continue
             say(f"[{index + 1}/{len(files)}] reading {rel}")
-            digest, scan = hash_and_scan(raw.path)
+            hashing = hasher.submit(hash_and_scan, raw.path)
+            early = _read_early(con, raw, name, index, Path(tmp))
+            digest, scan = hashing.result()
+            if early is not None and scan != CLEAN:  # the guess was wrong: read again, knowing
+                _drop(con, f"src_{index}")
+                early = None
             size = raw.path.stat().st_size
             try:
                 kept = reusable.get((rel, digest))
                 done = None
                 if kept is not None:
                     try:
-                        done = _reuse_file(con, raw.path, raw.format, name, index, Path(tmp), scan, rel, kept, used)
+                        done = _reuse_file(con, raw.path, raw.format, name, index, Path(tmp), scan, rel, kept, used,
+                                           early)
                         say(f"    unchanged since the last interpretation: {rel} (profile kept)")
                     except _Changed:
                         done = None
                 if done is None:
                     done = _read_file(con, raw.path, raw.format, name, index, Path(tmp), scan, rel, digest, size,
-                                      say, used)
+                                      say, used, early)
             except Exception as exc:  # noqa: BLE001 - one file that cannot be processed never stops the others
                 log.debug("processing %s failed", rel, exc_info=True)
                 done = _failed_file(raw.path, raw.format, name, rel, digest, size, exc)
@@ -134,11 +148,12 @@ def _reusable(previous: Interpretation | None, root: Path) -> dict[tuple[str, st
 
 def _reuse_file(
     con: duckdb.DuckDBPyConnection, path: Path, fmt: str, name: str, index: int, tmp: Path,
-    scan: TextScan, rel: str, kept: Kept, used: set[str],
+    scan: TextScan, rel: str, kept: Kept, used: set[str], early: list[LoadedSource] | None = None,
 ) -> Done:
     """Read an unchanged file (its keys are measured again) and keep its profile. Falls back
-    to a full read when the reader now gives other sources than last time."""
-    entries = read_source(con, path, fmt, name, f"src_{index}", tmp, scan)
+    to a full read when the reader now gives other sources than last time. `early`: the read
+    already made on the right guess of `scan`."""
+    entries = early if early is not None else read_source(con, path, fmt, name, f"src_{index}", tmp, scan)
     renamed = distinct_derived_names(entries, name, used, rel)
     sources, issues = kept
     by_name = {s.name: s for s in sources}
@@ -158,13 +173,37 @@ class _Changed(Exception):
     """A file kept its bytes but the reader no longer gives the sources recorded for it."""
 
 
+def _read_early(
+    con: duckdb.DuckDBPyConnection, raw: RawFile, name: str, index: int, tmp: Path
+) -> list[LoadedSource] | None:
+    """A delimited file whose head is clean UTF-8 is read while another thread hashes and
+    scans the whole file (DuckDB and hashlib release the GIL): the read assumes the scan will
+    say CLEAN, and the caller reads again if it does not. None: not read yet."""
+    if raw.format != "csv" or not looks_clean(raw.path):
+        return None
+    try:
+        return read_source(con, raw.path, raw.format, name, f"src_{index}", tmp, CLEAN)
+    except Exception:  # noqa: BLE001 - read again after the scan, where a failure is reported
+        log.debug("early read of %s failed", raw.path, exc_info=True)
+        _drop(con, f"src_{index}")
+        return None
+
+
+def _drop(con: duckdb.DuckDBPyConnection, table: str) -> None:
+    """Forget a read: its table and the reject tables the CSV reader keeps beside it."""
+    for name in (table, f"{table}__rejects", f"{table}__scan"):
+        con.execute(f"DROP TABLE IF EXISTS {quote_ident(name)}")
+
+
 def _read_file(
     con: duckdb.DuckDBPyConnection, path: Path, fmt: str, name: str, index: int, tmp: Path,
     scan: TextScan, rel: str, digest: str, size: int, say: Progress, used: set[str],
+    early: list[LoadedSource] | None = None,
 ) -> Done:
-    """Read and profile one file into its sources (several for workbooks and nested JSON)."""
+    """Read and profile one file into its sources (several for workbooks and nested JSON);
+    `early`: the read already made on the right guess of `scan`."""
     done: Done = []
-    entries = read_source(con, path, fmt, name, f"src_{index}", tmp, scan)
+    entries = early if early is not None else read_source(con, path, fmt, name, f"src_{index}", tmp, scan)
     renamed = distinct_derived_names(entries, name, used, rel)
     for loaded in entries:
         refusal = limits.too_wide(_width(con, loaded.table)) if loaded.table else None

@@ -18,7 +18,7 @@ import duckdb
 from dia_assets.agents.interpreter import profile_wide
 from dia_assets.agents.interpreter.keys import NOT_KEYABLE
 from dia_assets.agents.interpreter.naming import quote_ident
-from dia_assets.agents.interpreter.numbers import NUMERIC, non_finite_text_sql
+from dia_assets.agents.interpreter.numbers import NON_FINITE_WORDS, NUMERIC, non_finite_text_sql
 from dia_assets.agents.interpreter.semantic import (
     PATTERNS,
     TypeDecision,
@@ -26,7 +26,6 @@ from dia_assets.agents.interpreter.semantic import (
     decide,
     id_like_name,
     sample_class_sql,
-    shape_sql,
 )
 from dia_assets.agents.value_parsing import (
     NULL_TOKENS,
@@ -98,10 +97,18 @@ def profile_table(con: duckdb.DuckDBPyConnection, table: str) -> SourceProfile:
     rows = con.execute(f"SELECT count(*) FROM {qt}").fetchone()[0]
     sample = qt
     if rows > SAMPLE_ROWS:
-        con.execute(
-            f"CREATE OR REPLACE TEMP TABLE __sample AS SELECT * FROM {qt} "
-            f"USING SAMPLE reservoir({SAMPLE_ROWS} ROWS) REPEATABLE (7)"
-        )
+        # The reservoir draws row ids only (its choice depends on positions, not values: the
+        # same rows, in the same order, as sampling every column), then fetches those rows:
+        # the full-width scan through the sampler cost more than pass A at 10M rows.
+        reservoir = f"USING SAMPLE reservoir({SAMPLE_ROWS} ROWS) REPEATABLE (7)"
+        if "rowid" in {n.lower() for n in names}:  # a column named rowid hides the row id
+            con.execute(f"CREATE OR REPLACE TEMP TABLE __sample AS SELECT * FROM {qt} {reservoir}")
+        else:
+            con.execute(
+                f"CREATE OR REPLACE TEMP TABLE __sample AS SELECT __t.* FROM (SELECT rowid AS __r, "
+                f"row_number() OVER () AS __k FROM {qt} {reservoir}) __s "
+                f"JOIN {qt} __t ON __t.rowid = __s.__r ORDER BY __s.__k"
+            )
         sample = "__sample"
 
     # Pass A: classify text columns on the sample.
@@ -109,7 +116,8 @@ def profile_table(con: duckdb.DuckDBPyConnection, table: str) -> SourceProfile:
     decisions: dict[str, TypeDecision] = {}
     sample_stats: dict[str, dict] = {n: {} for n in text_cols}
     if text_cols and rows:
-        stats_sql = sample_class_sql()
+        # singletons and pairs in the sample estimate the distinct values of the full column
+        stats_sql = [*sample_class_sql(), ("once", "count(*) FILTER (n = 1)"), ("twice", "count(*) FILTER (n = 2)")]
         datelike = sql_str(PATTERNS["datelike"])
         result = []
         for chunk in _column_chunks(text_cols, min(rows, SAMPLE_ROWS)):  # bounded memory
@@ -144,7 +152,7 @@ def profile_table(con: duckdb.DuckDBPyConnection, table: str) -> SourceProfile:
     # values, and every per-value expression runs once per distinct value, not per row.
     wide = len(names) >= profile_wide.WIDE_COLUMNS
     grouped = {n: f"__g{i}" for i, n in enumerate(names)
-               if not wide and rows >= GROUPED_MIN_ROWS and n in text_cols and _repeats(sample_stats[n])}
+               if not wide and rows >= GROUPED_MIN_ROWS and n in text_cols and _repeats(sample_stats[n], rows)}
     for i, name in enumerate(names):
         if name not in grouped:
             continue
@@ -272,11 +280,30 @@ def _pass_b_unpivoted(
 
 GROUPED_MIN_ROWS = 50_000  # below, a scan costs less than building the groups
 GROUPED_SHARE = 0.5  # grouped when the sample holds at most this many distinct values per value
+# ... or when the full column is estimated to hold at most this many distinct values per value:
+# a margin below the 0.5 at which pass C counts top values anyway, so a near-unique column is
+# not grouped by a lucky sample.
+GROUPED_ESTIMATE_SHARE = 0.25
+GROUPED_MIN_PAIRS = 20  # values seen twice in the sample; fewer leave the estimate too loose
 
 
-def _repeats(sample: dict) -> bool:
+def _repeats(sample: dict, rows: int) -> bool:
+    """Whether grouping the column pays: its values repeat. A 5,000-row sample of a column
+    with 50,000 distinct values in a million rows looks near-unique, yet a GROUP BY serves
+    pass B, the exact distinct count and the top values at once; the Chao1 estimate
+    (distinct + singletons^2 / 2 pairs) sees the repeats from the values seen twice."""
     present = sample.get("present") or 0
-    return present > 0 and (sample.get("distinct") or 0) <= GROUPED_SHARE * present
+    distinct = sample.get("distinct") or 0
+    if present <= 0:
+        return False
+    if distinct <= GROUPED_SHARE * present:
+        return True
+    once, twice = sample.get("once") or 0, sample.get("twice") or 0
+    if twice < GROUPED_MIN_PAIRS:  # too few repeats seen to trust the estimate
+        return False
+    estimate = distinct + once * (once - 1) / (2 * (twice + 1))  # bias-corrected Chao1
+    present_rows = rows * present / min(rows, SAMPLE_ROWS)
+    return estimate <= GROUPED_ESTIMATE_SHARE * present_rows
 
 
 def _weighted_deciles(
@@ -319,6 +346,30 @@ def _projected(levels: list[list[str]], source: str) -> str:
     return sql
 
 
+def trim_sql(col: str) -> str:
+    """`trim(col)`, skipped where it cannot change anything: DuckDB's trim removes spaces
+    (U+0020 and the other Unicode spaces), so pure-ASCII text (as many bytes as characters)
+    that neither starts nor ends with ' ' is returned as it is, without a copy."""
+    return (f"CASE WHEN strlen({col}) = length({col}) AND NOT ({col} LIKE ' %' OR {col} LIKE '% ') "
+            f"THEN {col} ELSE trim({col}) END")
+
+
+def _present_projected(names: list[str]) -> tuple[list[list[str]], dict[str, str]]:
+    """Projection levels (see `_levels`) giving each text column's present value
+    (= `present(col)`: NULL for NULL, blanks and null tokens, else the trimmed text),
+    computed once per row; and the name each value is read by."""
+    levels, out, longest = _levels(), {}, max(len(t) for t in NULL_TOKENS)
+    for i, name in enumerate(names):
+        col, trimmed, short, value = f"__pc{i}", f"__pt{i}", f"__ps{i}", f"__pv{i}"
+        levels[0] += [f"{quote_ident(name)} AS {col}", f"{trim_sql(quote_ident(name))} AS {trimmed}"]
+        levels[1] += [col, trimmed, f"CASE WHEN length({trimmed}) <= {longest} THEN lower({trimmed}) END AS {short}"]
+        levels[2] += [f"CASE WHEN {col} IS NULL OR {trimmed} = '' OR {short} IN {sql_list(NULL_TOKENS)} "
+                      f"THEN NULL ELSE {trimmed} END AS {value}"]
+        levels[3] += [value]
+        out[name] = value
+    return levels, out
+
+
 def _pass_b_stats(
     name: str, i: int, physical: str, d: TypeDecision, levels: list[list[str]],
     weight: str | None = None, raw: str | None = None,
@@ -328,6 +379,7 @@ def _pass_b_stats(
     times; the counts are the same and the deciles are left to `_weighted_deciles`."""
     raw = raw or quote_ident(name)
     col, trimmed, short, value, parsed, nt = (f"__c{i}", f"__t{i}", f"__s{i}", f"__v{i}", f"__x{i}", f"__n{i}")
+    bit = f"__b{i}"
     count = (lambda cond: f"count(*) FILTER ({cond})") if weight is None else (  # noqa: E731
         lambda cond: f"coalesce(sum({weight}) FILTER ({cond}), 0)")
     levels[0].append(f"{raw} AS {col}")
@@ -340,18 +392,22 @@ def _pass_b_stats(
         if _is_numeric(physical):
             out += [("mean", f"avg({col})"), ("quantiles", f"approx_quantile(CAST({col} AS DOUBLE), {DECILES})")]
         return out
-    # Lower-casing never shortens text, so a value longer than every null token is none.
-    longest = max(len(t) for t in NULL_TOKENS)
-    levels[0].append(f"trim({raw}) AS {trimmed}")
+    # Lower-casing keeps the length, so a value longer than every null token is none; in a
+    # column that may end numeric the lower-cased short text also answers the NaN/Infinity words.
+    may_be_numeric = d.inferred_type.upper().startswith(NUMERIC)
+    longest = max(len(t) for t in (*NULL_TOKENS, *(NON_FINITE_WORDS if may_be_numeric else ())))
+    levels[0].append(f"{trim_sql(raw)} AS {trimmed}")
     levels[1] += [trimmed, f"CASE WHEN length({trimmed}) <= {longest} THEN lower({trimmed}) END AS {short}"]
     # = present(raw): NULL for NULL, blanks and null tokens, else the trimmed text
+    # the null token's bit (0: none), read by the token count and the token bitmask
     levels[2] += [trimmed, short, f"CASE WHEN {col} IS NULL OR {trimmed} = '' OR {short} IN "
-                  f"{sql_list(NULL_TOKENS)} THEN NULL ELSE {trimmed} END AS {value}"]
-    levels[3] += [trimmed, short, value, f"{parse_expression(value, _validation_type(d), d.value_format)} AS {parsed}"]
+                  f"{sql_list(NULL_TOKENS)} THEN NULL ELSE {trimmed} END AS {value}", f"{_token_bit(short)} AS {bit}"]
+    levels[3] += [trimmed, short, value, bit,
+                  f"{parse_expression(value, _validation_type(d), d.value_format)} AS {parsed}"]
     out += [
         ("blanks", count(f"{trimmed} = ''")),
-        ("tokens", count(f"{short} IN {sql_list(NULL_TOKENS)}")),
-        ("token_bits", token_bits_sql(short, lowered=True)),
+        ("tokens", count(f"{bit} <> 0")),
+        ("token_bits", f"bit_or({bit})"),
         ("padded", count(f"{col} <> {trimmed}")),
         ("max_len", f"max(length({col}))"),
         ("huge", count(f"length({col}) > {HUGE_FIELD}")),
@@ -361,8 +417,8 @@ def _pass_b_stats(
         out += [("min", f"min({value})"), ("max", f"max({value})")]
     else:
         out += [("min", f"CAST(min({parsed}) AS VARCHAR)"), ("max", f"CAST(max({parsed}) AS VARCHAR)")]
-    if d.inferred_type.upper().startswith(NUMERIC):  # fused here: no pass of its own
-        out.append(("non_finite", non_finite_text_sql(trimmed, weight, trimmed=True)))
+    if may_be_numeric:  # fused here: no pass of its own
+        out.append(("non_finite", non_finite_text_sql(trimmed, weight, trimmed=True, lowered=short)))
     if d.numeric:
         levels[3].append(f"{numeric_text(value, d.value_format)} AS {nt}")
         ok = f"{parsed} IS NOT NULL"
@@ -376,8 +432,9 @@ def _pass_b_stats(
             out.append(("frac_digits",
                         f"max(length({nt}) - strpos({nt}, '.')) FILTER ({ok} AND strpos({nt}, '.') > 0)"))
         else:  # integers beyond HUGEINT stay exact only as text; the pattern is tried on failures only
-            out.append(("too_big", count(f"{value} IS NOT NULL AND {parsed} IS NULL AND "
-                                         f"regexp_full_match({nt}, '[+-]?[0-9]+')")))
+            # (CASE, not AND: DuckDB would match the pattern on every row)
+            out.append(("too_big", count(f"CASE WHEN {value} IS NOT NULL AND {parsed} IS NULL "
+                                         f"THEN regexp_full_match({nt}, '[+-]?[0-9]+') ELSE false END")))
     return out
 
 
@@ -385,11 +442,10 @@ EXACT_BELOW = 100_000  # small hash tables: exact distinct counts cost little
 DISTINCT_CHUNK = 16
 
 
-def token_bits_sql(col: str, lowered: bool = False) -> str:
-    """Which null tokens occur, as a bitmask: far cheaper than a DISTINCT list.
-    `lowered`: `col` is already trimmed and lower-cased."""
+def _token_bit(lowered: str) -> str:
+    """The bit of the null token `lowered` (trimmed, lower-cased text) is, else 0."""
     cases = " ".join(f"WHEN {sql_str(t)} THEN {1 << i}" for i, t in enumerate(NULL_TOKENS))
-    return f"bit_or(CASE {col if lowered else f'lower(trim({col}))'} {cases} ELSE 0 END)"
+    return f"CASE {lowered} {cases} ELSE 0 END"
 
 
 def _exact_distinct(
@@ -499,6 +555,9 @@ def _pass_c(
             con, sample, [n for n in kinds if _is_text(physical_of[n])], sampled) if profile.rows else {}
         batch_counts = profile_wide.value_counts(
             con, qt, [c.name for c in profile.columns if grouped(c)], profile.rows)
+    elif profile.rows:  # value shapes of every text column from one query over the sample
+        batch_patterns = profile_wide.patterns(
+            con, sample, [c.name for c in profile.columns if _is_text(c.physical_type)], min(profile.rows, SAMPLE_ROWS))
     for column in profile.columns:
         col = quote_ident(column.name)
         text = _is_text(column.physical_type)
@@ -517,9 +576,9 @@ def _pass_c(
                 ).fetchall()
             column.top_values = [(_s(v), n) for v, n in counts[:TOP_K]]
             if text and column.semantic_type == "categorical" and not limit:
-                groups = spelling_variants(counts)
-                if groups:
-                    profile.variants[column.name] = groups
+                variants = spelling_variants(counts)
+                if variants:
+                    profile.variants[column.name] = variants
         if wide:
             column.examples = [_s(e) for e in batch_examples[column.name]]
             column.patterns = batch_patterns.get(column.name, []) if text else []
@@ -528,17 +587,14 @@ def _pass_c(
                 f"SELECT DISTINCT CAST({value} AS VARCHAR) FROM {sample} WHERE {value} IS NOT NULL LIMIT 5"
             ).fetchall()]
         if text and profile.rows and not wide:
-            column.patterns = list(con.execute(
-                f"SELECT {shape_sql(value)} __p, count(*) __n FROM {sample} WHERE {value} IS NOT NULL "
-                "GROUP BY __p ORDER BY __n DESC, __p LIMIT 5"
-            ).fetchall())
+            column.patterns = batch_patterns[column.name]
         if column.unparseable_count:
             d = decisions[column.name]
             parsed = parse_expression(value, _validation_type(d), d.value_format)
             column.unparseable_examples = [_s(e[0]) for e in con.execute(
                 f"SELECT DISTINCT {col} FROM {qt} WHERE {value} IS NOT NULL AND {parsed} IS NULL ORDER BY 1 LIMIT 5"
             ).fetchall()]
-    _outliers(con, qt, sample, profile)
+    _outliers(con, qt, sample, profile, groups)
 
 
 def spelling_variants(counts: list[tuple[str | None, int]]) -> list[tuple[str, list[tuple[str, int]]]]:
@@ -551,12 +607,15 @@ def spelling_variants(counts: list[tuple[str | None, int]]) -> list[tuple[str, l
     return [(k, sorted(spellings)) for k, spellings in sorted(groups.items()) if len(spellings) > 1]
 
 
-def _outliers(con: duckdb.DuckDBPyConnection, qt: str, sample: str, profile: SourceProfile) -> None:
+def _outliers(
+    con: duckdb.DuckDBPyConnection, qt: str, sample: str, profile: SourceProfile, groups: dict[str, str],
+) -> None:
     """Values beyond 3 IQR, a few numeric columns per pass; fences come from the sample.
-    (Hundreds of columns in one query make DuckDB's planning far slower than the scans.)"""
+    (Hundreds of columns in one query make DuckDB's planning far slower than the scans.)
+    A column profiled over its (value, count) groups is counted over them: the same values,
+    each parsed once."""
     exprs = {
-        c.name: parse_expression(present(quote_ident(c.name)), c.inferred_type, c.value_format)
-        if _is_text(c.physical_type) else quote_ident(c.name)
+        c.name: _outlier_value(c, quote_ident(c.name))
         for c in profile.columns
         if c.semantic_type in NUMERIC_SEMANTICS and c.inferred_type != "VARCHAR"
     }
@@ -565,10 +624,29 @@ def _outliers(con: duckdb.DuckDBPyConnection, qt: str, sample: str, profile: Sou
     if len(profile.columns) >= profile_wide.WIDE_COLUMNS:
         _outliers_unpivoted(con, qt, sample, profile, list(exprs))
         return
-    names = list(exprs)
+    by_column = {c.name: c for c in profile.columns}
+    for name in [n for n in exprs if n in groups]:
+        _outliers_of(con, sample, profile, {name: exprs[name]}, groups[name],
+                     {name: _outlier_value(by_column[name], "__raw")}, "__w")
+    names = [n for n in exprs if n not in groups]
     per_query = max(1, min(OUTLIER_CHUNK, PASS_B_CELLS // profile.rows))  # long tables: one per query
     for start in range(0, len(names), per_query):
-        _outliers_of(con, qt, sample, profile, {n: exprs[n] for n in names[start:start + per_query]})
+        chunk = {n: exprs[n] for n in names[start:start + per_query]}
+        text = [n for n in chunk if _is_text(by_column[n].physical_type)]
+        levels, present_of = _present_projected(text)
+        for level in levels:  # the other columns pass through
+            level += [quote_ident(n) for n in chunk if n not in present_of]
+        counted = {n: _outlier_value(by_column[n], present_of[n], cleaned=True) if n in present_of else chunk[n]
+                   for n in chunk}
+        _outliers_of(con, sample, profile, chunk, _projected(levels, qt), counted)
+
+
+def _outlier_value(c: Column, col: str, cleaned: bool = False) -> str:
+    """The parsed value of column `c` read from `col` (`cleaned`: `col` holds the present
+    value already), as the outlier fences compare it."""
+    if _is_text(c.physical_type):
+        return parse_expression(col if cleaned else present(col), c.inferred_type, c.value_format)
+    return col
 
 
 def _fence(q: list[float] | None) -> tuple[float, float] | None:
@@ -616,8 +694,11 @@ def _outliers_unpivoted(
 
 
 def _outliers_of(
-    con: duckdb.DuckDBPyConnection, qt: str, sample: str, profile: SourceProfile, exprs: dict[str, str]
+    con: duckdb.DuckDBPyConnection, sample: str, profile: SourceProfile, exprs: dict[str, str],
+    source: str, counted: dict[str, str], weight: str | None = None,
 ) -> None:
+    """Fences from the sample quartiles of `exprs`; counts over `source`, where `counted`
+    gives each column's value (with `weight`, a row stands for that many)."""
     quartiles = con.execute(
         "SELECT " + ", ".join(f"quantile_cont(CAST({e} AS DOUBLE), [0.25, 0.75])" for e in exprs.values())
         + f" FROM {sample}"
@@ -625,14 +706,16 @@ def _outliers_of(
     fences = {name: f for name, q in zip(exprs, quartiles, strict=True) if (f := _fence(q))}
     if not fences:
         return
-    parts, projected = [], []
+    count = (lambda cond: f"count(*) FILTER ({cond})") if weight is None else (  # noqa: E731
+        lambda cond: f"coalesce(sum({weight}) FILTER ({cond}), 0)")
+    parts, projected = [], [weight] if weight else []
     for i, (name, (low, high)) in enumerate(fences.items()):
         x = f"__o{i}"  # the parsed value, projected once and read by three aggregates
-        projected.append(f"CAST({exprs[name]} AS DOUBLE) AS {x}")
-        parts += [f"count(*) FILTER ({x} < {low} OR {x} > {high})",
+        projected.append(f"CAST({counted[name]} AS DOUBLE) AS {x}")
+        parts += [count(f"{x} < {low} OR {x} > {high}"),
                   f"min({x}) FILTER ({x} < {low})", f"max({x}) FILTER ({x} > {high})"]
-    values = con.execute(f"SELECT {', '.join(parts)} FROM (SELECT {', '.join(projected)} FROM {qt})").fetchall()[0]
+    values = con.execute(f"SELECT {', '.join(parts)} FROM (SELECT {', '.join(projected)} FROM {source})").fetchall()[0]
     for i, name in enumerate(fences):
-        count, lowest, highest = values[3 * i : 3 * i + 3]
-        if count:
-            profile.outliers[name] = (count, [f"{v:g}" for v in (lowest, highest) if v is not None])
+        n, lowest, highest = values[3 * i : 3 * i + 3]
+        if n:
+            profile.outliers[name] = (n, [f"{v:g}" for v in (lowest, highest) if v is not None])

@@ -64,6 +64,43 @@ def _hint(name: str, *words: str) -> bool:
     return any(w in tokens or name.startswith(w) or name.endswith(w) for w in words)
 
 
+CURRENCY_MARKS = ("$", "€", "£", "¥", "USD", "EUR", "GBP")
+
+
+def _contains_any(value: str, *needles: str) -> str:
+    return "(" + " OR ".join(f"contains({value}, {sql_str(n)})" for n in needles) + ")"
+
+
+def _pattern_gates(value: str) -> dict[str, str]:
+    """A cheap test each pattern's matches all pass (a character the pattern requires), so
+    the regular expression runs only where it can match."""
+    comma, colon = _contains_any(value, ","), _contains_any(value, ":")
+    return {
+        "exp": _contains_any(value, "e", "E"), "dec_thou": comma, "dec_comma": comma,
+        "currency": _contains_any(value, *CURRENCY_MARKS), "percent": _contains_any(value, "%"),
+        "time": colon, "ts_iso": colon, "ts_tz": colon, "email": _contains_any(value, "@"),
+        "url": f"(starts_with({value}, 'http') OR starts_with({value}, 'www.'))",
+        "uuid": f"length({value}) = 36",
+    }
+
+
+def _format_gate(value: str, fmt: str) -> str:
+    """A value try_strptime can read with `fmt` holds each of its literal characters (spaces
+    aside: any whitespace matches them), and a colon only when the format has one."""
+    literals = sorted({ch for ch in re.sub("%.", "", fmt) if not ch.isspace()})
+    tests = [f"contains({value}, {sql_str(ch)})" for ch in literals]
+    if ":" not in literals:
+        tests.append(f"NOT contains({value}, ':')")
+    return " AND ".join(tests) if tests else "true"
+
+
+def _gated(gate: str, test: str) -> str:
+    """`gate AND test` that skips `test` where the gate fails (in an aggregate's FILTER,
+    DuckDB evaluates both sides of an AND on every row; a CASE evaluates its branch only
+    where its condition holds)."""
+    return f"CASE WHEN {gate} THEN {test} ELSE false END"
+
+
 def sample_class_sql(value: str = "v", weight: str = "n", datelike: str = "dl") -> list[tuple[str, str]]:
     """(stat name, aggregate SQL) pairs over distinct present values `value` seen `weight`
     times; `datelike` is a precomputed gate so the date formats are tried only where
@@ -72,22 +109,28 @@ def sample_class_sql(value: str = "v", weight: str = "n", datelike: str = "dl") 
     def share(cond: str) -> str:
         return f"coalesce(sum({weight}) FILTER ({cond}), 0)"
 
+    gates = _pattern_gates(value)
     stats = [("present", f"sum({weight})")]
     for key, regex in PATTERNS.items():
         if key != "datelike":
-            stats.append((key, share(f"regexp_full_match({value}, {sql_str(regex)})")))
-    stats.append(("bool", share(f"lower({value}) IN {sql_list(TRUE_WORDS + FALSE_WORDS)}")))
-    stats.append(("json", share(f"({value} LIKE '{{%' OR {value} LIKE '[%') AND json_valid({value})")))
+            match = f"regexp_full_match({value}, {sql_str(regex)})"
+            stats.append((key, share(_gated(gates[key], match) if key in gates else match)))
+    words = TRUE_WORDS + FALSE_WORDS
+    stats.append(("bool", share(_gated(f"length({value}) <= {max(map(len, words))}",
+                                       f"lower({value}) IN {sql_list(words)}"))))
+    stats.append(("json", share(_gated(f"({value} LIKE '{{%' OR {value} LIKE '[%')", f"json_valid({value})"))))
     stats.append(("spaces", share(f"contains({value}, ' ')")))
     stats.append(("avg_len", f"sum(length({value}) * {weight}) / sum({weight})"))
     stats.append(("distinct", "count(*)"))
-    for i, fmt in enumerate(DATE_FORMATS):
-        stats.append((f"date{i}", share(f"{datelike} AND try_strptime({value}, {sql_str(fmt)}) IS NOT NULL")))
-    for i, fmt in enumerate(TIMESTAMP_FORMATS):
-        stats.append((f"ts{i}", share(f"{datelike} AND try_strptime({value}, {sql_str(fmt)}) IS NOT NULL")))
-    stats.append(("currency_symbols", f"list(DISTINCT regexp_extract({value}, '[$€£¥]|USD|EUR|GBP')) "
-                  f"FILTER (regexp_matches({value}, '[$€£¥]|USD|EUR|GBP'))"))
-    stats.append(("currency_comma_decimal", share(f"regexp_full_match({value}, '.*\\d,\\d{{1,2}}\\D*')")))
+    for prefix, formats in (("date", DATE_FORMATS), ("ts", TIMESTAMP_FORMATS)):
+        for i, fmt in enumerate(formats):
+            stats.append((f"{prefix}{i}", share(_gated(
+                f"{datelike} AND {_format_gate(value, fmt)}", f"try_strptime({value}, {sql_str(fmt)}) IS NOT NULL"))))
+    marks = "[$€£¥]|USD|EUR|GBP"
+    stats.append(("currency_symbols", f"list(DISTINCT regexp_extract({value}, '{marks}')) "
+                  f"FILTER ({_gated(gates.get('currency', 'true'), f'regexp_matches({value}, {sql_str(marks)})')})"))
+    stats.append(("currency_comma_decimal",
+                  share(_gated(_contains_any(value, ","), f"regexp_full_match({value}, '.*\\d,\\d{{1,2}}\\D*')"))))
     return stats
 
 
