@@ -15,7 +15,6 @@ the rest, which are byte-for-byte the tables it validated.
 
 from __future__ import annotations
 
-import os
 import shutil
 import tempfile
 from dataclasses import dataclass, field
@@ -172,17 +171,8 @@ def reload_duckdb(
         _carry_stats(result, before, plan.keep)
         swap.check_opens(building)
         report = _validate(building, manifest, plan, before, interp)
-        if hook:
-            hook("swap")
-        final = target
-        if report.accepted or replace_anyway:
-            swap.install(building, target)
-            if hook:
-                hook("installed")
-        else:
-            final = swap.rejected_path(target)
-            swap.remove_database(final)
-            os.replace(building, final)
+        final, installed = swap.settle(building, target, report.accepted or replace_anyway, hook)
+        if not installed:
             result.installed, result.rejected_build = False, str(final)
     except BaseException:
         swap.remove_database(building)

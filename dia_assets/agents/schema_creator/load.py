@@ -9,7 +9,6 @@ copied in one transaction.
 from __future__ import annotations
 
 import json
-import os
 import tempfile
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
@@ -109,17 +108,8 @@ def load_duckdb(
                 con.close()
         swap.check_opens(building)
         accepted = check(building) if check else True
-        if hook:
-            hook("swap")
-        final = target
-        if accepted or replace_anyway or not target.exists():
-            swap.install(building, target)
-            if hook:
-                hook("installed")
-        else:
-            final = swap.rejected_path(target)
-            swap.remove_database(final)
-            os.replace(building, final)
+        final, installed = swap.settle(building, target, accepted or replace_anyway or not target.exists(), hook)
+        if not installed:
             result.installed, result.rejected_build = False, str(final)
     except BaseException:
         swap.remove_database(building)

@@ -143,3 +143,19 @@ def content_hash(path: Path, chunk: int = 1 << 22) -> str:
         while block := fh.read(chunk):
             digest.update(block)
     return digest.hexdigest()
+
+
+def settle(building: Path, target: Path, install_it: bool, hook=None) -> tuple[Path, bool]:  # noqa: ANN001
+    """Install the validated build over `target`, or keep it beside as `<stem>-rejected.duckdb`
+    and leave the warehouse in place. Returns (the build's final path, installed)."""
+    if hook:
+        hook("swap")
+    if install_it:
+        install(building, target)
+        if hook:
+            hook("installed")
+        return target, True
+    final = rejected_path(target)
+    remove_database(final)
+    os.replace(building, final)
+    return final, False
