@@ -1,6 +1,14 @@
 """`analysis_result`: a question answered by a pipeline of SQL and semantic-operator steps
-(Data Agents §III-B/C), partitioned like `query_result` (one `questions` partition each).
-The agent lives in dia_assets/agents/analysis/; this module wires resources and metadata."""
+(Data Agents §III-B/C), one partition per question of the questions file, like `query_result`.
+The agent lives in dia_assets/agents/analysis/; this module wires resources and metadata.
+
+Its partitions are static, read from the questions file when the code location loads (as the
+warehouse tables are read from the manifest), while `query_result` keeps the dynamic
+`questions` partitions its sensor registers. The two definitions differ on purpose: Dagster
+1.13's "Materialize all" dialog opens with an empty selection and a disabled *Launch
+backfill* when every partitioned asset shares one definition (LaunchAssetChoosePartitionsDialog
+uses `defaultSelection: 'empty'` for any partition type), and offers "All partitions" with
+the button enabled when they differ (its `pureAll` target, a backfill of every partition)."""
 
 from collections.abc import Sequence
 from pathlib import Path
@@ -15,6 +23,7 @@ from dagster import (
     Failure,
     MaterializeResult,
     MetadataValue,
+    StaticPartitionsDefinition,
     asset,
 )
 from pydantic import Field
@@ -25,7 +34,7 @@ from dia_assets.agents.query.loop import AgentSettings
 from dia_assets.agents.query.run import load_questions, markdown_table
 from dia_assets.agents.semantic_ops.models import CascadeConfig
 from dia_assets.contracts.analysis_result import AnalysisResult
-from dia_assets.query_assets import QUESTIONS, answered_check, result_metadata, warehouse_location
+from dia_assets.query_assets import answered_check, result_metadata, warehouse_location
 from resources import LLMResource, WorkspaceResource
 from resources.memory import MemoryResource
 
@@ -69,10 +78,18 @@ ANSWERED = AssetCheckSpec("answered", asset=ANALYSIS_RESULT_KEY, description=(
     "The question has a verified answer; fails with the reason otherwise (no model, unanswerable, failed)."))
 
 
-def analysis_result_asset(deps: Sequence[str | AssetKey] = ("warehouse",)) -> AssetsDefinition:
-    """`analysis_result` reading the given warehouse assets (the tables of the manifest, or `warehouse`)."""
+def analysis_partitions(questions_file: str | Path | None = None) -> StaticPartitionsDefinition:
+    """One partition per question id in the questions file (default DIA_QUESTIONS or
+    examples/questions.yaml), read now: a new question needs a code-location reload."""
+    return StaticPartitionsDefinition([q["id"] for q in load_questions(questions_file)])
 
-    @asset(name="analysis_result", partitions_def=QUESTIONS, deps=[*deps, "semantic_catalog"], group_name="query",
+
+def analysis_result_asset(deps: Sequence[str | AssetKey] = ("warehouse",),
+                          questions_file: str | Path | None = None) -> AssetsDefinition:
+    """`analysis_result` reading the given warehouse assets (the tables of the manifest, or
+    `warehouse`), partitioned by the questions in `questions_file` at load time."""
+
+    @asset(name="analysis_result", partitions_def=analysis_partitions(questions_file), deps=[*deps, "semantic_catalog"], group_name="query",
            kinds={"python", "sql"}, check_specs=[ANSWERED],
            description="A question answered by a pipeline of SQL steps and semantic-operator steps "
            "(sem_filter, sem_extract, sem_group, sem_join), each step a table, the final SELECT verified "
