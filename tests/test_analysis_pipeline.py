@@ -412,3 +412,36 @@ def test_query_result_links_through_the_catalog_and_plans_a_pipeline(warehouse, 
     assert meta["operators_used"].value == ["sem_filter", "sem_group", "sql"]
     assert "sem_group" in meta["pipeline_steps"].value and meta["semantic_model_calls"].value > 0
     assert (ws / "analysis" / "decline_why" / "steps.duckdb").exists()
+
+
+def test_semantic_steps_are_estimated_from_the_catalog_before_they_run(warehouse, embedder) -> None:
+    """Over a warehouse table the catalog gives rows in (its row count, deliberately not the
+    true 9 here) and the selectivity (its samples); over a step table they are measured."""
+    from dia_assets.agents.analysis.session import AnalysisSession
+    from dia_assets.agents.query.gate import Gate, schema_of
+    from dia_assets.contracts.semantic_catalog import CatalogNode
+
+    register([])
+    catalog = {
+        "entity:reviews": CatalogNode(id="entity:reviews", level="entity", label="reviews", table="reviews",
+                                      row_count=1000),
+        "attribute:reviews.body": CatalogNode(id="attribute:reviews.body", level="attribute", label="body",
+                                              table="reviews", column="body", examples=REVIEWS["B"][:4]),
+    }
+    session = AnalysisSession(warehouse, embedder, CASCADE, catalog=catalog)
+    try:
+        gate = Gate(session.db, schema_of(session.db), "samples")
+        steps = [Step(output="neg", op="sem_filter", table="reviews", column="body",
+                      condition="the review is negative"),
+                 Step(output="b_only", op="sql", sql="SELECT * FROM neg"),
+                 Step(output="grouped", op="sem_group", table="b_only", column="body", labels=["delivery", "battery"])]
+        records, _ = session.run(steps, gate)
+    finally:
+        session.close()
+    neg, sql_step, grouped = records
+    assert neg.estimate["rows_in"] == 1000 and "catalog row count" in neg.estimate["basis"]
+    assert "4 catalog samples" in neg.estimate["basis"] and 0.05 <= neg.estimate["selectivity"] <= 0.95
+    assert neg.estimate["rows_out"] == round(1000 * neg.estimate["selectivity"], 1)
+    assert sql_step.estimate is None
+    assert grouped.estimate == {"rows_in": neg.rows, "selectivity": 1.0, "rows_out": float(neg.rows),
+                                "basis": "counted; row-wise, every row kept"}

@@ -95,7 +95,8 @@ class PipelineAgent(QueryAgent):
         payload = {"optimizations": notes, "steps": [
             {"output": r.output, "op": r.step.op, "rows": r.rows, "columns": r.columns,
              **({"stage_mix": r.operator["stage_mix"], "model_calls": r.operator["model_calls"],
-                 "cost_usd": r.operator["cost_usd"]} if r.operator else {})} for r in records]}
+                 "cost_usd": r.operator["cost_usd"]} if r.operator else {}),
+             **({"estimated": r.estimate} if r.estimate else {})} for r in records]}
         return self._tool(call, payload)
 
 
