@@ -297,6 +297,10 @@ def test_plain_dia_ask_plans_a_pipeline_when_the_question_needs_one(warehouse, t
     trace = json.loads((ws / "queries" / "why" / "trace.json").read_text())
     assert len(trace["pipeline"]) == 4 and any(e["event"] == "pipeline_session" for e in trace["events"])
     assert (ws / "queries" / "why" / "result.json").exists()
+    from dia_assets.agents.query.run import _INDEX_CACHE
+
+    # the step tables never reach the warehouse's schema index, cached for later questions
+    assert _INDEX_CACHE and all("decline" not in index.tables for index in _INDEX_CACHE.values())
 
 
 def test_plain_dia_ask_keeps_a_sql_question_in_sql(warehouse, tmp_path, monkeypatch) -> None:

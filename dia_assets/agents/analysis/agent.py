@@ -120,6 +120,9 @@ class OnDemandPipelineAgent(PipelineAgent):
             old = self._explorer
             s = self.settings
             self.db = self.session.db
+            # step tables join a copy of the index: the warehouse's own is cached across questions
+            self.index = SchemaIndex(self.index.dialect, dict(self.index.tables))
+            self.index._build_terms()
             self._gate = Gate(self.db, self.index.qualify_schema(), self.privacy)
             self._explorer = Explorer(self.db, self.index, self.memory, s.probe_rows, s.timeout_s, gate=self._gate)
             self._explorer.memory_checked = old.memory_checked
