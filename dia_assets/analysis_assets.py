@@ -73,6 +73,24 @@ def _vector_index_and_catalog(context: AssetExecutionContext, memory: MemoryReso
         return None, None, None
 
 
+def pipeline_metadata(result: AnalysisResult) -> dict[str, Any]:
+    """What a pipeline did, for `analysis_result` and for a `query_result` whose agent ran one."""
+    q = result.query
+    meta: dict[str, Any] = {
+        "pipeline_steps": MetadataValue.md(_steps_md(result) if result.steps else "(no pipeline: SQL only)"),
+        "tables_used": MetadataValue.json(result.warehouse_tables_used),
+        "operators_used": MetadataValue.json(result.operators_used),
+        "stage_mix": MetadataValue.json(result.stage_mix),
+        "semantic_model_calls": result.model_calls,
+        "semantic_cost_usd": result.semantic_cost_usd,
+        "optimizations": MetadataValue.md("\n".join(f"- {n}" for n in result.optimizations) or "none"),
+        "preview": MetadataValue.md(markdown_table(q.columns, q.preview) or "(no rows)"),
+    }
+    for name, path in result.artifacts.items():
+        meta[f"path/{name}"] = MetadataValue.path(path)
+    return meta
+
+
 ANALYSIS_RESULT_KEY = AssetKey("analysis_result")
 ANSWERED = AssetCheckSpec("answered", asset=ANALYSIS_RESULT_KEY, description=(
     "The question has a verified answer; fails with the reason otherwise (no model, unanswerable, failed)."))
@@ -140,16 +158,5 @@ def answer_partition(context: AssetExecutionContext, config: AnalysisConfig, wor
     (context.log.info if q.status == "answered" else context.log.warning)(
         f"{qid}: {q.status}; {len(result.steps)} pipeline steps; {result.model_calls} semantic model calls")
     meta = result_metadata(q)
-    meta.update({
-        "pipeline_steps": MetadataValue.md(_steps_md(result) if result.steps else "(no pipeline: SQL only)"),
-        "tables_used": MetadataValue.json(result.warehouse_tables_used),
-        "operators_used": MetadataValue.json(result.operators_used),
-        "stage_mix": MetadataValue.json(result.stage_mix),
-        "semantic_model_calls": result.model_calls,
-        "semantic_cost_usd": result.semantic_cost_usd,
-        "optimizations": MetadataValue.md("\n".join(f"- {n}" for n in result.optimizations) or "none"),
-        "preview": MetadataValue.md(markdown_table(q.columns, q.preview) or "(no rows)"),
-    })
-    for name, path in result.artifacts.items():
-        meta[f"path/{name}"] = MetadataValue.path(path)
+    meta.update(pipeline_metadata(result))
     return MaterializeResult(metadata=meta, check_results=[answered_check(q, ANALYSIS_RESULT_KEY)])

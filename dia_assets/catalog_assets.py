@@ -1,14 +1,28 @@
 """`semantic_catalog`: the label tree over the warehouse (Data Agents §III-A), refreshed
 after every build (it is in the jobs the data sensors request: Table II, "data sources
-updated -> refresh semantic catalogs")."""
+updated -> refresh semantic catalogs").
+
+The catalog is an aid: when the shared memory is down, the warehouse a build just made is
+still good, so the run does not fail here. The asset records `refreshed: false` with the
+reason, and its non-blocking `catalog_refreshed` check fails (WARN) until a refresh works."""
 
 
 import os
 
-from dagster import AssetExecutionContext, MaterializeResult, MetadataValue, asset
+import psycopg
+from dagster import (
+    AssetCheckResult,
+    AssetCheckSeverity,
+    AssetCheckSpec,
+    AssetExecutionContext,
+    MaterializeResult,
+    MetadataValue,
+    asset,
+)
 from dagster_duckdb import DuckDBResource
 
 from dia_assets.agents.catalog.refresh import catalog_path, model_namer, refresh_catalog
+from dia_assets.agents.memory.connection import MemoryStoreUnavailable
 from dia_assets.contracts.semantic_catalog import SemanticCatalog
 from resources.memory import MemoryResource
 from resources.warehouse import warehouse_target
@@ -25,17 +39,39 @@ def _tree_md(catalog: SemanticCatalog) -> str:
     return "\n".join(lines)
 
 
-@asset(deps=["validation_report"], group_name="catalog", kinds={"python", "postgres"},
+REFRESHED = AssetCheckSpec("catalog_refreshed", asset="semantic_catalog", blocking=False, description=(
+    "The catalog was rebuilt and stored in the shared memory for the current warehouse; fails (WARN) "
+    "when the memory was unreachable, so schema linking and estimates ran without it."))
+
+# the memory is down or dropped the connection mid-refresh: record it, do not fail the build
+MEMORY_DOWN = (MemoryStoreUnavailable, psycopg.OperationalError, psycopg.InterfaceError)
+
+
+@asset(deps=["validation_report"], group_name="catalog", kinds={"python", "postgres"}, check_specs=[REFRESHED],
        description="A searchable tree of labels over the warehouse (domain -> table -> column), kept with "
-       "embeddings in the shared PostgreSQL + pgvector memory; search it with `dia catalog search`.")
+       "embeddings in the shared PostgreSQL + pgvector memory; search it with `dia catalog search`. "
+       "When the memory is down the run still succeeds: `refreshed` is false and the `catalog_refreshed` "
+       "check fails.")
 def semantic_catalog(context: AssetExecutionContext, workspace: WorkspaceResource,
                      memory: MemoryResource, duckdb: DuckDBResource) -> MaterializeResult:
-    store = memory.store()
-    catalog = refresh_catalog(workspace.root_path, warehouse_target(duckdb), store,
-                              model_namer(os.environ.get("DIA_MODEL")))
+    try:
+        store = memory.store()
+        catalog = refresh_catalog(workspace.root_path, warehouse_target(duckdb), store,
+                                  model_namer(os.environ.get("DIA_MODEL")))
+    except MEMORY_DOWN as err:
+        reason = (f"shared memory unavailable ({type(err).__name__}: {err})"[:500]
+                  + "; the warehouse is built, but questions on it link the schema and estimate semantic "
+                  "filters without the catalog until semantic_catalog is materialized again "
+                  "(or `dia catalog build`)")
+        context.log.warning(f"semantic catalog not refreshed: {reason}")
+        return MaterializeResult(
+            metadata={"refreshed": False, "error": reason},
+            check_results=[AssetCheckResult(passed=False, severity=AssetCheckSeverity.WARN,
+                                            description=f"not refreshed: {reason}"[:2000])])
     counts = catalog.counts()
     context.log.info(f"semantic catalog {catalog.scope}: {counts}")
     return MaterializeResult(metadata={
+        "refreshed": True,
         "scope": catalog.scope,
         "domains": counts["domain"], "tables": counts["entity"], "columns": counts["attribute"],
         "domain_naming": catalog.domain_naming,
@@ -43,4 +79,5 @@ def semantic_catalog(context: AssetExecutionContext, workspace: WorkspaceResourc
         "path": MetadataValue.path(str(catalog_path(workspace.root_path))),
         "store": store.describe(),
         "dagster/row_count": len(catalog.nodes),
-    })
+    }, check_results=[AssetCheckResult(passed=True, severity=AssetCheckSeverity.WARN,
+                                       description=f"{len(catalog.nodes)} nodes for {catalog.scope}")])

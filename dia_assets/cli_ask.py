@@ -20,8 +20,6 @@ from dia_assets.agents.locations import default_warehouse, is_postgres, workspac
 SESSION_FILE = "_session.json"
 
 
-
-
 def _catalog_link(target: str, store: object) -> object:
     from dia_assets.cli_analysis import catalog_link_for
 
@@ -49,9 +47,11 @@ def ask(
     as_json: Annotated[bool, typer.Option("--json", help="Print the query result as JSON.")] = False,
     to: Annotated[list[str] | None, typer.Option(
         "--to", help="Also print the SQL transpiled to this dialect (snowflake, bigquery, postgres, sqlite, ...).")] = None,
-    pipeline: Annotated[bool, typer.Option(
-        "--pipeline", help="Allow SQL + semantic-operator pipelines (sem_filter, sem_extract, sem_group, "
-        "sem_join) for questions about free text; artifacts under analysis/<id>/.")] = False,
+    pipeline: Annotated[bool | None, typer.Option(
+        "--pipeline/--no-pipeline", help="By default the agent decides whether the question needs a SQL + "
+        "semantic-operator pipeline (sem_filter, sem_extract, sem_group, sem_join; DuckDB warehouse and "
+        "DIA_PRIVACY=samples); --pipeline fails when they are not usable, --no-pipeline keeps to SQL. "
+        "Pipeline artifacts go to analysis/<id>/.")] = None,
 ) -> None:
     """Answer QUESTION with verified SQL against the warehouse."""
     from dia_assets.agents.query.llm import NO_MODEL_MESSAGE
@@ -69,8 +69,6 @@ def ask(
         raise typer.Exit(2)
     workspace = workspace_root()
     target = warehouse or default_warehouse(workspace)
-    from dia_assets.agents.locations import is_postgres
-
     if not is_postgres(target) and not Path(target).exists():
         _echo(f"error: no warehouse at {target}; build it first (make demo) or pass --warehouse")
         raise typer.Exit(2)
@@ -78,7 +76,7 @@ def ask(
     from dia_assets.agents.query.llm import litellm_chat
     from dia_assets.agents.query.memory import open_store_memory
     from dia_assets.agents.query.policies import PreviousAnswer
-    from dia_assets.agents.query.run import answer_question, markdown_table
+    from dia_assets.agents.query.run import markdown_table
     from dia_assets.contracts.query_result import Clarification
 
     session_path = workspace / "queries" / SESSION_FILE
@@ -102,20 +100,21 @@ def ask(
         answer = typer.prompt("Your answer (empty to skip)", default="", show_default=False)
         return answer.strip() or None
 
-    analysis = None
-    if pipeline:
-        from dia_assets.cli_analysis import run_pipeline_question
+    from dia_assets.agents.analysis.auto import answer
+    from dia_assets.agents.analysis.steps import PipelineError
+    from dia_assets.cli_analysis import catalog_for
 
-        analysis = run_pipeline_question(question, target, question_id, litellm_chat(model), store, workspace,
-                                         ask_user if interactive else None)
-        result = analysis.query
-    else:
-        result, _ = answer_question(
-            question, target, question_id=question_id, chat=litellm_chat(model), memory=store,
-            manifest_path=workspace / "schema" / "manifest.json", workspace=workspace,
+    try:
+        result, _, analysis = answer(
+            question, target, pipelines=pipeline, model=model, question_id=question_id, chat=litellm_chat(model),
+            memory=store, manifest_path=workspace / "schema" / "manifest.json", workspace=workspace,
             ask_user=ask_user if interactive else None, allow_writes=allow_writes,
             previous=previous, clarifications=known, catalog_link=_catalog_link(target, store),
+            catalog=None if store is None or is_postgres(target) else catalog_for(target, store),
         )
+    except PipelineError as err:
+        _echo(f"error: {err}")
+        raise typer.Exit(2) from None
     if result.status == "answered":
         session = {
             "question": question, "sql": result.sql,

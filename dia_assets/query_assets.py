@@ -35,12 +35,13 @@ from dagster import (
 )
 from pydantic import Field
 
+from dia_assets.agents.analysis.auto import answer
+from dia_assets.agents.catalog.linking import catalog_link_for, catalog_nodes_for
 from dia_assets.agents.locations import default_warehouse, is_postgres
 from dia_assets.agents.query.llm import NO_MODEL_MESSAGE, litellm_chat
 from dia_assets.agents.query.loop import AgentSettings
 from dia_assets.agents.query.memory import QueryMemory
 from dia_assets.agents.query.run import (
-    answer_question,
     load_questions,
     markdown_table,
     no_model_result,
@@ -131,6 +132,9 @@ def materialize_question(
     if follows and previous is None:
         raise Failure(f"{qid} follows {follows!r}, which has no accepted answer yet: materialize it first")
     memory = _memory(context, memory_resource, warehouse)
+    catalog, link = (catalog_nodes_for(warehouse, memory), catalog_link_for(warehouse, memory)) \
+        if memory is not None and not is_postgres(warehouse) else (None, None)
+    context.log.info(f"{qid}: catalog schema linking {'on' if link else 'off (no catalog for this warehouse)'}")
     if memory is not None and context.run.tags.get("dia/fresh_memory") == "true":
         # a replan after answer quality fell: hold back what the failed answer recalled
         from dia_assets.agents.query.memory import FreshMemory, used_in_previous_answer
@@ -138,19 +142,27 @@ def materialize_question(
         held = used_in_previous_answer(workspace.root_path, qid)
         memory = FreshMemory(memory, held)
         context.log.info(f"{qid}: fresh memory, holding back {sorted(held) or 'nothing'}")
-    result, run = answer_question(
-        question, warehouse, question_id=qid,
+    # the agent decides whether the question needs a SQL + semantic pipeline (agents/analysis/auto.py)
+    result, run, analysis = answer(
+        question, warehouse, question_id=qid, model=llm.model,
         chat=litellm_chat(llm.model, temperature=llm.temperature, timeout_s=llm.timeout_s),
         memory=memory,
         manifest_path=workspace.root_path / "schema" / "manifest.json",
         workspace=workspace.root_path, allow_writes=config.allow_writes, previous=previous,
         settings=AgentSettings(max_attempts=config.max_attempts, max_turns=config.max_turns),
+        catalog_link=link, catalog=catalog,
+        embedder=memory_resource.embeddings.get_embedder if memory_resource is not None else None,
     )
     log = context.log.info if result.status == "answered" else context.log.warning
     log(f"{qid}: {result.status} after {result.attempts} attempt(s): {result.message}")
     for warning in result.warnings:
         context.log.warning(f"{qid}: {warning}")
-    return MaterializeResult(metadata=result_metadata(result), check_results=[answered_check(result)])
+    meta = result_metadata(result)
+    if analysis is not None:
+        from dia_assets.analysis_assets import pipeline_metadata
+
+        meta.update(pipeline_metadata(analysis))
+    return MaterializeResult(metadata=meta, check_results=[answered_check(result)])
 
 
 ANSWERED = AssetCheckSpec("answered", asset=QUERY_RESULT_KEY, description=(

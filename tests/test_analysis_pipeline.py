@@ -262,3 +262,190 @@ def test_a_slow_sql_step_is_interrupted(warehouse, embedder) -> None:
         assert "slow" not in session.tables()
     finally:
         session.close()
+
+
+def _tool_names(agent: ScriptedToolModel) -> list[str]:
+    return [t["function"]["name"] for t in agent.requests[0]["tools"] or []]
+
+
+def test_plain_dia_ask_plans_a_pipeline_when_the_question_needs_one(warehouse, tmp_path, monkeypatch) -> None:
+    """No --pipeline: the agent is offered run_pipeline (samples, DuckDB, a model) and the
+    prompt says when; the scripted model uses it, so the answer comes from a pipeline."""
+    from typer.testing import CliRunner
+
+    from dia_assets.cli import app
+
+    monkeypatch.setenv("DIA_WORKSPACE", str(tmp_path / "ws"))
+    monkeypatch.delenv("DIA_PRIVACY", raising=False)
+    monkeypatch.setenv("DIA_SEMANTIC_LIGHT_MODEL", "fake/light")
+    monkeypatch.setenv("DIA_SEMANTIC_STRONG_MODEL", "fake/strong")
+    agent, stages = register([call("declare_contract", **CONTRACT), call("run_pipeline", steps=STEPS),
+                              call("submit", sql=FINAL)])
+    out = CliRunner().invoke(app, ["ask", "Which product had the largest decline in sales, and why?",
+                                   "--no-memory", "--no-interactive", "--model", FAKE_MODEL,
+                                   "-w", str(warehouse), "--id", "why"])
+    assert out.exit_code == 0, out.output
+    assert "run_pipeline" in _tool_names(agent)
+    assert "sentiment" in agent.requests[0]["messages"][0]["content"]  # the prompt says when
+    assert "status: answered" in out.output and "| battery | 3 |" in out.output
+    assert "pipeline: 4 steps" in out.output and stages.count("strong") > 0
+    ws = tmp_path / "ws"
+    saved = AnalysisResult.read(ws / "analysis" / "why" / "analysis.json")
+    assert [s.output for s in saved.steps] == ["decline", "product_reviews", "negative", "reasons"]
+    assert (ws / "analysis" / "why" / "steps.duckdb").exists()
+    # the answer is also where every answer lives, with the pipeline in its trace
+    trace = json.loads((ws / "queries" / "why" / "trace.json").read_text())
+    assert len(trace["pipeline"]) == 4 and any(e["event"] == "pipeline_session" for e in trace["events"])
+    assert (ws / "queries" / "why" / "result.json").exists()
+    from dia_assets.agents.query.run import _INDEX_CACHE
+
+    # the step tables never reach the warehouse's schema index, cached for later questions
+    assert _INDEX_CACHE and all("decline" not in index.tables for index in _INDEX_CACHE.values())
+
+
+def test_plain_dia_ask_keeps_a_sql_question_in_sql(warehouse, tmp_path, monkeypatch) -> None:
+    from typer.testing import CliRunner
+
+    from dia_assets.cli import app
+
+    monkeypatch.setenv("DIA_WORKSPACE", str(tmp_path / "ws"))
+    monkeypatch.delenv("DIA_PRIVACY", raising=False)
+    sql = "SELECT product, sum(amount) AS total FROM sales GROUP BY product ORDER BY total DESC"
+    agent, stages = register([call("declare_contract", kind="analytical", columns=["product", "total"],
+                                   order=[{"column": "total", "direction": "desc"}]),
+                              call("submit", sql=sql)])
+    out = CliRunner().invoke(app, ["ask", "Total sales per product?", "--no-memory", "--no-interactive",
+                                   "--model", FAKE_MODEL, "-w", str(warehouse), "--id", "totals"])
+    assert out.exit_code == 0, out.output
+    assert "status: answered" in out.output and "| B | 290.0 |" in out.output
+    assert "pipeline:" not in out.output and stages.calls == []
+    ws = tmp_path / "ws"
+    assert (ws / "queries" / "totals" / "result.json").exists() and not (ws / "analysis").exists()
+    trace = json.loads((ws / "queries" / "totals" / "trace.json").read_text())
+    assert "pipeline" not in trace and trace["warehouse"] == str(warehouse)  # the warehouse itself, no session
+
+
+def test_pipelines_not_offered_without_samples_privacy(warehouse, tmp_path, monkeypatch) -> None:
+    from typer.testing import CliRunner
+
+    from dia_assets.cli import app
+
+    monkeypatch.setenv("DIA_WORKSPACE", str(tmp_path / "ws"))
+    monkeypatch.setenv("DIA_PRIVACY", "aggregates")
+    agent, _ = register([call("declare_contract", kind="analytical", columns=["n"]),
+                         call("submit", sql="SELECT count(*) AS n FROM sales")])
+    args = ["ask", "How many sales rows?", "--no-memory", "--no-interactive", "--model", FAKE_MODEL,
+            "-w", str(warehouse)]
+    out = CliRunner().invoke(app, args)
+    assert out.exit_code == 0, out.output
+    assert "run_pipeline" not in _tool_names(agent) and "submit" in _tool_names(agent)
+    forced = CliRunner().invoke(app, [*args, "--pipeline"])
+    assert forced.exit_code == 2 and "privacy mode 'aggregates'" in forced.output
+
+
+def _store_catalog(store: Any, warehouse: Path) -> None:
+    """A small catalog for the sales/reviews warehouse, under its fingerprint."""
+    from dia_assets.agents.catalog.store import CatalogStore
+    from dia_assets.agents.memory.fingerprint import database_fingerprint
+    from dia_assets.contracts.semantic_catalog import CatalogNode, SemanticCatalog
+
+    nodes = [
+        CatalogNode(id="domain:shop", level="domain", label="shop", description="shop"),
+        CatalogNode(id="entity:reviews", level="entity", label="product reviews", parent="domain:shop",
+                    table="reviews", row_count=9, description="customer reviews: opinions about products"),
+        CatalogNode(id="attribute:reviews.body", level="attribute", label="review text", parent="entity:reviews",
+                    table="reviews", column="body", row_count=9, examples=REVIEWS["B"][:3],
+                    description="review text written by customers, complaints and praise"),
+        CatalogNode(id="entity:sales", level="entity", label="sales", parent="domain:shop", table="sales",
+                    row_count=6, description="monthly sales amount per product"),
+    ]
+    catalog = SemanticCatalog(generated_at="now", scope=database_fingerprint(str(warehouse)),
+                              embedding_model="wordllama", nodes=nodes)
+    CatalogStore(store).replace(catalog, store.embedder.embed([n.description for n in nodes]))
+
+
+def test_query_result_links_through_the_catalog_and_plans_a_pipeline(warehouse, tmp_path, monkeypatch,
+                                                                     db_url) -> None:  # noqa: F811
+    """`query_result` (not `analysis_result`): catalog schema linking when memory holds a
+    catalog for the warehouse, and the agent's own choice of a pipeline."""
+    import shutil
+
+    from dagster import DagsterInstance, materialize
+
+    from dia_assets.query_assets import QUESTIONS, query_result_asset
+    from resources import LLMResource, WorkspaceResource
+    from resources.embeddings import EmbeddingsResource
+    from resources.memory import MemoryResource
+
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    shutil.copy(warehouse, ws / "warehouse.duckdb")
+    questions = tmp_path / "questions.yaml"
+    questions.write_text("- id: decline_why\n  question: Which product had the largest decline in sales, and why?\n")
+    monkeypatch.setenv("DIA_QUESTIONS", str(questions))
+    monkeypatch.delenv("DIA_WAREHOUSE", raising=False)
+    monkeypatch.delenv("DIA_PRIVACY", raising=False)
+    monkeypatch.setenv("DIA_SEMANTIC_LIGHT_MODEL", "fake/light")
+    monkeypatch.setenv("DIA_SEMANTIC_STRONG_MODEL", "fake/strong")
+    instance = DagsterInstance.ephemeral()
+    instance.add_dynamic_partitions(QUESTIONS.name, ["decline_why"])
+    embeddings = EmbeddingsResource(model="wordllama")
+    memory = MemoryResource(embeddings=embeddings, url=db_url)
+    resources = {"workspace": WorkspaceResource(root=str(ws)), "llm": LLMResource(model=FAKE_MODEL),
+                 "memory": memory, "embeddings": embeddings}
+    script = [call("declare_contract", **CONTRACT), call("run_pipeline", steps=STEPS), call("submit", sql=FINAL)]
+    trace_path = ws / "queries" / "decline_why" / "trace.json"
+
+    register(script)  # no catalog stored yet: linking by names and values only
+    assert materialize([query_result_asset(deps=[])], instance=instance, partition_key="decline_why",
+                       resources=resources).success
+    events = json.loads(trace_path.read_text())["events"]
+    assert not [e for e in events if e["event"] == "catalog_link"]
+
+    _store_catalog(memory.store(), ws / "warehouse.duckdb")
+    agent, _ = register(script)
+    result = materialize([query_result_asset(deps=[])], instance=instance, partition_key="decline_why",
+                         resources=resources)
+    assert result.success
+    events = json.loads(trace_path.read_text())["events"]
+    (link,) = [e for e in events if e["event"] == "catalog_link"]
+    assert "reviews" in link["tables"]
+    assert "run_pipeline" in _tool_names(agent)
+    meta = result.asset_materializations_for_node("query_result")[0].metadata
+    assert meta["status"].value == "answered" and "| battery | 3 |" in meta["preview"].value
+    assert meta["operators_used"].value == ["sem_filter", "sem_group", "sql"]
+    assert "sem_group" in meta["pipeline_steps"].value and meta["semantic_model_calls"].value > 0
+    assert (ws / "analysis" / "decline_why" / "steps.duckdb").exists()
+
+
+def test_semantic_steps_are_estimated_from_the_catalog_before_they_run(warehouse, embedder) -> None:
+    """Over a warehouse table the catalog gives rows in (its row count, deliberately not the
+    true 9 here) and the selectivity (its samples); over a step table they are measured."""
+    from dia_assets.agents.analysis.session import AnalysisSession
+    from dia_assets.agents.query.gate import Gate, schema_of
+    from dia_assets.contracts.semantic_catalog import CatalogNode
+
+    register([])
+    catalog = {
+        "entity:reviews": CatalogNode(id="entity:reviews", level="entity", label="reviews", table="reviews",
+                                      row_count=1000),
+        "attribute:reviews.body": CatalogNode(id="attribute:reviews.body", level="attribute", label="body",
+                                              table="reviews", column="body", examples=REVIEWS["B"][:4]),
+    }
+    session = AnalysisSession(warehouse, embedder, CASCADE, catalog=catalog)
+    try:
+        gate = Gate(session.db, schema_of(session.db), "samples")
+        steps = [Step(output="neg", op="sem_filter", table="reviews", column="body",
+                      condition="the review is negative"),
+                 Step(output="b_only", op="sql", sql="SELECT * FROM neg"),
+                 Step(output="grouped", op="sem_group", table="b_only", column="body", labels=["delivery", "battery"])]
+        records, _ = session.run(steps, gate)
+    finally:
+        session.close()
+    neg, sql_step, grouped = records
+    assert neg.estimate["rows_in"] == 1000 and "catalog row count" in neg.estimate["basis"]
+    assert "4 catalog samples" in neg.estimate["basis"] and 0.05 <= neg.estimate["selectivity"] <= 0.95
+    assert neg.estimate["rows_out"] == round(1000 * neg.estimate["selectivity"], 1)
+    assert sql_step.estimate is None
+    assert grouped.estimate == {"rows_in": neg.rows, "selectivity": 1.0, "rows_out": float(neg.rows),
+                                "basis": "counted; row-wise, every row kept"}

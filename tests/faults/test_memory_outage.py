@@ -86,3 +86,70 @@ def test_warning_field_defaults_keep_old_results_readable(status: str) -> None:
     old = QueryResult(question_id="q", question="q", status=status).model_dump()
     old.pop("warnings"), old.pop("privacy")
     assert QueryResult.model_validate(old).warnings == []
+
+
+def test_memory_down_at_catalog_refresh_does_not_fail_the_build(
+    tmp_path: Path, db_url: str, pg_server: dict[str, Any], example_interpretation: Any,  # noqa: F811
+) -> None:
+    """The warehouse is built; the catalog step records that it could not refresh (metadata
+    and a failing WARN check) and the run succeeds. With memory back, it refreshes."""
+    import dagster as dg
+    from dagster_duckdb import DuckDBResource
+
+    from dia_assets.agents.schema_creator.plan import plan_manifest
+    from dia_assets.catalog_assets import semantic_catalog
+    from resources.embeddings import EmbeddingsResource
+    from resources.memory import MemoryResource
+    from resources.workspace import WorkspaceResource
+
+    ws = tmp_path / "ws"
+    example_interpretation.write(ws / "interpretation.json")
+    plan_manifest(example_interpretation).write(ws / "schema" / "manifest.json")
+    embeddings = EmbeddingsResource(model="wordllama")
+
+    def run() -> Any:
+        return dg.materialize([semantic_catalog], raise_on_error=False, resources={
+            "memory": MemoryResource(embeddings=embeddings, url=db_url), "embeddings": embeddings,
+            "workspace": WorkspaceResource(root=str(ws)),
+            "duckdb": DuckDBResource(database=str(ws / "warehouse.duckdb"))})
+
+    admin, name = pg_server["server"].uri(), conninfo_to_dict(db_url)["dbname"]
+    with psycopg.connect(admin, autocommit=True) as con:
+        con.execute(f'ALTER DATABASE "{name}" ALLOW_CONNECTIONS false')
+        con.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s", (name,))
+    try:
+        down = run()
+    finally:
+        with psycopg.connect(admin, autocommit=True) as con:
+            con.execute(f'ALTER DATABASE "{name}" ALLOW_CONNECTIONS true')
+    assert down.success
+    meta = down.asset_materializations_for_node("semantic_catalog")[0].metadata
+    assert meta["refreshed"].value is False and "shared memory unavailable" in meta["error"].value
+    (check,) = down.get_asset_check_evaluations()
+    assert check.check_name == "catalog_refreshed" and not check.passed
+    assert check.severity == dg.AssetCheckSeverity.WARN
+    assert not (ws / "catalog" / "semantic_catalog.json").exists()
+
+    back = run()
+    assert back.success
+    assert back.asset_materializations_for_node("semantic_catalog")[0].metadata["refreshed"].value is True
+    (check,) = back.get_asset_check_evaluations()
+    assert check.passed and (ws / "catalog" / "semantic_catalog.json").exists()
+
+
+def test_catalog_inputs_missing_still_fails_the_step(tmp_path: Path, db_url: str) -> None:  # noqa: F811
+    """Only a memory outage is tolerated: a workspace without a build is a real error."""
+    import dagster as dg
+    from dagster_duckdb import DuckDBResource
+
+    from dia_assets.catalog_assets import semantic_catalog
+    from resources.embeddings import EmbeddingsResource
+    from resources.memory import MemoryResource
+    from resources.workspace import WorkspaceResource
+
+    embeddings = EmbeddingsResource(model="wordllama")
+    result = dg.materialize([semantic_catalog], raise_on_error=False, resources={
+        "memory": MemoryResource(embeddings=embeddings, url=db_url), "embeddings": embeddings,
+        "workspace": WorkspaceResource(root=str(tmp_path)),
+        "duckdb": DuckDBResource(database=str(tmp_path / "warehouse.duckdb"))})
+    assert not result.success

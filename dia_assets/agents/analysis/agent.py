@@ -3,17 +3,20 @@ plus a `run_pipeline` tool whose SQL and semantic steps become tables in the ses
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from pydantic import ValidationError
 
 from dia_assets.agents.analysis.session import AnalysisSession
 from dia_assets.agents.analysis.steps import PipelineError, Step
+from dia_assets.agents.query.dialects import Database
+from dia_assets.agents.query.gate import Gate
 from dia_assets.agents.query.llm import ChatFn, ToolCall
 from dia_assets.agents.query.loop import AgentSettings, AskUser, QueryAgent, _State
 from dia_assets.agents.query.memory import QueryMemory
 from dia_assets.agents.query.schema import SchemaIndex
-from dia_assets.agents.query.tools import AGENT_TOOLS
+from dia_assets.agents.query.tools import AGENT_TOOLS, Explorer
 from dia_assets.agents.semantic_ops.judge import prompts as semantic_prompts
 
 _STR = {"type": "string"}
@@ -44,7 +47,7 @@ class PipelineAgent(QueryAgent):
                  catalog_link: Any = None) -> None:
         super().__init__(session.db, index, chat, memory=memory, settings=settings, ask_user=ask_user,
                          allow_writes=False, privacy=privacy, catalog_link=catalog_link)
-        self.session = session
+        self.session: AnalysisSession | None = session
         self.plan_notes: list[str] = []
 
     def _tool_specs(self) -> list[dict[str, Any]]:
@@ -59,6 +62,16 @@ class PipelineAgent(QueryAgent):
         messages[0]["content"] += "\n\n" + semantic_prompts()["pipeline_system"].strip()
         return messages
 
+    def _pipeline_session(self) -> AnalysisSession:
+        return self.session
+
+    def _result(self, *args: Any, **kwargs: Any) -> Any:
+        run = super()._result(*args, **kwargs)
+        if self.session is not None:
+            run.trace["pipeline"] = [r.model_dump() for r in self.session.records]
+            run.trace["optimizations"] = self.plan_notes
+        return run
+
     def _tool_run_pipeline(self, call: ToolCall, args: dict[str, Any], state: _State) -> str:
         raw = args.get("steps")
         if not isinstance(raw, list) or not raw:
@@ -70,9 +83,10 @@ class PipelineAgent(QueryAgent):
             return self._tool(call, {"error": f"bad step: {'.'.join(map(str, first['loc']))}: {first['msg']}"},
                               refused=True)
         try:
-            records, notes = self.session.run(steps, self._gate, self.index)
+            session = self._pipeline_session()
+            records, notes = session.run(steps, self._gate, self.index)
         except PipelineError as err:
-            done = [r.output for r in self.session.records]
+            done = [r.output for r in self.session.records] if self.session is not None else []
             self._event("pipeline_error", error=str(err), done=done)
             return self._tool(call, {"error": str(err), "tables_so_far": done}, refused=True)
         self.plan_notes += notes
@@ -81,5 +95,36 @@ class PipelineAgent(QueryAgent):
         payload = {"optimizations": notes, "steps": [
             {"output": r.output, "op": r.step.op, "rows": r.rows, "columns": r.columns,
              **({"stage_mix": r.operator["stage_mix"], "model_calls": r.operator["model_calls"],
-                 "cost_usd": r.operator["cost_usd"]} if r.operator else {})} for r in records]}
+                 "cost_usd": r.operator["cost_usd"]} if r.operator else {}),
+             **({"estimated": r.estimate} if r.estimate else {})} for r in records]}
         return self._tool(call, payload)
+
+
+class OnDemandPipelineAgent(PipelineAgent):
+    """The Query Generator over the warehouse itself, offered `run_pipeline` too: the model
+    decides. Until it runs a pipeline, everything (probes, gate, submit) is the plain
+    QueryAgent's; the first `run_pipeline` opens the analysis session (the warehouse attached
+    read-only, step tables beside it) and the loop continues there."""
+
+    def __init__(self, db: Database, index: SchemaIndex, chat: ChatFn,
+                 open_session: Callable[[], AnalysisSession], **kwargs: Any) -> None:
+        kwargs.pop("allow_writes", None)  # a modification is SQL on the warehouse: never offered here
+        QueryAgent.__init__(self, db, index, chat, allow_writes=False, **kwargs)
+        self.session = None
+        self.plan_notes = []
+        self._open_session = open_session
+
+    def _pipeline_session(self) -> AnalysisSession:
+        if self.session is None:
+            self.session = self._open_session()
+            old = self._explorer
+            s = self.settings
+            self.db = self.session.db
+            # step tables join a copy of the index: the warehouse's own is cached across questions
+            self.index = SchemaIndex(self.index.dialect, dict(self.index.tables))
+            self.index._build_terms()
+            self._gate = Gate(self.db, self.index.qualify_schema(), self.privacy)
+            self._explorer = Explorer(self.db, self.index, self.memory, s.probe_rows, s.timeout_s, gate=self._gate)
+            self._explorer.memory_checked = old.memory_checked
+            self._event("pipeline_session", warehouse_tables=sorted(self.session.warehouse_tables))
+        return self.session

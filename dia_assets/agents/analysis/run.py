@@ -64,13 +64,19 @@ def answer_with_pipeline(
         run.trace["pipeline"] = [r.model_dump() for r in session.records]
         run.trace["optimizations"] = agent.plan_notes
         if folder is not None:
-            write_artifacts(run.result, run.output, run.trace, folder)
-            steps_db = session.export(folder / "steps.duckdb")
-            result.artifacts = {**run.result.artifacts, "steps_duckdb": str(steps_db),
-                                "analysis_json": str(folder / "analysis.json")}
-            result.write(folder / "analysis.json")
-            (folder / "pipeline.json").write_text(json.dumps(run.trace["pipeline"], indent=1, default=str),
-                                                  encoding="utf-8")
+            result.query = write_artifacts(run.result, run.output, run.trace, folder)
+            write_analysis(result, session, run.trace, folder)
     finally:
         session.close()
     return result, run
+
+
+def write_analysis(result: AnalysisResult, session: AnalysisSession, trace: dict[str, Any], folder: Path) -> None:
+    """analysis.json, pipeline.json and steps.duckdb (every step table with its provenance)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    steps_db = session.export(folder / "steps.duckdb")
+    result.artifacts = {**result.query.artifacts, "steps_duckdb": str(steps_db),
+                        "analysis_json": str(folder / "analysis.json")}
+    result.write(folder / "analysis.json")
+    (folder / "pipeline.json").write_text(json.dumps(trace.get("pipeline", []), indent=1, default=str),
+                                          encoding="utf-8")

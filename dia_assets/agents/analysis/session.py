@@ -17,8 +17,8 @@ import sqlglot
 from sqlglot import exp
 
 from dia_assets.agents.analysis import plan
-from dia_assets.agents.analysis.steps import SEMANTIC_OPS, PipelineError, Step, StepRecord
-from dia_assets.agents.catalog.estimate import HIGH, LOW, UNKNOWN, estimate_filter
+from dia_assets.agents.analysis.steps import ROW_WISE, SEMANTIC_OPS, PipelineError, Step, StepRecord
+from dia_assets.agents.catalog.estimate import HIGH, LOW, UNKNOWN, Estimate, estimate_filter
 from dia_assets.agents.memory.embedder import Embedder
 from dia_assets.agents.query.dialects import DuckDBDatabase, duckdb_config
 from dia_assets.agents.query.gate import Gate, schema_of, shows_values
@@ -102,19 +102,38 @@ class AnalysisSession:
     # -- estimates ------------------------------------------------------------------------------
 
     def selectivity(self, step: Step) -> float:
-        """Catalog samples for a warehouse column; else a sample of the input column."""
+        return self.estimate(step).selectivity
+
+    def estimate(self, step: Step) -> Estimate:
+        """Rows in and share kept for a row-wise semantic step, before it runs. Over a
+        warehouse table the catalog answers: its row count, and for sem_filter the share of
+        the column's catalog samples that match the condition (catalog/estimate.py). Over a
+        step table (or with no catalog entry): counted rows, and a 20-row sample of the input
+        column scored the same way. sem_extract and sem_group keep every row."""
         table, column, condition = (step.table or "").lower(), step.column or "", step.condition or ""
-        if table in self.warehouse_tables and self.catalog:
-            return estimate_filter(self.catalog, table, column, condition, self.embedder).selectivity
+        node = self.catalog.get(f"entity:{table}") if table in self.warehouse_tables else None
+        if node is not None and node.row_count is not None:
+            rows_in, rows_basis = int(node.row_count), "catalog row count"
+        else:
+            try:
+                rows_in, rows_basis = int(self.con.execute(f"SELECT count(*) FROM {qcol(table)}").fetchone()[0]), "counted"
+            except duckdb.Error:
+                rows_in, rows_basis = None, "unknown"
+        if step.op != "sem_filter":
+            return Estimate(table, column, rows_in, 1.0, f"{rows_basis}; row-wise, every row kept")
+        if table in self.warehouse_tables and f"attribute:{table}.{column}" in self.catalog:
+            est = estimate_filter(self.catalog, table, column, condition, self.embedder)
+            return Estimate(table, column, rows_in, est.selectivity, f"{rows_basis}; {est.basis}")
         try:
             rows = self.con.execute(f"SELECT {qcol(column)} FROM {qcol(table)} USING SAMPLE reservoir(20 ROWS) REPEATABLE (42)").fetchall()
         except duckdb.Error:
-            return UNKNOWN
+            return Estimate(table, column, rows_in, UNKNOWN, f"{rows_basis}; no sample: prior 0.5")
         values = [str(v) for (v,) in rows if v is not None and str(v).strip()]
         if not values:
-            return UNKNOWN
+            return Estimate(table, column, rows_in, UNKNOWN, f"{rows_basis}; no sample: prior 0.5")
         sims = self.embedder.embed(values) @ self.embedder.embed([condition])[0]
-        return float(min(0.95, max(0.05, np.clip((sims - LOW) / (HIGH - LOW), 0, 1).mean())))
+        sel = float(min(0.95, max(0.05, np.clip((sims - LOW) / (HIGH - LOW), 0, 1).mean())))
+        return Estimate(table, column, rows_in, round(sel, 4), f"{rows_basis}; {len(values)} sampled input values")
 
     # -- execution -----------------------------------------------------------------------------
 
@@ -138,8 +157,15 @@ class AnalysisSession:
             steps, notes, estimates = self.optimize(steps)
         done: list[StepRecord] = []
         for step in steps:
+            est = self.estimate(step) if step.op in ROW_WISE and step.table else None
+            if est is not None and step.where:
+                est.basis += "; rows before its `where`"
             record = self._run_one(step, gate, index)
-            record.estimated_selectivity = estimates.get(step.output)
+            record.estimated_selectivity = estimates.get(step.output, est.selectivity if est else None)
+            if est is not None:
+                record.estimate = {"rows_in": est.rows_in, "selectivity": est.selectivity,
+                                   "rows_out": None if est.rows_out is None else round(est.rows_out, 1),
+                                   "basis": est.basis}
             record.notes = [n for n in notes if repr(step.output) in n]
             done.append(record)
         return done, notes

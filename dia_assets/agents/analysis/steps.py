@@ -65,5 +65,7 @@ class StepRecord(BaseModel):
     columns: list[str] = []
     operator: dict[str, Any] | None = Field(None, description="OperatorReport.summary() of a semantic step.")
     estimated_selectivity: float | None = None
+    estimate: dict[str, Any] | None = Field(None, description="Before it ran, for a row-wise semantic step: "
+                                             "rows_in, selectivity, rows_out and where they came from (basis).")
     notes: list[str] = []
     seconds: float = 0.0

@@ -4,8 +4,10 @@ question retrieves (dense + sparse), for the Query Generator's opening prompt.""
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from dia_assets.agents.catalog.store import CatalogStore
+from dia_assets.agents.memory.fingerprint import database_fingerprint
 from dia_assets.agents.memory.store import MemoryStore
 
 
@@ -18,3 +20,24 @@ def catalog_linker(store: MemoryStore, scope: str, k: int = 8) -> Callable[[str]
         return list(dict.fromkeys(t for t in tables if t))
 
     return link
+
+
+def catalog_nodes_for(warehouse: str, memory: Any) -> dict[str, Any] | None:
+    """The catalog's nodes for this warehouse, when the query memory's store holds them;
+    None when it holds none or is unreachable (estimates then sample the input)."""
+    inner = getattr(memory, "store", None)
+    if inner is None:
+        return None
+    try:
+        return {n.id: n for n in CatalogStore(inner).nodes(database_fingerprint(warehouse))} or None
+    except Exception:  # memory down: no catalog, the question is still answered
+        return None
+
+
+def catalog_link_for(warehouse: str, memory: Any) -> Callable[[str], list[str]] | None:
+    """Schema linking through the catalog when the query memory's store holds one for this
+    warehouse; None otherwise (linking then uses names and values only)."""
+    inner = getattr(memory, "store", None)
+    if inner is None or catalog_nodes_for(warehouse, memory) is None:
+        return None
+    return catalog_linker(inner, database_fingerprint(warehouse))

@@ -121,10 +121,12 @@ def answer_question(
     chart_model: ChartModel | None = None,
     privacy: str | None = None,
     catalog_link: Callable[[str], list[str]] | None = None,
+    agent_factory: Callable[..., QueryAgent] = QueryAgent,
 ) -> tuple[QueryResult, AgentRun | None]:
     """Answer one question; writes artifacts when `workspace` is given. `chart_model` is the
     optional model pass over the chart (default `DIA_CHART_MODEL`, unset = rules only);
-    `privacy` overrides DIA_PRIVACY."""
+    `privacy` overrides DIA_PRIVACY. `agent_factory` builds the agent over (db, index, chat)
+    (agents/analysis/auto.py passes one that can also run pipelines)."""
     qid = checked_question_id(question_id) if question_id is not None else slug(question)
     if chat is None:
         model = model or os.environ.get("DIA_MODEL") or None
@@ -137,9 +139,9 @@ def answer_question(
     db = open_database(warehouse)
     try:
         index = schema_index(db, manifest_path)
-        agent = QueryAgent(db, index, chat, memory=memory, settings=settings,
-                           ask_user=ask_user, allow_writes=allow_writes, privacy=privacy,
-                           catalog_link=catalog_link)
+        agent = agent_factory(db, index, chat, memory=memory, settings=settings,
+                              ask_user=ask_user, allow_writes=allow_writes, privacy=privacy,
+                              catalog_link=catalog_link)
         run = agent.answer(question, qid, previous=previous, known_clarifications=clarifications)
     finally:
         db.close()
