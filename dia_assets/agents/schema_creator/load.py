@@ -137,6 +137,9 @@ def build_into(
     loaded_at = datetime.now(UTC).replace(tzinfo=None).isoformat(sep=" ", timespec="seconds")
     result = LoadResult(warehouse="", dialect="duckdb", loaded_at=loaded_at)
     _run(con, "SET TimeZone = 'UTC'")
+    # DuckDB draws a progress bar on stdout for statements over 2 s: it would break the
+    # CLI's and the benches' output (and a Dagster step's log) with terminal escapes.
+    _run(con, "SET enable_progress_bar = false")
     home = _run(con, "SELECT current_database()")[0][0]
     _run(con, "ATTACH ':memory:' AS scratch")
     with tempfile.TemporaryDirectory(prefix=temp_prefix("dia-load-")) as tmp:
