@@ -207,8 +207,8 @@ def staging_insert_sql(table: ManifestTable, loaded_at: str) -> str:
 
 def staging_ctas_sql(table: ManifestTable, loaded_at: str) -> str:
     """Staging made in one statement from its one read: the table `create_staging_sql` +
-    `staging_insert_sql` make (same columns, types, and rows in file order), written as a
-    bulk CTAS, which leaves less for the checkpoint than an INSERT into an empty table."""
+    `staging_insert_sql` make (same columns, types and rows; the file order is in
+    `_source_row`, the load writes rows unordered), written as a bulk CTAS."""
     types = dict([*((c, "VARCHAR") for c in table.source_columns), *PROVENANCE])
     select = ", ".join(f"CAST({e} AS {types[n]}) AS {q(n)}" for e, n in _staging_select(table, loaded_at))
     return f"CREATE TABLE {staging_ref(table)} AS SELECT {select} FROM {q(raw_view(table))}"
@@ -252,7 +252,8 @@ def refined_select_sql(table: ManifestTable, plain: Collection[str] = ()) -> str
         if c.on_error == "reject_row" and not is_text_type(c.type):
             inner.append(f"{present(q(c.source_column))} IS NOT NULL AS __has_{i}")
             where.append(f"NOT ({q(c.name)} IS NULL AND __has_{i})")
-    # Staging is in file order; only the dedup window needs an explicit sort to keep it.
+    # The dedup window needs _source_row order; its ORDER BY also keeps such a table in file
+    # order (DuckDB keeps an explicit ORDER BY even with preserve_insertion_order off).
     order = " ORDER BY _source_row" if table.dedup == "exact_rows" else ""
     return (
         f"SELECT {names} FROM (SELECT _source_row, {_dup_sql(table)} AS _dup, {', '.join(inner)} "
