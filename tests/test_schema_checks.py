@@ -90,6 +90,21 @@ def test_key_validity_fails_on_non_unique_override_key_and_lists_it(tmp_path):
     assert not result.load.tables["children"].primary_key_enforced
 
 
+def test_primary_key_check_scans_only_a_key_duckdb_does_not_enforce(tmp_path):
+    """A key DuckDB enforces holds by construction; the same table without the constraint
+    (here rebuilt with a duplicated row) is scanned and fails."""
+    result = _build(tmp_path)
+    children = result.manifest.table("children")
+    with target(result.load.warehouse) as t:
+        assert v.declared_primary_key(t, children) and v.primary_key_result(t, children).passed
+    tamper(result.load.warehouse, "CREATE TABLE c2 AS SELECT * FROM children UNION ALL "
+           "SELECT * FROM children WHERE id = 10; DROP TABLE children; ALTER TABLE c2 RENAME TO children")
+    with target(result.load.warehouse) as t:
+        assert not v.declared_primary_key(t, children)
+        pk = v.primary_key_result(t, children)
+    assert not pk.passed and pk.duplicate_keys == 1 and pk.examples == ["10"]
+
+
 def test_key_validity_orphans_fail_unless_allowed(tmp_path):
     result = _build(tmp_path, orphan=True)
     fk = next(k for k in result.report.key_validity if k.kind == "foreign_key")

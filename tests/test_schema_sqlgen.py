@@ -49,3 +49,34 @@ def test_every_generated_statement_parses_and_transpiles(example_interpretation)
     assert lineage["gross_pay"] == ["gross_pay"] and set(lineage) == {c.name for c in manifest.table("payroll").columns}
     er = er_diagram(manifest)
     assert "staff ||--o{ payroll" in er and "VARCHAR badge PK" in er
+
+
+def test_plain_parse_is_used_only_where_it_gives_the_same_values():
+    """The cheap parse (no null-token test) is chosen per column by running the parse on
+    every blank and null-token spelling; where it is chosen, it agrees with the full one."""
+    import duckdb
+
+    from dia_assets.contracts.manifest import ManifestTable
+
+    cols = [
+        _col("n", "INTEGER"), _col("d", "DECIMAL(18,2)", value_format=ValueFormat(decimal_separator=",")),
+        _col("day", "DATE", value_format=ValueFormat(date_formats=["%d/%m/%Y"])),
+        _col("x", "DOUBLE"),  # 'nan' parses as a DOUBLE: the token test must stay
+        _col("flag", "BOOLEAN", value_format=ValueFormat(true_values=["yes"], false_values=["-"])),
+        _col("ok", "BOOLEAN"), _col("note", "VARCHAR"),
+    ]
+    table = ManifestTable(name="t", sources=["s"], source_path="s.csv", source_format="csv",
+                          source_columns=[c.name for c in cols], columns=cols, content_hash="h",
+                          staging_table="staging.t", reject_table="rejects.t")
+    con = duckdb.connect()
+    plain = sqlgen.plain_parse_columns(lambda sql: con.execute(sql).fetchall(), table)
+    assert plain == {"n", "d", "day", "ok"}
+    texts = [None, "", "  ", " 12 ", "N/A", " NaN ", "nİl", "(NULL)", "-", "1,5", "03/02/2024", "yes", "true", "abc"]
+    for col in cols:
+        if col.name == "note":
+            continue
+        full, cheap = sqlgen.value_sql(col, "v"), sqlgen.value_sql(col, "v", plain=True)
+        rows = con.execute(f"SELECT v, {full} IS NOT DISTINCT FROM {cheap} FROM (SELECT unnest(?) AS v) t",
+                           [texts]).fetchall()
+        differ = [v for v, same in rows if not same]
+        assert (differ == []) == (col.name in plain), (col.name, differ)

@@ -170,7 +170,7 @@ def reload_duckdb(
                 con.close()
         _carry_stats(result, before, plan.keep)
         swap.check_opens(building)
-        report = _validate(building, manifest, plan, before, interp)
+        report, digest = swap.check_and_hash(building, lambda path: _validate(path, manifest, plan, before, interp))
         final, installed = swap.settle(building, target, report.accepted or replace_anyway, hook)
         if not installed:
             result.installed, result.rejected_build = False, str(final)
@@ -178,7 +178,7 @@ def reload_duckdb(
         swap.remove_database(building)
         raise
     result.warehouse = str(target)
-    result.content_hash = swap.content_hash(final)
+    result.content_hash = digest
     report.warehouse = str(target)
     return result, report
 

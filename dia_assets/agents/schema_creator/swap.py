@@ -18,7 +18,10 @@ import os
 import re
 import shutil
 import tempfile
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import TypeVar
 
 import duckdb
 
@@ -134,6 +137,18 @@ def file_identity(path: Path) -> str:
     cheaply, in each check process, whether it still describes the file in place."""
     st = path.stat()
     return f"{st.st_ino}-{st.st_size}-{st.st_mtime_ns}"
+
+
+T = TypeVar("T")
+
+
+def check_and_hash(building: Path, check: Callable[[Path], T]) -> tuple[T, str]:
+    """Run `check` on the finished build while a thread hashes it: the file is final from here
+    on (a rename keeps its bytes) and hashlib releases the GIL on large blocks."""
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        hashing = pool.submit(content_hash, building)
+        verdict = check(building)
+        return verdict, hashing.result()
 
 
 def content_hash(path: Path, chunk: int = 1 << 22) -> str:
