@@ -1,0 +1,170 @@
+"""Issue 13: what a person sees in the Dagster UI after `make demo && make ui`, in a real browser.
+
+One `dagster dev` serves the whole module (tests/browser/conftest.py); the tests run in file
+order, so the materialization launched from the UI is in place for the pages after it.
+Statuses are read from the pages; GraphQL is used only to learn what to look for (run ids,
+check names), never to decide a status.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from typing import Any
+
+import pytest
+
+from tests.browser.server import DagsterUI
+
+try:
+    from playwright.sync_api import expect
+except ImportError:  # the `chromium` fixture skips (fails in CI) and says what is missing
+    expect = None
+
+pytestmark = pytest.mark.browser
+
+PIPELINE = ["raw_files", "interpretation", "schema_manifest", "warehouse", "validation_report",
+            "query_result", "memory_lessons"]
+RAW_FILES = ["staff.csv", "shifts.jsonl", "hospital.xlsx", "payroll.parquet"]
+RUN_TIMEOUT_S = 900
+AWAITING_UI_GRAPH = pytest.mark.xfail(strict=True, reason="awaiting ui-graph")
+
+
+def manifest_tables(ui: DagsterUI) -> list[str]:
+    """The refined tables of the build `dia demo` made (the table assets come from them)."""
+    manifest = json.loads((ui.workspace / "schema" / "manifest.json").read_text(encoding="utf-8"))
+    return [t["name"] for t in manifest["tables"]]
+
+
+def runs(ui: DagsterUI) -> list[dict]:
+    data = ui.graphql("{ runsOrError { ... on Runs { results { runId status tags { key value } } } } }")
+    return data["runsOrError"]["results"]
+
+
+def check_names(ui: DagsterUI, path: list[str]) -> list[str]:
+    data = ui.graphql(
+        "query($key: AssetKeyInput!) { assetNodeOrError(assetKey: $key) { ... on AssetNode {"
+        " assetChecksOrError { ... on AssetChecks { checks { name } } } } } }",
+        {"key": {"path": path}})
+    node = data["assetNodeOrError"]
+    return sorted(c["name"] for c in (node.get("assetChecksOrError") or {}).get("checks", []))
+
+
+def open_asset_graph(pg: Any) -> None:
+    """The global lineage with every group expanded (the graph's own Alt+E shortcut)."""
+    pg.goto("/asset-groups")
+    expect(pg.get_by_role("button", name=re.compile(r"Materialize all"))).to_be_visible()
+    expect(pg.get_by_text("schema_creator", exact=True).first).to_be_visible()
+    pg.keyboard.press("Alt+e")
+    expect(pg.get_by_text("memory_lessons", exact=True).first).to_be_visible()
+
+
+def test_asset_graph_shows_the_pipeline(page: Any, dagster_ui: DagsterUI, screenshot: Any) -> None:
+    open_asset_graph(page)
+    for name in PIPELINE:
+        expect(page.get_by_text(name, exact=True).first).to_be_visible()
+    screenshot(page, "asset-graph")
+
+
+@AWAITING_UI_GRAPH
+def test_asset_graph_has_one_asset_per_refined_table(page: Any, dagster_ui: DagsterUI) -> None:
+    tables = manifest_tables(dagster_ui)
+    assert len(tables) >= 5
+    open_asset_graph(page)
+    for table in tables:
+        page.goto(f"/assets/warehouse/{table}")
+        expect(page.get_by_role("link", name="warehouse", exact=True).first).to_be_visible(timeout=15_000)
+        expect(page.get_by_text(table, exact=True).first).to_be_visible()
+
+
+def _launch_from_dialog(pg: Any) -> None:
+    """A dialog after "Materialize all" must be launchable as it opens: no choice to make first."""
+    dialog = pg.get_by_role("dialog")
+    launch = dialog.get_by_role("button", name=re.compile(r"(Launch|Materialize)"))
+    expect(launch).to_be_enabled(timeout=15_000)
+    launch.click()
+
+
+def _new_runs(ui: DagsterUI, before: set[str]) -> list[dict]:
+    """Runs started since `before`, not counting the ones sensors and schedules request."""
+    return [r for r in runs(ui) if r["runId"] not in before
+            and not any(t["key"] in ("dagster/sensor_name", "dagster/schedule_name") for t in r["tags"])]
+
+
+@AWAITING_UI_GRAPH
+def test_materialize_all_launches_and_succeeds(page: Any, dagster_ui: DagsterUI, screenshot: Any) -> None:
+    before = {r["runId"] for r in runs(dagster_ui)}
+    open_asset_graph(page)
+    page.get_by_role("button", name=re.compile(r"Materialize all")).click()
+    deadline = time.monotonic() + 60
+    launched: list[dict] = []
+    while time.monotonic() < deadline and not launched:
+        if page.get_by_role("dialog").count():
+            _launch_from_dialog(page)
+        launched = _new_runs(dagster_ui, before)
+        time.sleep(1)
+    assert launched, "Materialize all launched no run"
+    page.goto("/runs")
+    for run in launched:
+        row = page.get_by_role("row").filter(has_text=run["runId"][:8])
+        _wait_for_status(page, row, run["runId"], dagster_ui)
+    screenshot(page, "runs")
+
+
+def _wait_for_status(pg: Any, row: Any, run_id: str, ui: DagsterUI) -> None:
+    """Until the run's row on the Runs page says Success; a failure fails at once, with the log."""
+    deadline = time.monotonic() + RUN_TIMEOUT_S
+    while time.monotonic() < deadline:
+        if row.count():
+            text = row.first.inner_text()
+            if "Success" in text:
+                return
+            if "Failure" in text or "Canceled" in text:
+                pytest.fail(f"run {run_id} shows {text!r} on the Runs page\n{ui.log_tail(60)}")
+        time.sleep(5)
+        pg.reload()
+    pytest.fail(f"run {run_id} did not finish within {RUN_TIMEOUT_S} s\n{ui.log_tail(60)}")
+
+
+def _assert_checks_pass(pg: Any, ui: DagsterUI, path: list[str]) -> list[str]:
+    names = check_names(ui, path)
+    assert names, f"no checks on {'/'.join(path)}"
+    pg.goto(f"/assets/{'/'.join(path)}?view=checks")
+    expect(pg.get_by_text(f"Checks ({len(names)})")).to_be_visible()
+    for name in names:
+        item = pg.get_by_title(name, exact=True).first.locator("xpath=..")
+        expect(item).to_contain_text("Succeeded")
+    return names
+
+
+def test_warehouse_checks_pass(page: Any, dagster_ui: DagsterUI, screenshot: Any) -> None:
+    names = _assert_checks_pass(page, dagster_ui, ["warehouse"])
+    assert {"row_count_reconciliation", "key_validity"} <= set(names)
+    expect(page.get_by_text("Passed").first).to_be_visible()
+    screenshot(page, "checks")
+
+
+@AWAITING_UI_GRAPH
+def test_table_assets_checks_pass(page: Any, dagster_ui: DagsterUI) -> None:
+    for table in manifest_tables(dagster_ui):
+        _assert_checks_pass(page, dagster_ui, ["warehouse", table])
+
+
+@AWAITING_UI_GRAPH
+def test_table_asset_shows_column_lineage(page: Any, dagster_ui: DagsterUI, screenshot: Any) -> None:
+    page.goto("/assets/warehouse/staff")
+    lineage = page.get_by_role("table").filter(has_text="staff.csv")
+    expect(lineage.first).to_be_visible()
+    expect(lineage.first).to_contain_text("staff_id")
+    screenshot(page, "table-asset")
+
+
+@AWAITING_UI_GRAPH
+def test_unanswered_questions_are_not_shown_as_success(page: Any, dagster_ui: DagsterUI, screenshot: Any) -> None:
+    page.goto("/assets/query_result?view=partitions")
+    expect(page.get_by_text(re.compile(r"\d+ Partitions Selected"))).to_be_visible()
+    # Without a model no question is answered: none may read as a green materialization.
+    expect(page.get_by_text("Materialized (0)")).to_be_visible()
+    expect(page.get_by_text(re.compile(r"Failed \([1-9]\d*\)"))).to_be_visible()
+    screenshot(page, "query-result-partitions")
