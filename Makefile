@@ -49,6 +49,7 @@ lint: $(STAMP)
 bench: $(STAMP)
 	-$(BIN)/python bench/interpret.py --no-scale
 	-$(BIN)/python bench/load.py
+	-$(BIN)/python bench/reload.py
 	-$(BIN)/python bench/agent.py
 	-$(BIN)/python bench/memory.py
 

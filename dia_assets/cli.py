@@ -18,10 +18,14 @@ def _mount() -> None:
     """Subcommands live beside their agents; imported here so `dia --help` lists them."""
     from dia_assets.cli_ask import ask
     from dia_assets.cli_eval import eval as eval_command
+    from dia_assets.cli_lineage import lineage
+    from dia_assets.cli_mcp import mcp
     from dia_assets.cli_memory import memory_app
 
     app.command("ask")(ask)
     app.command("eval")(eval_command)
+    app.command("mcp")(mcp)
+    app.command("lineage")(lineage)
     app.add_typer(memory_app, name="memory", help="Shared memory: import, list, show, search, export, forget.")
 
 
@@ -70,6 +74,10 @@ def build(
     warehouse: Annotated[str | None, typer.Option(help="DuckDB file or postgresql:// URL.")] = None,
     overrides: Annotated[Path | None, typer.Option(help="Seed review/interpretation_overrides.yaml from this file if absent.")] = None,
     replace_anyway: Annotated[bool, typer.Option(help="Install the new warehouse even when it is not accepted.")] = False,
+    incremental: Annotated[bool, typer.Option(
+        "--incremental/--full",
+        help="Re-interpret and reload only the files that changed since the installed build (default), "
+        "or rebuild everything.")] = True,
 ) -> None:
     """Interpret DATA_DIR, plan the schema, load the warehouse, validate it; print the report.
 
@@ -82,7 +90,7 @@ def build(
         raise typer.Exit(2)
     workspace = workspace_root()
     report = build_warehouse(data_dir, workspace, warehouse=warehouse, overrides_seed=overrides,
-                             replace_anyway=replace_anyway)
+                             replace_anyway=replace_anyway, incremental=incremental)
     typer.echo(summary(report))
     typer.echo(f"report: {workspace / 'validation' / 'report.md'}")
     raise typer.Exit(0 if report.accepted else 1)

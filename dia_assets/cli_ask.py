@@ -46,7 +46,14 @@ def ask(
 ) -> None:
     """Answer QUESTION with verified SQL against the warehouse."""
     from dia_assets.agents.query.llm import NO_MODEL_MESSAGE
+    from dia_assets.agents.query.run import checked_question_id
 
+    if question_id is not None:
+        try:
+            checked_question_id(question_id)
+        except ValueError as exc:
+            _echo(f"error: --id: {exc}")
+            raise typer.Exit(2) from None
     model = model or os.environ.get("DIA_MODEL") or None
     if not model:
         _echo(NO_MODEL_MESSAGE)
@@ -124,6 +131,9 @@ def ask(
                    + (f" ({', '.join(c.name for c in failed)})" if failed else ""))
         typer.echo(f"attempts {result.attempts}; tokens {result.tokens.total_tokens}; "
                    f"cost USD {result.tokens.cost_usd:.4f}; {result.latency_s:.1f} s")
+        if result.chart is not None:
+            where = f" ({result.chart.files['png']})" if "png" in result.chart.files else ""
+            typer.echo(f"chart: {result.chart.kind.replace('_', ' ')}{where}: {result.chart.reason}")
         if "answer" in result.artifacts:
             typer.echo(f"artifacts: {Path(result.artifacts['answer']).parent}")
     if result.status == "failed":

@@ -1,41 +1,79 @@
-"""The one Definitions object: assets, checks, jobs, sensors, schedules, resources."""
+"""The one Definitions object: assets, checks, jobs, sensors, schedules, resources.
 
+The warehouse tables are assets read from the manifest the last build wrote (as dagster-dbt
+reads `manifest.json`): reload the code location after a build that adds or drops a table."""
+
+import os
 import warnings
+from pathlib import Path
 
-from dagster import BetaWarning, Definitions
+from dagster import (
+    BetaWarning,
+    Definitions,
+    ExecutorDefinition,
+    in_process_executor,
+    multiprocess_executor,
+)
 
 from dia_assets.interpretation_assets import interpretation_asset, raw_file_assets
+from dia_assets.lineage_assets import lineage_report
 from dia_assets.memory_assets import memory_lessons_asset
 from dia_assets.query_assets import query_job, query_result_asset, question_partitions_sensor
-from dia_assets.schema_assets import schema_assets, schema_checks
+from dia_assets.schema_assets import schema_definitions
+from dia_assets.table_specs import WAREHOUSE, manifest_tables, read_interpretation, table_key
 from resources import LLMResource, WorkspaceResource
 from resources.embeddings import EmbeddingsResource
 from resources.memory import MemoryResource
 from resources.warehouse import duckdb_resource
+from resources.workspace import default_workspace
 from sensors import JOBS, SCHEDULES, SENSORS
 
 warnings.filterwarnings("ignore", category=BetaWarning)  # observable_source_asset is beta in 1.13
 
-raw_files = raw_file_assets()
-embeddings = EmbeddingsResource()
 
-defs = Definitions(
-    assets=[
-        *raw_files,
-        interpretation_asset([r.key for r in raw_files]),
-        *schema_assets,
-        query_result_asset(),
-        memory_lessons_asset(deps=["query_result"]),
-    ],
-    asset_checks=schema_checks,
-    jobs=[*JOBS, query_job],
-    sensors=[*SENSORS, question_partitions_sensor],
-    schedules=SCHEDULES,
-    resources={
-        "workspace": WorkspaceResource(),
-        "llm": LLMResource(),
-        "duckdb": duckdb_resource(),
-        "embeddings": embeddings,
-        "memory": MemoryResource(embeddings=embeddings),
-    },
-)
+def run_executor() -> ExecutorDefinition:
+    """One process per run by default (UI materializations and backfills too): the steps are
+    short and a process per step costs a Python start and a definitions load each.
+    DIA_EXECUTOR=multiprocess runs independent steps (checks, table readers) side by side,
+    bounded per run by `execution.config.max_concurrent`."""
+    choice = os.environ.get("DIA_EXECUTOR", "in_process").strip().lower()
+    if choice == "multiprocess":
+        return multiprocess_executor
+    if choice not in ("", "in_process"):
+        raise ValueError(f"DIA_EXECUTOR must be 'in_process' or 'multiprocess' (got {choice!r})")
+    return in_process_executor
+
+
+def build_defs(workspace: str | Path | None = None) -> Definitions:
+    """The code location for the workspace (default DIA_WORKSPACE): one asset per table of its
+    manifest, or a single `warehouse` asset before the first build."""
+    root = Path(workspace or default_workspace())
+    tables = manifest_tables(root)
+    schema_assets, schema_checks = schema_definitions(tables, read_interpretation(root) if tables else None)
+    raw_files = raw_file_assets()
+    embeddings = EmbeddingsResource()
+    return Definitions(
+        assets=[
+            *raw_files,
+            interpretation_asset([r.key for r in raw_files]),
+            *schema_assets,
+            query_result_asset(deps=[table_key(t.name) for t in tables] or [WAREHOUSE]),
+            memory_lessons_asset(deps=["query_result"]),
+            lineage_report,
+        ],
+        asset_checks=schema_checks,
+        jobs=[*JOBS, query_job],
+        sensors=[*SENSORS, question_partitions_sensor],
+        schedules=SCHEDULES,
+        executor=run_executor(),
+        resources={
+            "workspace": WorkspaceResource(),
+            "llm": LLMResource(),
+            "duckdb": duckdb_resource(),
+            "embeddings": embeddings,
+            "memory": MemoryResource(embeddings=embeddings),
+        },
+    )
+
+
+defs = build_defs()

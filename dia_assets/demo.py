@@ -30,10 +30,19 @@ def _run_job(defs, name: str, instance: DagsterInstance, say: Say, **kwargs) -> 
 
 
 def run_demo(data_dir: Path, workspace: Path, say: Say) -> int:
-    from dia_assets.definitions import defs
+    from dia_assets.definitions import build_defs
+    from dia_assets.interpretation_assets import record_raw_files
 
     instance = _instance()
     seed_overrides(workspace, say)
+    say(f"observed {record_raw_files(instance, data_dir)} raw files (data version = content hash)")
+    defs = build_defs(workspace)
+    if not (workspace / "schema" / "manifest.json").exists():
+        # The tables are assets read from the manifest (as `make ui` will load them): plan
+        # first, so build_job materializes warehouse/<table> rather than a single `warehouse`.
+        say("planning the schema first: the warehouse tables become assets")
+        _run_job(defs, "plan_job", instance, say)
+        defs = build_defs(workspace)
     say(f"materializing the pipeline on {data_dir} into {workspace}/ ...")
     ok = _run_job(defs, "build_job", instance, say)
     if (workspace / "interpretation.json").exists():

@@ -6,11 +6,15 @@ deletes the partition of a deleted one (code locations are loaded once, so one a
 file would keep a deleted file's asset until the next reload)."""
 
 
+import hashlib
+import json
 from pathlib import Path
 
 from dagster import (
     AssetExecutionContext,
     AssetKey,
+    AssetObservation,
+    DagsterInstance,
     DataVersion,
     DataVersionsByPartition,
     DynamicPartitionsDefinition,
@@ -24,8 +28,13 @@ from dagster import (
 
 from dia_assets.agents.interpreter.discover import content_hash, discover
 from dia_assets.agents.interpreter.names import raw_key_name
-from dia_assets.agents.interpreter.render import foreign_keys_table, sources_table
+from dia_assets.agents.interpreter.render import (
+    foreign_keys_table,
+    quality_issues_table,
+    sources_table,
+)
 from dia_assets.agents.interpreter.run import interpret_to_files
+from dia_assets.agents.schema_creator.build import previous_interpretation
 from resources import LLMResource, WorkspaceResource
 from resources.workspace import default_data_dir
 
@@ -61,13 +70,41 @@ def observe_folder(data_dir: str | Path | None = None, known: set[str] | None = 
     })
 
 
+# The tags an observable source asset's own observation carries (dagster/_core/definitions/
+# data_version.py): an observation reported from a sensor or `make demo` then counts as the
+# partition's data version, exactly as if the observe function had run.
+DATA_VERSION_TAG = "dagster/data_version"
+USER_PROVIDED_TAG = "dagster/data_version_is_user_provided"
+
+
+def raw_observations(data_dir: str | Path | None = None, only: set[str] | None = None) -> list[AssetObservation]:
+    """An observation per file (or per partition in `only`): data version = content hash."""
+    versions = observe_folder(data_dir, only).data_versions_by_partition
+    return [AssetObservation(asset_key=RAW_FILES, partition=key,
+                             tags={DATA_VERSION_TAG: version.value, USER_PROVIDED_TAG: "true"})
+            for key, version in sorted(versions.items())]
+
+
+def record_raw_files(instance: DagsterInstance, data_dir: str | Path | None = None) -> int:
+    """Register a partition per file and record its observation (content hash) before a build,
+    as `new_data_sensor` does, so the build's inputs have data versions; returns the file count."""
+    keys = sorted(folder_partitions(data_dir))
+    missing = sorted(set(keys) - set(instance.get_dynamic_partitions(raw_partitions.name)))
+    if missing:
+        instance.add_dynamic_partitions(raw_partitions.name, missing)
+    for event in raw_observations(data_dir):
+        instance.report_runless_asset_event(event)
+    return len(keys)
+
+
 def raw_file_assets(data_dir: str | None = None) -> list:
     """The `raw_files` observable source asset (a list, for the definitions' splat)."""
 
     @observable_source_asset(
         key=RAW_FILES, group_name=RAW_GROUP, partitions_def=raw_partitions,
-        description="Raw files in DIA_DATA_DIR, one partition per file (added and retired by new_data_sensor); "
-        "the data version of a partition is the file's content hash.",
+        description="The raw data files in the data folder (DIA_DATA_DIR), one partition per file. Each file's data "
+        "version is its content hash; new_data_sensor adds and retires partitions as files come and go and records "
+        "an observation whenever a file is new or changed.",
     )
     def raw_files(context) -> DataVersionsByPartition:  # noqa: ANN001
         return observe_folder(data_dir, set(context.instance.get_dynamic_partitions(raw_partitions.name)))
@@ -79,8 +116,9 @@ def interpretation_asset(raw_keys: list[AssetKey]):  # noqa: ANN201 - a Dagster 
     """The `interpretation` asset, downstream of `raw_files` (every partition: every file now in the folder)."""
 
     @asset(
-        name="interpretation", group_name="interpret", deps=raw_keys,
-        description="Data Interpreter (DIA §3.3): profile every raw source into interpretation.json.",
+        name="interpretation", group_name="interpret", deps=raw_keys, code_version="1",
+        description="What the raw files contain (interpretation.json and the review document interpretation.md): "
+        "every source's columns, types, value formats, profile, primary and foreign keys, and quality issues.",
     )
     def interpretation(
         context: AssetExecutionContext, workspace: WorkspaceResource, llm: LLMResource
@@ -95,7 +133,7 @@ def _interpret(context: AssetExecutionContext, workspace: WorkspaceResource, llm
     complete = (lambda messages: llm.complete(messages)[0]) if llm.enabled else None
     interp = interpret_to_files(
         workspace.data_path, json_path, md_path, complete=complete, model=llm.model,
-        progress=context.log.info,
+        progress=context.log.info, previous=previous_interpretation(workspace.root_path),
     )
     metadata: dict[str, object] = {
         "sources": len(interp.sources),
@@ -108,10 +146,14 @@ def _interpret(context: AssetExecutionContext, workspace: WorkspaceResource, llm
         "foreign_keys_table": MetadataValue.md(foreign_keys_table(interp)),
         "row_counts": MetadataValue.json({s.name: s.row_count for s in interp.sources}),
         "content_hashes": MetadataValue.json({s.name: s.content_hash for s in interp.sources}),
+        "quality_issues_table": MetadataValue.md(quality_issues_table(interp)),
     }
     for src in interp.sources:
         metadata[f"column_schema/{src.name}"] = TableSchema(columns=[
             TableColumn(name=c.name, type=c.inferred_type, description=c.description or c.semantic_type)
             for c in src.columns
         ])
-    return MaterializeResult(metadata=metadata)
+    # the data version follows the files, so an identical rebuild is not new data downstream
+    files = sorted({(s.path, s.content_hash) for s in interp.sources})
+    version = hashlib.sha256(json.dumps(files).encode()).hexdigest()[:16]
+    return MaterializeResult(metadata=metadata, data_version=DataVersion(version))

@@ -18,13 +18,19 @@ from resources.memory import MemoryResource
 from resources.workspace import WorkspaceResource
 
 
+def _row(cells: list[str]) -> str:
+    return "| " + " | ".join(cells) + " |"
+
+
 def _counts_table(counts: dict[str, dict[str, int]]) -> str:
+    """Lessons per tier and kind; every row has as many cells as the header (no kinds yet
+    used to leave an empty header cell the separator did not count)."""
     kinds = sorted({k for per_tier in counts.values() for k in per_tier})
-    lines = ["| tier | " + " | ".join(kinds) + " | total |", "|---" * (len(kinds) + 2) + "|"]
+    header = ["tier", *kinds, "total"]
+    lines = [_row(header), _row(["---"] + ["---:"] * (len(header) - 1))]
     for tier in ("example", "session", "cross_session"):
         row = counts.get(tier, {})
-        cells = [str(row.get(k, 0)) for k in kinds]
-        lines.append(f"| {tier} | " + " | ".join(cells) + f" | {sum(row.values())} |")
+        lines.append(_row([tier, *(str(row.get(k, 0)) for k in kinds), str(sum(row.values()))]))
     return "\n".join(lines)
 
 
@@ -48,9 +54,9 @@ def memory_lessons_asset(
         name="memory_lessons",
         group_name="memory",
         deps=list(deps),
-        description="Shared memory maintenance (DIA §3.2, App. F): merges near-duplicate "
-        "lessons, promotes lessons borne out on a second database or by repeated success, "
-        "archives stale ones, and exports memory/lessons.md for expert review.",
+        description="The lessons the agents share (what worked and what to avoid when writing SQL), kept "
+        "tidy: near-duplicates merged, lessons borne out on a second database or by repeated success promoted, "
+        "stale ones archived; exported to memory/lessons.md for an expert to review.",
     )
     def _memory_lessons(
         context: AssetExecutionContext, memory: MemoryResource, workspace: WorkspaceResource

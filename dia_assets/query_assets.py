@@ -9,10 +9,14 @@ from pathlib import Path
 from typing import Any
 
 from dagster import (
+    AssetCheckResult,
+    AssetCheckSeverity,
+    AssetCheckSpec,
     AssetExecutionContext,
     AssetKey,
     Config,
     DagsterInstance,
+    DefaultSensorStatus,
     DynamicPartitionsDefinition,
     Failure,
     MaterializeResult,
@@ -77,6 +81,7 @@ def register_question_partitions(instance: DagsterInstance, path: str | Path | N
 
 
 @sensor(name="question_partitions", minimum_interval_seconds=60, asset_selection=[QUERY_RESULT_KEY],
+        default_status=DefaultSensorStatus.RUNNING,
         description="Registers a `questions` partition for each new question in the questions "
         "file and, when a model is configured, requests a run for it.")
 def question_partitions_sensor(context: SensorEvaluationContext) -> "SensorResult | SkipReason":
@@ -117,7 +122,7 @@ def materialize_question(
         return MaterializeResult(metadata={
             "status": "no_model", "question": question, "message": NO_MODEL_MESSAGE,
             "answer_path": MetadataValue.path(result.artifacts["answer"]),
-        })
+        }, check_results=[answered_check(result)])
     warehouse = warehouse_location(workspace)
     if not is_postgres(warehouse) and not Path(warehouse).exists():
         raise Failure(f"no warehouse at {warehouse}: materialize `warehouse` first (dia build / make demo)")
@@ -145,7 +150,22 @@ def materialize_question(
     log(f"{qid}: {result.status} after {result.attempts} attempt(s): {result.message}")
     for warning in result.warnings:
         context.log.warning(f"{qid}: {warning}")
-    return MaterializeResult(metadata=result_metadata(result))
+    return MaterializeResult(metadata=result_metadata(result), check_results=[answered_check(result)])
+
+
+ANSWERED = AssetCheckSpec("answered", asset=QUERY_RESULT_KEY, description=(
+    "The question has a verified answer; fails with the reason otherwise (no model, unanswerable, failed)."))
+
+
+def answered_check(result: QueryResult) -> AssetCheckResult:
+    """An unanswered question is not a success: the check fails and says why."""
+    answered = result.status == "answered"
+    return AssetCheckResult(
+        check_name=ANSWERED.name, passed=answered, severity=AssetCheckSeverity.ERROR,
+        description=f"{result.status}: {result.message}"[:2000],
+        metadata={"status": result.status, "attempts": MetadataValue.int(result.attempts),
+                  "rows": MetadataValue.int(result.row_count or 0)},
+    )
 
 
 def result_metadata(result: QueryResult) -> dict[str, Any]:
@@ -174,26 +194,43 @@ def result_metadata(result: QueryResult) -> dict[str, Any]:
         "dialect": result.dialect,
         "privacy": result.privacy,
     }
+    if result.chart is not None:
+        from dia_assets.agents.charts.render import inline_markdown
+
+        meta["chart"] = MetadataValue.md(inline_markdown(result.chart))
+        meta["chart_kind"] = result.chart.kind
     if result.warnings:
         meta["warnings"] = MetadataValue.md("\n".join(f"- {w}" for w in result.warnings))
     for name, path in result.artifacts.items():
         meta[f"path/{name}"] = MetadataValue.path(path)
     if result.columns:
         meta["dagster/column_schema"] = TableSchema(columns=[TableColumn(name=c) for c in result.columns])
+    if result.reads:  # what the SQL read anywhere (lineage audit: `dia lineage`, `lineage_report`)
+        meta["dia/tables_read"] = MetadataValue.json(result.reads)
+        meta["dia/columns_read"] = MetadataValue.md(
+            "\n".join(f"- `{t}`: {', '.join(cols) or '(rows only)'}" for t, cols in result.reads.items()))
     if result.lineage:
-        deps = {out: [TableColumnDep(asset_key=AssetKey("warehouse"), column_name=src) for src in srcs]
-                for out, srcs in result.lineage.items() if srcs}
+        deps = {out: [lineage_dep(src) for src in srcs] for out, srcs in result.lineage.items() if srcs}
         if deps:
             meta["dagster/column_lineage"] = TableColumnLineage(deps_by_column=deps)
     return meta
+
+
+def lineage_dep(source: str) -> TableColumnDep:
+    """`table.column` read by an answer -> that column of the `warehouse/<table>` asset."""
+    table, _, column = source.rpartition(".")
+    return TableColumnDep(asset_key=AssetKey(["warehouse", table]) if table else AssetKey("warehouse"),
+                          column_name=column or source)
 
 
 def query_result_asset(deps: Sequence[str | AssetKey] = ("warehouse",), with_memory: bool = True):  # noqa: ANN201
     """The `query_result` asset; `with_memory` adds the `memory` resource (MemoryResource)."""
     kwargs = dict(
         name="query_result", partitions_def=QUESTIONS, deps=list(deps), group_name=GROUP, kinds={"python", "sql"},
-        description="Query Generator (DIA §3.5): answers one question per partition with verified SQL; "
-        "artifacts in queries/<id>/ (query.sql, result.parquet, trace.json, answer.md).",
+        check_specs=[ANSWERED],
+        description="The answer to one question (one partition per question in the questions file), found and "
+        "verified by the Query Generator with SQL on the warehouse; its files are in `queries/{question id}/` "
+        "(query.sql, result.parquet, trace.json, answer.md). The `answered` check fails when there is no answer.",
     )
     if with_memory:
 

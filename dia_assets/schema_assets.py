@@ -2,16 +2,26 @@
 -> validation_report. The work happens in `dia_assets.agents.schema_creator`."""
 
 
-from pathlib import Path
+
+import hashlib
+import json
+import re
+from collections.abc import Iterator, Sequence
 
 from dagster import (
+    AssetCheckExecutionContext,
+    AssetCheckKey,
     AssetCheckResult,
+    AssetChecksDefinition,
     AssetCheckSeverity,
+    AssetCheckSpec,
     AssetExecutionContext,
     AssetKey,
     AssetObservation,
+    AssetsDefinition,
     AutomationCondition,
     Config,
+    DataVersion,
     Failure,
     MaterializeResult,
     MetadataValue,
@@ -20,18 +30,28 @@ from dagster import (
     TableColumnLineage,
     TableSchema,
     asset,
-    asset_check,
+    multi_asset,
+    multi_asset_check,
 )
 from dagster_duckdb import DuckDBResource
 
-from dia_assets.agents.interpreter.names import raw_key_name
 from dia_assets.agents.locations import is_postgres
 from dia_assets.agents.schema_creator import build as sc
 from dia_assets.agents.schema_creator import validate as v
 from dia_assets.agents.schema_creator.lineage import table_lineage
+from dia_assets.agents.schema_creator.markdown import cell, decisions_markdown, er_markdown
 from dia_assets.contracts.interpretation import Interpretation
-from dia_assets.contracts.manifest import Manifest
+from dia_assets.contracts.manifest import Manifest, ManifestTable
 from dia_assets.contracts.report import ValidationReport
+from dia_assets.table_specs import (
+    RAW_FILES,
+    WAREHOUSE,
+    raw_partition,
+    table_key,
+    table_metadata,
+    table_spec,
+    warehouse_placeholder_spec,
+)
 from resources.warehouse import warehouse_target
 from resources.workspace import WorkspaceResource
 
@@ -41,18 +61,16 @@ GROUP = "schema_creator"
 def raw_asset_key(source_path: str) -> AssetKey:  # noqa: ARG001 - every file is a partition of one asset
     """The observable raw-file asset a table loads from, for column lineage: `raw_files`,
     whose partition `raw_partition(source_path)` is the file."""
-    return AssetKey("raw_files")
-
-
-def raw_partition(source_path: str) -> str:
-    return raw_key_name(Path(source_path).as_posix())
+    return RAW_FILES
 
 
 def _manifest(workspace: WorkspaceResource) -> Manifest:
     return Manifest.read(workspace.path("schema", "manifest.json"))
 
 
-@asset(deps=["interpretation"], group_name=GROUP, kinds={"python"})
+@asset(deps=["interpretation"], group_name=GROUP, kinds={"python"}, code_version="1",
+       description="The planned warehouse schema (schema/manifest.json, DDL, load SQL): tables, types, "
+       "keys and how each column is parsed, from the interpretation plus the expert's overrides.")
 def schema_manifest(context: AssetExecutionContext, workspace: WorkspaceResource, duckdb: DuckDBResource) -> MaterializeResult:
     """Plan the schema from interpretation.json plus the expert's overrides."""
     interp = Interpretation.read(workspace.path("interpretation.json"))
@@ -62,7 +80,6 @@ def schema_manifest(context: AssetExecutionContext, workspace: WorkspaceResource
     except Exception as exc:
         report_stale(context, workspace, f"schema_manifest failed for the current data: {exc}")
         raise
-    er = paths["er"].read_text(encoding="utf-8")
     if manifest.stale_overrides:
         context.log.warning("stale overrides (ignored): " + "; ".join(
             f"line {s.line} {s.where}: {s.reason}" for s in manifest.stale_overrides))
@@ -73,9 +90,17 @@ def schema_manifest(context: AssetExecutionContext, workspace: WorkspaceResource
             f"- line {s.line or '?'} `{s.where}`: {s.reason}" for s in manifest.stale_overrides) or "none"),
         "kept_keys": MetadataValue.md("\n".join(
             f"- {d.table}: {d.what}" for d in manifest.decisions if d.origin in ("previous", "drift")) or "none"),
-        "er_diagram": MetadataValue.md(f"```mermaid\n{er}```"),
+        # Markdown, not Mermaid: the open-source UI shows Mermaid as source text (er.mmd keeps it)
+        "er_diagram": MetadataValue.md(er_markdown(manifest)),
+        "decisions_table": MetadataValue.md(decisions_markdown(manifest)),
         **{f"path/{k}": MetadataValue.path(str(p)) for k, p in paths.items()},
-    })
+    }, data_version=DataVersion(manifest_version(manifest)))
+
+
+def manifest_version(manifest: Manifest) -> str:
+    """A data version that changes only when the plan does (not its timestamp)."""
+    body = manifest.model_dump(exclude={"generated_at", "interpretation_generated_at"})
+    return hashlib.sha256(json.dumps(body, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
 def report_stale(context: AssetExecutionContext, workspace: WorkspaceResource, reason: str) -> None:
@@ -92,7 +117,8 @@ def report_stale(context: AssetExecutionContext, workspace: WorkspaceResource, r
 
 
 def warehouse_metadata(manifest: Manifest, counts: dict[str, int]) -> dict:
-    """Column schema and lineage (from the load SQL) of every refined table."""
+    """Column schema and lineage (from the load SQL) of every refined table, for the single
+    `warehouse` asset (before table assets exist)."""
     columns, deps = [], {}
     meta: dict = {}
     for table in manifest.tables:
@@ -117,21 +143,21 @@ def warehouse_metadata(manifest: Manifest, counts: dict[str, int]) -> dict:
 
 class WarehouseConfig(Config):
     replace_anyway: bool = False  # install a build that is not accepted
+    incremental: bool = True  # reload only the tables whose file or plan changed (incremental.py)
 
 
-@asset(deps=[schema_manifest], group_name=GROUP, kinds={"duckdb"})
-def warehouse(context: AssetExecutionContext, config: WarehouseConfig, workspace: WorkspaceResource,
-              duckdb: DuckDBResource) -> MaterializeResult:
+def _build(context: AssetExecutionContext, config: WarehouseConfig, workspace: WorkspaceResource,
+           duckdb: DuckDBResource) -> tuple[Manifest, dict, Interpretation | None]:
     """Load staging, refined and reject tables beside the warehouse, validate, then swap in.
-    A build that is not accepted keeps the previous warehouse and fails this step."""
+    A build that is not accepted keeps the previous warehouse and fails the step."""
     manifest = _manifest(workspace)
     interp_path = workspace.path("interpretation.json")
+    interp = Interpretation.read(interp_path) if interp_path.exists() else None
     # The report is written here too, so a load that fails a blocking check (and so never
     # reaches `validation_report`) still leaves the expert a report saying why.
     loaded, report = sc.load_and_validate(
-        manifest, warehouse_target(duckdb), workspace.root_path,
-        Interpretation.read(interp_path) if interp_path.exists() else None,
-        replace_anyway=config.replace_anyway)
+        manifest, warehouse_target(duckdb), workspace.root_path, interp, replace_anyway=config.replace_anyway,
+        incremental=config.incremental)
     load_path = workspace.path("schema", "load_result.json")
     load_path.write_text(loaded.to_json(), encoding="utf-8")
     if not report.installed:
@@ -141,118 +167,217 @@ def warehouse(context: AssetExecutionContext, config: WarehouseConfig, workspace
             f"the build is kept at {report.rejected_build}. {sc.summary(report)}",
             metadata={"report": MetadataValue.path(str(workspace.path("validation", "report.md")))},
         )
-    counts = {name: t.refined for name, t in loaded.tables.items()}
-    return MaterializeResult(metadata={
+    common = {
         "accepted": report.accepted,
-        "dagster/row_count": sum(counts.values()),
-        "rejected": sum(t.rejected for t in loaded.tables.values()),
-        "duplicates_removed": sum(t.duplicates_removed for t in loaded.tables.values()),
         "path/warehouse": MetadataValue.path(loaded.warehouse),
         "path/load_result": MetadataValue.path(str(load_path)),
         "path/load_sql": MetadataValue.path(str(workspace.path("schema", "load.sql"))),
         "path/lineage": MetadataValue.path(str(workspace.path("schema", "lineage.json"))),
-        **warehouse_metadata(manifest, counts),
-    })
+    }
+    return manifest, {"loaded": loaded, "common": common}, interp
 
 
-def _report(workspace: WorkspaceResource, duckdb: DuckDBResource):  # noqa: ANN202
+def table_version(table: ManifestTable) -> str:
+    """A table's data version: its file's content and its plan, so an unchanged rebuild is not new data."""
+    return hashlib.sha256(table.model_dump_json().encode()).hexdigest()[:16]
+
+
+def warehouse_asset(tables: Sequence[ManifestTable] = (), interp: Interpretation | None = None) -> AssetsDefinition:
+    """The atomic build (one DuckDB build and swap) as one multi-asset: one `warehouse/<table>`
+    spec per table of the manifest read at load time, or the single `warehouse` asset without one."""
+    specs = [table_spec(t, interp) for t in tables] or [warehouse_placeholder_spec()]
+    known = {t.name for t in tables}
+
+    @multi_asset(name="warehouse", specs=specs, can_subset=False, description="Build, validate and swap in the warehouse.")
+    def _warehouse(context: AssetExecutionContext, config: WarehouseConfig, workspace: WorkspaceResource,
+                   duckdb: DuckDBResource) -> Iterator[MaterializeResult]:
+        manifest, built, interp = _build(context, config, workspace, duckdb)
+        loaded, common = built["loaded"], built["common"]
+        counts = {name: t.refined for name, t in loaded.tables.items()}
+        if not known:
+            yield MaterializeResult(asset_key=WAREHOUSE, metadata={
+                **common, "dagster/row_count": sum(counts.values()),
+                "rejected": sum(t.rejected for t in loaded.tables.values()),
+                "duplicates_removed": sum(t.duplicates_removed for t in loaded.tables.values()),
+                **warehouse_metadata(manifest, counts)})
+            return
+        new = [t.name for t in manifest.tables if t.name not in known]
+        gone = sorted(known - {t.name for t in manifest.tables})
+        if new or gone:
+            context.log.warning(f"the manifest now has tables {new or 'none'} new and {gone or 'none'} gone since the "
+                                "code location loaded: reload it (Deployment > Reload) to see them as assets")
+        for table in manifest.tables:
+            if table.name not in known:
+                continue
+            load = loaded.tables.get(table.name)
+            yield MaterializeResult(asset_key=table_key(table.name), data_version=DataVersion(table_version(table)),
+                                    metadata={
+                **common, **table_metadata(table, interp),
+                "dagster/row_count": MetadataValue.int(load.refined if load else 0),
+                "rejected": MetadataValue.int(load.rejected if load else 0),
+                "duplicates_removed": MetadataValue.int(load.duplicates_removed if load else 0),
+            })
+
+    return _warehouse
+
+
+def _report(workspace: WorkspaceResource, duckdb: DuckDBResource) -> ValidationReport:
     """The build's validation when it describes the installed file, else a fresh one (not
-    written: `validation_report` writes). Checks run as parallel steps; each only reads."""
+    written: `validation_report` writes). Checks only read."""
     return sc.shared_report(_manifest(workspace), warehouse_target(duckdb), workspace.root_path, write=False)
 
 
-def _stale(workspace: WorkspaceResource, axis: str) -> AssetCheckResult | None:
-    """A failed check while the report says the warehouse is stale (a later build failed or was
-    not installed): checking the old warehouse would pass and hide why the new data was
-    refused, so the check reports the last build's findings for its axis instead."""
+# The per-table share of each validation axis: (report field, blocking, description).
+AXES = {
+    "row_count_reconciliation": ("row_counts", True, "source rows = staged = refined + rejected + removed duplicates"),
+    "column_coverage": ("column_coverage", True, "every source column carried, renamed or excluded with a reason"),
+    "key_validity": ("key_validity", True, "primary keys unique and non-null; orphans only where allowed"),
+    "load_integrity": ("load_integrity", False, "reject counts and reasons"),
+    "test_queries": ("test_queries", True, "generated counts, joins and key lookups return expected counts"),
+}
+
+
+def item_table(item: object, tables: Sequence[str]) -> str | None:
+    """The table a report item is about (test queries name it in their title)."""
+    if getattr(item, "table", None):
+        return item.table  # type: ignore[attr-defined]
+    name = getattr(item, "name", "")
+    for table in sorted(tables, key=len, reverse=True):
+        if re.search(rf"(?<![\w]){re.escape(table)}(?![\w])", name):
+            return table
+    return None
+
+
+def _summary(check: str, items: list) -> str:
+    if check == "row_count_reconciliation":
+        return "; ".join(f"{i.table}: {i.message}" for i in items) or "no tables"
+    if check == "column_coverage":
+        return "; ".join(f"{i.table}: missing {i.missing}" for i in items if i.missing) or "all columns covered"
+    if check == "key_validity":
+        bad = [f"{i.table} {i.kind} {i.columns}: {i.duplicate_keys} dup, {i.null_keys} null, {i.orphan_rows} orphans"
+               f"{' e.g. ' + ', '.join(i.examples[:5]) if i.examples else ''}" for i in items if not i.passed]
+        return "; ".join(bad) or f"{len(items)} keys valid"
+    if check == "load_integrity":
+        return "; ".join(f"{i.table}: {i.message}" for i in items) or "no tables"
+    failed = [f"{q.name}: {q.error}" for q in items if not q.passed]
+    return "; ".join(failed) or f"{len(items)} queries pass"
+
+
+def _numbers(check: str, items: list) -> dict:
+    """Numeric metadata, so the check's Plots panel shows its history."""
+    out = {"checked": MetadataValue.int(len(items)), "failing": MetadataValue.int(sum(not i.passed for i in items))}
+    sums = {"row_count_reconciliation": ("source_rows", "refined", "rejected", "duplicates_removed"),
+            "key_validity": ("duplicate_keys", "null_keys", "orphan_rows"),
+            "load_integrity": ("rejected", "values_nulled")}.get(check, ())
+    for field in sums:
+        out[field] = MetadataValue.int(sum(getattr(i, field) for i in items))
+    if check == "column_coverage":
+        out |= {"carried": MetadataValue.int(sum(len(i.carried) for i in items)),
+                "excluded": MetadataValue.int(sum(len(i.excluded) for i in items)),
+                "missing": MetadataValue.int(sum(len(i.missing) for i in items))}
+    if check == "load_integrity" and items:
+        out["reject_fraction"] = MetadataValue.float(max(i.reject_fraction for i in items))
+    return out
+
+
+def _value(value: object) -> str:
+    if isinstance(value, list):
+        return ", ".join(map(str, value[:5])) + (f" (+{len(value) - 5})" if len(value) > 5 else "")
+    if isinstance(value, dict):
+        return "; ".join(f"{k}: {v}" for k, v in value.items()) or "-"
+    return "-" if value is None else str(value)
+
+
+def _details(items: list) -> str:
+    """The items as a Markdown table: what passed, what failed, and the figures."""
+    if not items:
+        return "nothing to check"
+    fields = [f for f in type(items[0]).model_fields if f not in ("sql", "passed")]
+    lines = ["| passed | " + " | ".join(fields) + " |", "|---" * (len(fields) + 1) + "|"]
+    for i in items:
+        lines.append(f"| {'yes' if i.passed else 'NO'} | " + " | ".join(cell(_value(getattr(i, f))) for f in fields) + " |")
+    return "\n".join(lines)
+
+
+def check_result(key: AssetCheckKey, report: ValidationReport, table: str | None, tables: Sequence[str]) -> AssetCheckResult:
+    """One axis of the validation, for one table (`table`) or the whole warehouse (None)."""
+    field = AXES[key.name][0]
+    items = [i for i in getattr(report, field) if table is None or item_table(i, tables) == table]
+    stale = report.stale_reason
+    passed = not stale and not any(v.blocks(i) for i in items)
+    description = f"STALE: {stale}. The last build's findings: " if stale else ""
+    return AssetCheckResult(
+        asset_key=key.asset_key, check_name=key.name, passed=passed, severity=AssetCheckSeverity.ERROR,
+        description=(description + _summary(key.name, items))[:2000],
+        metadata={**_numbers(key.name, items), "details": MetadataValue.md(_details(items)),
+                  "failing_items": ", ".join(str(getattr(i, "table", getattr(i, "name", ""))) for i in items if not i.passed)
+                  or "none"},
+    )
+
+
+def _last_report(workspace: WorkspaceResource) -> ValidationReport | None:
+    """The report of the last build while it says the warehouse is stale (a later build failed or
+    was not installed): checking the old warehouse would pass and hide why the new data was refused."""
     path = workspace.path("validation", "report.json")
     if not path.exists():
         return None
     report = ValidationReport.read(path)
-    if not report.stale_reason:
-        return None
-    failing = [i.model_dump() for i in getattr(report, axis) if not i.passed]
-    return AssetCheckResult(
-        passed=False, severity=AssetCheckSeverity.ERROR,
-        description=f"STALE: {report.stale_reason}. The last build's {axis}: {len(failing)} failing",
-        metadata={"stale_reason": report.stale_reason, "details": MetadataValue.json(failing),
-                  "failing": [i.get("table", i.get("name", "")) for i in failing]},
-    )
+    return report if report.stale_reason else None
 
 
-def _result(items: list, summary: str) -> AssetCheckResult:
-    passed = not any(v.blocks(i) for i in items)
-    return AssetCheckResult(
-        passed=passed, severity=AssetCheckSeverity.ERROR, description=summary,
-        metadata={"details": MetadataValue.json([i.model_dump() for i in items]),
-                  "failing": [getattr(i, "table", getattr(i, "name", "")) for i in items if not i.passed]},
-    )
+def warehouse_checks(tables: Sequence[ManifestTable] = ()) -> AssetChecksDefinition:
+    """The five validation checks on each table asset (each its share of the validation), or on
+    the single `warehouse` asset. One op computes the validation once and reports every check."""
+    names = [t.name for t in tables]
+    keys = [table_key(n) for n in names] or [WAREHOUSE]
+    specs = [AssetCheckSpec(name, asset=key, blocking=blocking, description=desc)
+             for key in keys for name, (_, blocking, desc) in AXES.items()]
+
+    @multi_asset_check(name="warehouse_checks", specs=specs, can_subset=True,
+                       description="Validation of the warehouse in place, reported per table.")
+    def _checks(context: AssetCheckExecutionContext, workspace: WorkspaceResource,
+                duckdb: DuckDBResource) -> Iterator[AssetCheckResult]:
+        report = _last_report(workspace) or _report(workspace, duckdb)
+        for key in sorted(context.selected_asset_check_keys, key=lambda k: (k.asset_key.to_user_string(), k.name)):
+            table = key.asset_key.path[-1] if names else None
+            yield check_result(key, report, table, names)
+
+    return _checks
 
 
-@asset_check(asset=warehouse, blocking=True, description="source rows = staged = refined + rejected + removed duplicates")
-def row_count_reconciliation(workspace: WorkspaceResource, duckdb: DuckDBResource) -> AssetCheckResult:
-    if (stale := _stale(workspace, "row_counts")) is not None:
-        return stale
-    items = _report(workspace, duckdb).row_counts
-    return _result(items, "; ".join(f"{i.table}: {i.message}" for i in items))
+def validation_report_asset(deps: Sequence[AssetKey] = (WAREHOUSE,)) -> AssetsDefinition:
+    @asset(name="validation_report", deps=list(deps), group_name=GROUP, kinds={"python"}, code_version="1",
+           # the report follows every new warehouse without a sensor or a click
+           automation_condition=AutomationCondition.eager(),
+           description="The validation report of the whole warehouse (validation/report.json and .md): row counts, "
+           "column coverage, keys, rejects and test queries; `accepted` only when every check passes.")
+    def validation_report(workspace: WorkspaceResource, duckdb: DuckDBResource) -> MaterializeResult:
+        manifest = _manifest(workspace)
+        interp_path = workspace.path("interpretation.json")
+        interp = Interpretation.read(interp_path) if interp_path.exists() else None
+        report = sc.shared_report(manifest, warehouse_target(duckdb), workspace.root_path, interp)
+        md = sc.report_markdown(report)
+        return MaterializeResult(metadata={
+            "accepted": report.accepted,
+            "stale": False,
+            "stale_overrides": len(report.stale_overrides),
+            "axes": MetadataValue.md("\n".join(["| axis | passed | summary |", "|---|---|---|"] + [
+                f"| {k} | {'yes' if a.passed else 'NO'} | {cell(a.summary)} |" for k, a in report.axes.items()])),
+            "report": MetadataValue.md(md),
+            "path/report_json": MetadataValue.path(str(workspace.path("validation", "report.json"))),
+            "path/report_md": MetadataValue.path(str(workspace.path("validation", "report.md"))),
+        })
+
+    return validation_report
 
 
-@asset_check(asset=warehouse, blocking=True, description="every source column carried, renamed or excluded with a reason")
-def column_coverage(workspace: WorkspaceResource, duckdb: DuckDBResource) -> AssetCheckResult:
-    if (stale := _stale(workspace, "column_coverage")) is not None:
-        return stale
-    items = _report(workspace, duckdb).column_coverage
-    return _result(items, "; ".join(f"{i.table}: missing {i.missing}" for i in items if i.missing) or "all columns covered")
+def schema_definitions(tables: Sequence[ManifestTable] = (), interp: Interpretation | None = None,
+                       ) -> tuple[list[AssetsDefinition], list[AssetChecksDefinition]]:
+    """Assets and checks of the Schema Creator for the tables of a manifest (none: one `warehouse`);
+    `interp` adds profile statistics to the column schemas."""
+    keys = [table_key(t.name) for t in tables] or [WAREHOUSE]
+    return [schema_manifest, warehouse_asset(tables, interp), validation_report_asset(keys)], [warehouse_checks(tables)]
 
 
-@asset_check(asset=warehouse, blocking=True, description="primary keys unique and non-null; orphans only where allowed")
-def key_validity(workspace: WorkspaceResource, duckdb: DuckDBResource) -> AssetCheckResult:
-    if (stale := _stale(workspace, "key_validity")) is not None:
-        return stale
-    items = _report(workspace, duckdb).key_validity
-    bad = [f"{i.table} {i.kind} {i.columns}: {i.duplicate_keys} dup, {i.null_keys} null, {i.orphan_rows} orphans"
-           f"{' e.g. ' + ', '.join(i.examples[:5]) if i.examples else ''}" for i in items if not i.passed]
-    return _result(items, "; ".join(bad) or f"{len(items)} keys valid")
-
-
-@asset_check(asset=warehouse, blocking=False, description="reject counts and reasons per table")
-def load_integrity(workspace: WorkspaceResource, duckdb: DuckDBResource) -> AssetCheckResult:
-    if (stale := _stale(workspace, "load_integrity")) is not None:
-        return stale
-    items = _report(workspace, duckdb).load_integrity
-    return _result(items, "; ".join(f"{i.table}: {i.message}" for i in items))
-
-
-@asset_check(asset=warehouse, blocking=True, description="generated counts, joins and key lookups return expected counts")
-def test_queries(workspace: WorkspaceResource, duckdb: DuckDBResource) -> AssetCheckResult:
-    if (stale := _stale(workspace, "test_queries")) is not None:
-        return stale
-    items = _report(workspace, duckdb).test_queries
-    failed = [f"{q.name}: {q.error}" for q in items if not q.passed]
-    return _result(items, "; ".join(failed) or f"{len(items)} queries pass")
-
-
-@asset(deps=[warehouse], group_name=GROUP, kinds={"python"},
-       # the report follows every new warehouse without a sensor or a click
-       automation_condition=AutomationCondition.eager())
-def validation_report(context: AssetExecutionContext, workspace: WorkspaceResource, duckdb: DuckDBResource) -> MaterializeResult:
-    """validation/report.json and report.md; `accepted` only when every check passes."""
-    manifest = _manifest(workspace)
-    interp_path = workspace.path("interpretation.json")
-    interp = Interpretation.read(interp_path) if interp_path.exists() else None
-    report = sc.shared_report(manifest, warehouse_target(duckdb), workspace.root_path, interp)
-    md = sc.report_markdown(report)
-    return MaterializeResult(metadata={
-        "accepted": report.accepted,
-        "stale": False,
-        "stale_overrides": len(report.stale_overrides),
-        "axes": MetadataValue.json({k: a.model_dump() for k, a in report.axes.items()}),
-        "report": MetadataValue.md(md),
-        "path/report_json": MetadataValue.path(str(workspace.path("validation", "report.json"))),
-        "path/report_md": MetadataValue.path(str(workspace.path("validation", "report.md"))),
-    })
-
-
-schema_assets = [schema_manifest, warehouse, validation_report]
-schema_checks = [row_count_reconciliation, column_coverage, key_validity, load_integrity, test_queries]
-__all__ = ["schema_assets", "schema_checks"]
+schema_assets, schema_checks = schema_definitions()
+__all__ = ["schema_assets", "schema_checks", "schema_definitions"]

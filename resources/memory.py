@@ -30,7 +30,7 @@ class MemoryResource(ConfigurableResource):
         default=None, description="Embedded server data folder; default <DIA_WORKSPACE>/pgdata."
     )
     conflict_strategy: Literal["recency", "confidence", "confirmation"] = Field(
-        default="recency", description="Which version wins a conflict (Data Agents §3-B2)."
+        default="recency", description="When two lessons conflict, which wins: the newer, the more confident or the more often confirmed."
     )
     ef_search: int = Field(default=80, description="HNSW candidate list size at query time.")
     judge_model: str | None = Field(

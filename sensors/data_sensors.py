@@ -18,8 +18,15 @@ from dagster import (
     sensor,
 )
 
-from dia_assets.agents.adaptation.snapshot import diff, run_key, snapshot
-from dia_assets.interpretation_assets import folder_partitions, raw_partitions
+from dia_assets.agents.adaptation.snapshot import diff, interpreted_snapshot, run_key, snapshot
+from dia_assets.interpretation_assets import (
+    DATA_VERSION_TAG,
+    folder_partitions,
+    raw_observations,
+    raw_partition_key,
+    raw_partitions,
+)
+from dia_assets.table_specs import RAW_FILES
 from resources.workspace import default_data_dir, default_workspace
 from sensors.jobs import build_job, schema_job
 from sensors.settings import SENSOR_INTERVAL_S
@@ -40,27 +47,49 @@ def partition_requests(context: SensorEvaluationContext, data_dir: Path) -> list
     return out
 
 
+def unobserved(context: SensorEvaluationContext, hashes: dict[str, str]) -> set[str]:
+    """Partitions (of `hashes`, partition -> content hash) whose last observation is missing or
+    records another content: the ones to observe now."""
+    out = set()
+    for key, digest in hashes.items():
+        try:
+            record = context.instance.get_latest_data_version_record(RAW_FILES, is_source=True, partition_key=key)
+        except DagsterInvariantViolationError:  # a context built without an instance (unit tests)
+            return set()
+        tags = record.asset_observation.tags if record and record.asset_observation else {}
+        if (tags or {}).get(DATA_VERSION_TAG) != digest:
+            out.add(key)
+    return out
+
+
 @sensor(job=build_job, minimum_interval_seconds=SENSOR_INTERVAL_S, default_status=DefaultSensorStatus.RUNNING,
-        description="New, changed or deleted files in DIA_DATA_DIR rebuild the warehouse once per change, and "
-        "the raw_files partitions follow the folder.")
+        description="New, changed or deleted files in DIA_DATA_DIR rebuild the warehouse once per change; the "
+        "raw_files partitions follow the folder and each new or changed file is observed (its content hash).")
 def new_data_sensor(context: SensorEvaluationContext) -> SensorResult | SkipReason:
     data_dir = Path(default_data_dir())
     if not data_dir.is_dir():
         return SkipReason(f"data folder {data_dir} does not exist")
-    before = json.loads(context.cursor) if context.cursor else {}
+    # First start: compare with what the workspace's interpretation was built from, not with
+    # nothing, so the sensor does not rebuild what `make demo` (or a build before) just built.
+    before = json.loads(context.cursor) if context.cursor else interpreted_snapshot(Path(default_workspace()), data_dir)
     after = snapshot(data_dir)
     change = diff(before, after)
     partitions = partition_requests(context, data_dir)
+    hashes = {raw_partition_key(data_dir / rel, data_dir): digest for rel, digest in after.items()}
+    stale = unobserved(context, hashes)
+    events = raw_observations(data_dir, stale) if stale else []
+    cursor = json.dumps(after, sort_keys=True)
     if not change.any:
-        if partitions:
-            return SensorResult(dynamic_partitions_requests=partitions, cursor=context.cursor)
+        if partitions or events or not context.cursor:
+            return SensorResult(dynamic_partitions_requests=partitions, asset_events=events, cursor=cursor)
         return SkipReason("no change in the data folder")
     if change.deleted:
         context.log.warning(f"files deleted from {data_dir}: {', '.join(change.deleted)}")
     return SensorResult(
         run_requests=[RunRequest(run_key=run_key(after, before), tags={"dia/change": change.describe()[:4000]})],
         dynamic_partitions_requests=partitions,
-        cursor=json.dumps(after, sort_keys=True),
+        asset_events=events,
+        cursor=cursor,
     )
 
 

@@ -8,7 +8,7 @@ Every drift gets a reaction the UI shows, so a tick that detects drift is never 
 - schema change: `schema_job` too, unless the `build_job` run that made this interpretation
   already rebuilt the warehouse successfully;
 - key break (primary key no longer holding, foreign-key coverage falling, exact duplicates
-  growing in a keyed table): a failed `key_validity` check evaluation on `warehouse` and an
+  growing in a keyed table): a failed `key_validity` check evaluation on the table (`warehouse/<table>`) and an
   item in `review/drift_review.md`.
 
 While the run that wrote the interpretation is still going, the sensor waits (its cursor
@@ -42,6 +42,7 @@ from dia_assets.agents.adaptation.drift import DriftReport, compare
 from dia_assets.agents.adaptation.replan import affected_partitions
 from dia_assets.agents.interpreter.discover import content_hash
 from dia_assets.contracts.interpretation import Interpretation
+from dia_assets.table_specs import WAREHOUSE, manifest_tables, table_key
 from resources.workspace import default_workspace
 from sensors.jobs import build_job, quality_check_job, replan_job, schema_job
 from sensors.settings import SENSOR_INTERVAL_S, drift_thresholds
@@ -96,21 +97,34 @@ def react(report: DriftReport, workspace: Path, version: str, rebuild_schema: bo
     return requests
 
 
-def failed_key_check(report: DriftReport, workspace: Path) -> AssetCheckEvaluation:
-    """key_validity fails on `warehouse`, with the offending rows of the last validation when
-    it found them (the rejected build's report)."""
+def check_targets(report: DriftReport, workspace: Path, loaded: set[AssetKey] | None) -> dict[AssetKey, list]:
+    """The asset whose key_validity the breaks fail: the table's `warehouse/<table>` asset when the
+    code location has it (`loaded`: its asset keys; None: trust the manifest), else `warehouse`."""
+    by_source = {src: t.name for t in manifest_tables(workspace) for src in t.sources}
+    out: dict[AssetKey, list] = {}
+    for change in key_breaks(report):
+        key = table_key(by_source.get(change.source, change.source))
+        if (loaded is not None and key not in loaded) or (loaded is None and change.source not in by_source):
+            key = WAREHOUSE
+        out.setdefault(key, []).append(change)
+    return out
+
+
+def failed_key_checks(report: DriftReport, workspace: Path, loaded: set[AssetKey] | None = None) -> list[AssetCheckEvaluation]:
+    """key_validity fails on each affected table (or `warehouse`), with the offending rows of the
+    last validation when it found them (the rejected build's report)."""
     offending = []
     path = workspace / "validation" / "report.json"
     if path.exists():
         data = json.loads(path.read_text(encoding="utf-8"))
         offending = [k for k in data.get("key_validity", []) if not k.get("passed", True)]
-    return AssetCheckEvaluation(
-        asset_key=AssetKey("warehouse"), check_name="key_validity", passed=False,
+    return [AssetCheckEvaluation(
+        asset_key=key, check_name="key_validity", passed=False,
         severity=AssetCheckSeverity.ERROR,
-        description="; ".join(c.describe() for c in key_breaks(report))[:2000],
-        metadata={"drift": MetadataValue.json([c.model_dump() for c in key_breaks(report)]),
+        description="; ".join(c.describe() for c in changes)[:2000],
+        metadata={"drift": MetadataValue.json([c.model_dump() for c in changes]),
                   "offending": MetadataValue.json(offending)},
-    )
+    ) for key, changes in check_targets(report, workspace, loaded).items()]
 
 
 def write_review_item(report: DriftReport, workspace: Path, drift_file: Path) -> Path:
@@ -169,7 +183,9 @@ def drift_sensor(context: SensorEvaluationContext) -> SensorResult | SkipReason:
         },
     )]
     if key_breaks(report):
-        events.append(failed_key_check(report, workspace))
+        repo = context.repository_def
+        loaded = set(repo.asset_graph.get_all_asset_keys()) if repo is not None else None
+        events.extend(failed_key_checks(report, workspace, loaded))
         review = write_review_item(report, workspace, out)
         context.log.warning(f"key drift: review item in {review}")
     context.log.info(f"drift: {len(report.changes)} change(s); requesting {len(requests)} run(s)")

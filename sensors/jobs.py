@@ -4,26 +4,36 @@ Generator's own partitioned `query_job`."""
 from dagster import AssetSelection, define_asset_job
 
 from dia_assets.query_assets import query_job as replan_job  # one partition per question
+from dia_assets.table_specs import WAREHOUSE_GROUP
 
-__all__ = ["build_job", "memory_job", "quality_check_job", "replan_job", "schema_job"]
+__all__ = ["build_job", "memory_job", "plan_job", "quality_check_job", "replan_job", "schema_job"]
 
-BUILD = ["interpretation", "schema_manifest", "warehouse", "validation_report"]
-SCHEMA = ["schema_manifest", "warehouse", "validation_report"]
+# The warehouse is one asset per table (or one `warehouse` before the first build): its group.
+WAREHOUSE = AssetSelection.groups(WAREHOUSE_GROUP)
+BUILD = AssetSelection.assets("interpretation", "schema_manifest", "validation_report") | WAREHOUSE
+SCHEMA = AssetSelection.assets("schema_manifest", "validation_report") | WAREHOUSE
 # Runs that write or check the workspace's manifest and warehouse carry this tag; the
 # instance's dagster.yaml (Makefile) limits it to one run at a time, so a schema_job started
 # by an override edit cannot check a warehouse that a concurrent build_job is replacing.
 SERIAL = {"dia/workspace": "writer"}
 
+# The executor is the code location's (definitions.run_executor: one process per run unless
+# DIA_EXECUTOR=multiprocess).
 build_job = define_asset_job(
-    "build_job", selection=AssetSelection.assets(*BUILD), tags=SERIAL,
+    "build_job", selection=BUILD, tags=SERIAL,
     description="Interpret the raw files and rebuild the validated warehouse.",
 )
 schema_job = define_asset_job(
-    "schema_job", selection=AssetSelection.assets(*SCHEMA), tags=SERIAL,
+    "schema_job", selection=SCHEMA, tags=SERIAL,
     description="Re-plan the schema from the current interpretation and overrides, reload, validate.",
 )
+plan_job = define_asset_job(
+    "plan_job", selection=AssetSelection.assets("interpretation", "schema_manifest"), tags=SERIAL,
+    description="Interpret the raw files and plan the schema, without loading: the manifest lists the tables "
+    "(reload the code location to see each as an asset).",
+)
 quality_check_job = define_asset_job(
-    "quality_check_job", selection=AssetSelection.checks_for_assets("warehouse"), tags=SERIAL,
+    "quality_check_job", selection=WAREHOUSE - WAREHOUSE.without_checks(), tags=SERIAL,
     description="Re-run the warehouse checks (row counts, coverage, keys, rejects, test queries) after drift; "
     "tag dia/tables names the tables the drift touched.",
 )

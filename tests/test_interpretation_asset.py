@@ -28,6 +28,10 @@ def test_materialize_interpretation_on_example_data(tmp_path):
     meta = result.asset_materializations_for_node("interpretation")[0].metadata
     assert meta["sources"].value == 6 and meta["rows"].value == 14396
     assert "payroll.badge" in meta["foreign_keys_table"].value
+    # every quality issue as a table row, not only a count
+    issues = meta["quality_issues_table"].value.splitlines()
+    assert issues[0].startswith("| source | column | kind |") and len(issues) == 2 + meta["quality_issues"].value
+    assert any("| duplicate_rows |" in row for row in issues)
     schema = meta["column_schema/staff"].value
     assert [c.name for c in schema.columns][:2] == ["badge", "first_name"]
     assert any(e.message == "LLM enrichment skipped: DIA_MODEL is not set"

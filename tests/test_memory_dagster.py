@@ -159,3 +159,14 @@ def test_cli_reports_an_unreachable_store_without_the_password(tmp_path: Path) -
     out = CliRunner().invoke(memory_app, ["list"], env=env)
     assert out.exit_code == 2
     assert "127.0.0.1:9" in out.output and "hunter22" not in out.output
+
+
+def test_counts_table_is_well_formed_markdown_even_when_empty() -> None:
+    from dia_assets.memory_assets import _counts_table
+
+    for counts in ({}, {"session": {"hint": 2, "pitfall": 1}}):
+        lines = _counts_table(counts).splitlines()
+        cells = {line.count("|") for line in lines}
+        assert len(cells) == 1, lines  # header, separator and rows have the same number of cells
+        assert set(lines[1].replace("|", "").split()) <= {"---", "---:"}
+    assert "| session | 2 | 1 | 3 |" in _counts_table({"session": {"hint": 2, "pitfall": 1}})

@@ -59,12 +59,14 @@ def test_partitions_are_registered_and_materialized(ws: Path, tmp_path: Path) ->
     assert result.success
     meta = result.asset_materializations_for_node("query_result")[0].metadata
     assert meta["status"].value == "answered" and meta["dagster/row_count"].value == 9
+    [answered] = result.get_asset_check_evaluations()
+    assert answered.check_name == "answered" and answered.passed
     assert meta["verification_passed"].value is True and meta["attempts"].value == 1
     assert "SELECT role" in meta["sql"].value and "Registered Nurse" in meta["preview"].value
     assert meta["total_tokens"].value > 0 and meta["cost_usd"].value > 0
     assert [c.name for c in meta["dagster/column_schema"].value.columns] == ["role", "staff_count"]
     lineage = meta["dagster/column_lineage"].value.deps_by_column
-    assert [d.column_name for d in lineage["role"]] == ["staff.role"]
+    assert [(d.asset_key.to_user_string(), d.column_name) for d in lineage["role"]] == [("warehouse/staff", "role")]
     folder = ws / "queries" / "staff_count_per_role"
     assert {p.name for p in folder.iterdir()} >= {"query.sql", "result.parquet", "trace.json", "answer.md"}
 
@@ -90,6 +92,10 @@ def test_without_a_model_the_asset_says_so_and_succeeds(ws: Path) -> None:
     assert result.success
     meta = result.asset_materializations_for_node("query_result")[0].metadata
     assert meta["status"].value == "no_model" and "DIA_MODEL" in meta["message"].value
+    # an unanswered question is not a success: its `answered` check fails and says why
+    [answered] = result.get_asset_check_evaluations()
+    assert answered.check_name == "answered" and not answered.passed
+    assert answered.description.startswith("no_model: ") and "DIA_MODEL" in answered.description
     assert "No model is configured" in (ws / "queries" / "staff_count_per_role" / "answer.md").read_text()
     assert any(e.message and "DIA_MODEL" in e.message for e in instance.all_logs(result.run_id))
 

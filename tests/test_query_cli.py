@@ -43,6 +43,7 @@ def test_ask_with_a_clarification_on_the_terminal_and_a_follow_up(env: dict[str,
     assert "The agent asks: Should ward clerks count as staff?" in out.output
     assert "status: answered" in out.output and "| CARD | 2 |" in out.output
     assert "-- snowflake:" in out.output
+    assert "chart: bar (" in out.output and "chart.png): staff_count per department_code" in out.output
     ws = Path(env["DIA_WORKSPACE"])
     session = json.loads((ws / "queries" / "_session.json").read_text())
     assert session["sql"] == COUNT_SQL and session["clarifications"][0]["answer"] == "yes, every employee"
@@ -69,3 +70,17 @@ def test_ask_without_a_model_says_how_to_set_one(env: dict[str, str]) -> None:
 def test_ask_without_a_warehouse(env: dict[str, str], tmp_path: Path) -> None:
     out = CliRunner().invoke(app, ["ask", "How many staff?", "-w", str(tmp_path / "none.duckdb")], env=env)
     assert out.exit_code == 2 and "no warehouse" in out.output
+
+
+@pytest.mark.parametrize("bad", ["../outside", "a/b", "..", ""])
+def test_ask_refuses_an_id_that_is_not_a_plain_folder_name(env: dict[str, str], tmp_path: Path, bad: str) -> None:
+    out = CliRunner().invoke(app, ["ask", "How many staff?", "--id", bad], env=env)
+    assert out.exit_code == 2 and "question id must be" in out.output
+    assert not (tmp_path / "outside").exists() and not (tmp_path / "ws" / "queries").exists()
+
+
+def test_answer_question_refuses_a_path_as_question_id(tmp_path: Path) -> None:
+    from dia_assets.agents.query.run import answer_question
+
+    with pytest.raises(ValueError, match="question id must be"):
+        answer_question("How many staff?", tmp_path / "w.duckdb", question_id="../x", workspace=tmp_path)

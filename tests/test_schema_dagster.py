@@ -51,7 +51,10 @@ def test_materialize_example_accepted(tmp_path, example_interpretation, monkeypa
         c.description for c in meta["schema/payroll"].value.columns if c.name == "gross_pay")
     assert meta["rows/staff"].value == 400
     manifest_meta = result.asset_materializations_for_node("schema_manifest")[0].metadata
-    assert "erDiagram" in manifest_meta["er_diagram"].value
+    # a Markdown table (the open-source UI shows Mermaid as source text; er.mmd keeps the diagram)
+    er = manifest_meta["er_diagram"].value
+    assert "| payroll | " in er and "(badge) -> staff(badge) orphans allowed" in er and "erDiagram" not in er
+    assert "| payroll | " in manifest_meta["decisions_table"].value and "| override |" in manifest_meta["decisions_table"].value
     report = ValidationReport.read(ws / "validation" / "report.json")
     assert report.accepted
 

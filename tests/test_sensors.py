@@ -14,6 +14,7 @@ from dagster import (
     build_sensor_context,
 )
 
+from dia_assets.agents.interpreter.discover import content_hash
 from dia_assets.agents.interpreter.run import interpret_to_files
 from sensors.data_sensors import new_data_sensor, review_gate_sensor
 from sensors.drift_sensor import drift_sensor
@@ -41,6 +42,10 @@ def test_new_data_sensor_runs_once_per_change_and_reports_deletions(env):
     assert isinstance(first, SensorResult) and len(first.run_requests) == 1
     assert "added: a.csv" in first.run_requests[0].tags["dia/change"]
     instance.add_dynamic_partitions("raw_files", ["a_csv"])  # the daemon applies the partition request
+    # ...and stores the observation: the file's content hash is its data version
+    [observation] = first.asset_events
+    assert observation.partition == "a_csv" and observation.tags["dagster/data_version"] == content_hash(data / "a.csv")
+    instance.report_runless_asset_event(observation)
     # the cursor round-trips: the same folder asks for nothing
     assert isinstance(_eval(new_data_sensor, instance, first.cursor), SkipReason)
     (data / "a.csv").write_text("id\n2\n")

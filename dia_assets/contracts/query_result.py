@@ -11,6 +11,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from dia_assets.contracts.artifact import Artifact
+from dia_assets.contracts.chart import ChartSpec
 
 QUERY_RESULT_VERSION = 1
 
@@ -142,6 +143,8 @@ class QueryResult(Artifact):
     lineage: dict[str, list[str]] = Field(
         default_factory=dict, description="Result column -> warehouse table.column it derives from (sqlglot)."
     )
+    reads: dict[str, list[str]] = Field(
+        default_factory=dict, description="Warehouse table -> columns the SQL read anywhere (sqlglot scopes).")
     memory_used: list[MemoryUse] = Field(default_factory=list)
     lessons_written: list[str] = Field(default_factory=list)
     clarifications: list[Clarification] = Field(default_factory=list)
@@ -153,5 +156,6 @@ class QueryResult(Artifact):
     warnings: list[str] = Field(
         default_factory=list, description="Degradations that did not cost the answer (e.g. lesson not recorded)."
     )
+    chart: ChartSpec | None = Field(None, description="The Visualization agent's chart (queries/<id>/chart.json).")
     artifacts: dict[str, str] = Field(default_factory=dict)
 

@@ -75,6 +75,27 @@ class AxisResult(BaseModel):
     summary: str
 
 
+class RetiredTable(BaseModel):
+    """A table of the previous build whose source is gone: dropped with its staging and rejects."""
+
+    table: str
+    source_path: str
+    reason: str
+
+
+class ReloadRecord(BaseModel):
+    """How this build reached the warehouse: everything loaded, or only what changed."""
+
+    mode: str = Field(description="full, or incremental (unchanged tables copied from the previous build).")
+    reloaded: list[str] = Field(default_factory=list, description="Tables loaded from their files.")
+    kept: list[str] = Field(default_factory=list, description="Tables carried over untouched.")
+    revalidated: list[str] = Field(default_factory=list, description="Tables whose checks ran on this build "
+                                   "(the reloaded ones and those with keys pointing at them).")
+    retired: list[RetiredTable] = Field(default_factory=list)
+    reasons: dict[str, str] = Field(default_factory=dict, description="table -> why it was reloaded.")
+    fallback: str | None = Field(None, description="Why an incremental reload was asked for but a full build ran.")
+
+
 class ValidationReport(Artifact):
     version: int = REPORT_VERSION
     generated_at: str
@@ -96,6 +117,7 @@ class ValidationReport(Artifact):
     planted_problems: list[str] = Field(default_factory=list, description="What the load did about each quality issue.")
     stale_overrides: list[StaleOverride] = Field(
         default_factory=list, description="Overrides naming a table or column the data no longer has (ignored).")
+    reload: ReloadRecord | None = Field(None, description="Full or incremental build, and retired tables.")
     stale_reason: str | None = Field(
         None, description="Set when a later build failed: the warehouse in place does not match the current "
         "data, so nothing is accepted until a build succeeds.")

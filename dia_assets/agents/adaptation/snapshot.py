@@ -50,3 +50,21 @@ def run_key(hashes: dict[str, str], before: dict[str, str] | None = None) -> str
     state = [sorted(hashes.items()), sorted((before or {}).items())] if before is not None else sorted(hashes.items())
     digest = hashlib.sha256(json.dumps(state).encode()).hexdigest()
     return f"data-{digest[:16]}"
+
+
+def interpreted_snapshot(workspace: Path, data_dir: Path) -> dict[str, str]:
+    """Relative path -> sha256 of the files the workspace's interpretation was made from: what
+    is built. A sensor starting without a cursor compares the folder with this, so it does not
+    rebuild what `make demo` just built. Empty when there is no interpretation of this folder."""
+    path = workspace / "interpretation.json"
+    if not path.exists():
+        return {}
+    from dia_assets.contracts.interpretation import Interpretation
+
+    try:
+        interp = Interpretation.read(path)
+    except Exception:  # an unreadable artifact: treat the folder as never built
+        return {}
+    if Path(interp.data_dir).resolve() != data_dir.resolve():
+        return {}
+    return {s.path: s.content_hash for s in interp.sources}

@@ -18,15 +18,33 @@ from dia_assets.agents.interpreter.naming import quote_ident
 from dia_assets.agents.interpreter.profile import SourceProfile, profile_table
 from dia_assets.agents.interpreter.readers import LoadedSource, read_source, scratch_dir
 from dia_assets.agents.interpreter.table_info import TableInfo
-from dia_assets.contracts.interpretation import Interpretation, ParseInfo, QualityIssue, Source
+from dia_assets.contracts.interpretation import (
+    INTERPRETATION_VERSION,
+    Interpretation,
+    ParseInfo,
+    QualityIssue,
+    Source,
+)
 
 log = logging.getLogger("dia.interpreter")
 Progress = Callable[[str], None]
 
 
-def interpret(data_dir: str | Path, progress: Progress | None = None) -> Interpretation:
-    """Profile every source under `data_dir`. One bad file never fails the run."""
+# Issues found after profiling (keys, foreign keys, a schema file's keys): recomputed on
+# every run, never carried over from a previous interpretation.
+RECOMPUTED_KINDS = {"duplicate_keys", "no_primary_key", "orphan_foreign_keys", "declared_key_violated",
+                    "declared_key_unused", "source_renamed"}
+
+
+def interpret(data_dir: str | Path, progress: Progress | None = None,
+              previous: Interpretation | None = None) -> Interpretation:
+    """Profile every source under `data_dir`. One bad file never fails the run.
+
+    With `previous` (the last interpretation of the same folder), a file whose content hash
+    is unchanged keeps its profile: it is read again (keys and foreign keys are measured on
+    every source) but not profiled, so one changed file costs one profile."""
     say = progress or log.info
+    reusable = _reusable(previous, Path(data_dir).resolve())
     root = Path(data_dir).resolve()
     refused: list[RawFile] = []
     files = discover(root, refused)
@@ -55,8 +73,17 @@ def interpret(data_dir: str | Path, progress: Progress | None = None) -> Interpr
             digest, scan = hash_and_scan(raw.path)
             size = raw.path.stat().st_size
             try:
-                done = _read_file(con, raw.path, raw.format, name, index, Path(tmp), scan, rel, digest, size,
-                                  say, used)
+                kept = reusable.get((rel, digest))
+                done = None
+                if kept is not None:
+                    try:
+                        done = _reuse_file(con, raw.path, raw.format, name, index, Path(tmp), scan, rel, kept, used)
+                        say(f"    unchanged since the last interpretation: {rel} (profile kept)")
+                    except _Changed:
+                        done = None
+                if done is None:
+                    done = _read_file(con, raw.path, raw.format, name, index, Path(tmp), scan, rel, digest, size,
+                                      say, used)
             except Exception as exc:  # noqa: BLE001 - one file that cannot be processed never stops the others
                 log.debug("processing %s failed", rel, exc_info=True)
                 done = _failed_file(raw.path, raw.format, name, rel, digest, size, exc)
@@ -85,6 +112,50 @@ def interpret(data_dir: str | Path, progress: Progress | None = None) -> Interpr
 
 
 Done = list[tuple[Source, list[QualityIssue], TableInfo | None]]
+Kept = tuple[list[Source], list[QualityIssue]]
+
+
+def _reusable(previous: Interpretation | None, root: Path) -> dict[tuple[str, str], Kept]:
+    """(relative path, content hash) -> the previous sources and profile issues of that file.
+    Only a previous interpretation of this very folder whose sources all read cleanly counts."""
+    if previous is None or Path(previous.data_dir).resolve() != root or previous.version != INTERPRETATION_VERSION:
+        return {}
+    out: dict[tuple[str, str], Kept] = {}
+    for src in previous.sources:
+        out.setdefault((src.path, src.content_hash), ([], []))[0].append(src)
+    for (_rel, _digest), (sources, issues) in list(out.items()):
+        if not all(s.parse.ok and s.columns for s in sources):
+            del out[(_rel, _digest)]
+            continue
+        names = {s.name for s in sources}
+        issues.extend(i for i in previous.quality_issues if i.source in names and i.kind not in RECOMPUTED_KINDS)
+    return out
+
+
+def _reuse_file(
+    con: duckdb.DuckDBPyConnection, path: Path, fmt: str, name: str, index: int, tmp: Path,
+    scan: TextScan, rel: str, kept: Kept, used: set[str],
+) -> Done:
+    """Read an unchanged file (its keys are measured again) and keep its profile. Falls back
+    to a full read when the reader now gives other sources than last time."""
+    entries = read_source(con, path, fmt, name, f"src_{index}", tmp, scan)
+    renamed = distinct_derived_names(entries, name, used, rel)
+    sources, issues = kept
+    by_name = {s.name: s for s in sources}
+    if sorted(e.name for e in entries) != sorted(by_name) or any(not e.table for e in entries):
+        raise _Changed(rel)
+    done: Done = []
+    for loaded in entries:
+        source = by_name[loaded.name].model_copy(deep=True)
+        source.primary_key, source.candidate_keys = None, []
+        done.append((source, [i for i in issues if i.source == source.name], TableInfo(source, loaded.table)))
+    if renamed and done:
+        done[0][1].extend(renamed)
+    return done
+
+
+class _Changed(Exception):
+    """A file kept its bytes but the reader no longer gives the sources recorded for it."""
 
 
 def _read_file(

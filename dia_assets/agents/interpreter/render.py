@@ -30,6 +30,17 @@ def foreign_keys_table(interp: Interpretation) -> str:
     return "\n".join(lines)
 
 
+def quality_issues_table(interp: Interpretation) -> str:
+    """Every quality issue, one row each, with the action the expert may take."""
+    if not interp.quality_issues:
+        return "No quality issues."
+    lines = ["| source | column | kind | severity | count | message | suggested action |", "|---|---|---|---|---:|---|---|"]
+    for q in interp.quality_issues:
+        lines.append(f"| {_cell(q.source)} | {_cell(q.column or '-')} | {q.kind} | {q.severity} | {q.count} "
+                     f"| {_cell(q.message)} | {_cell(q.suggested_action)} |")
+    return "\n".join(lines)
+
+
 def _columns_table(src: Source) -> str:
     lines = [
         "| column | semantic | SQL type | nulls | blanks | null tokens | distinct | unparseable | examples |",

@@ -20,8 +20,10 @@ def interpret_to_files(
     complete: Complete | None = None,
     model: str | None = None,
     progress: Progress | None = None,
+    previous: Interpretation | None = None,
 ) -> Interpretation:
-    interp = interpret(data_dir, progress=progress)
+    """`previous`: the last interpretation; its unchanged files keep their profiles."""
+    interp = interpret(data_dir, progress=progress, previous=previous)
     if complete is not None and model:
         try:
             changes = enrich(interp, complete, model)

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from dia_assets.agents.lineage.reads import sql_reads
 from dia_assets.agents.query.contract import (
     PARTS,
     ContractError,
@@ -656,6 +657,8 @@ class QueryAgent:
             answer=state.answer,
             lineage=(column_lineage(state.sql, self.index.qualify_schema(), self.db.dialect)
                      if state.sql and out is not None else {}),
+            reads=(sql_reads(state.sql, self.index.qualify_schema(), self.db.dialect)
+                   if state.sql and out is not None else {}),
             memory_used=[MemoryUse(id=i, title=t, verified=u, detail=d)
                          for i, (u, d, t) in self._explorer.memory_checked.items()],
             lessons_written=lessons, clarifications=state.clarifications,

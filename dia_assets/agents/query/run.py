@@ -12,12 +12,15 @@ from typing import Any
 
 import yaml
 
+from dia_assets.agents.charts.choose import ChartModel, chart_model_from_env
+from dia_assets.agents.charts.render import chart_for_result
 from dia_assets.agents.query.dialects import Database, QueryOutput, open_database
 from dia_assets.agents.query.llm import NO_MODEL_MESSAGE, ChatFn, litellm_chat
 from dia_assets.agents.query.loop import AgentRun, AgentSettings, AskUser, QueryAgent
 from dia_assets.agents.query.memory import QueryMemory
 from dia_assets.agents.query.policies import PreviousAnswer
 from dia_assets.agents.query.schema import SchemaIndex
+from dia_assets.contracts.chart import ChartSpec
 from dia_assets.contracts.query_result import Clarification, QueryResult
 
 _INDEX_CACHE: dict[tuple[str, float], SchemaIndex] = {}
@@ -55,6 +58,17 @@ def slug(text: str, limit: int = 60) -> str:
     return re.sub(r"[^a-z0-9]+", "_", text.lower()).strip("_")[:limit] or "question"
 
 
+QUESTION_ID = re.compile(r"[A-Za-z0-9_-]{1,80}")
+
+
+def checked_question_id(question_id: str) -> str:
+    """A question id names its folder under queries/: anything but a plain name could
+    reach outside it (`../x`), so every caller (CLI, MCP, Dagster) goes through here."""
+    if not QUESTION_ID.fullmatch(question_id):
+        raise ValueError(f"question id must be 1-80 letters, digits, '_' or '-' (got {question_id[:100]!r})")
+    return question_id
+
+
 def schema_index(db: Database, manifest_path: str | Path | None = None) -> SchemaIndex:
     """Built once per warehouse file version and reused across questions."""
     key = (db.location, _mtime(db.location))
@@ -75,7 +89,7 @@ def _mtime(location: str) -> float:
 
 def previous_answer(workspace: str | Path, question_id: str) -> PreviousAnswer | None:
     """The accepted SQL of an earlier question, from its queries/<id>/result.json."""
-    path = Path(workspace) / "queries" / question_id / "result.json"
+    path = Path(workspace) / "queries" / checked_question_id(question_id) / "result.json"
     if not path.exists():
         return None
     result = QueryResult.read(path)
@@ -103,9 +117,13 @@ def answer_question(
     previous: PreviousAnswer | None = None,
     clarifications: list[Clarification] | None = None,
     settings: AgentSettings | None = None,
+    chart_model: ChartModel | None = None,
+    privacy: str | None = None,
 ) -> tuple[QueryResult, AgentRun | None]:
-    """Answer one question; writes artifacts when `workspace` is given."""
-    qid = question_id or slug(question)
+    """Answer one question; writes artifacts when `workspace` is given. `chart_model` is the
+    optional model pass over the chart (default `DIA_CHART_MODEL`, unset = rules only);
+    `privacy` overrides DIA_PRIVACY."""
+    qid = checked_question_id(question_id) if question_id is not None else slug(question)
     if chat is None:
         model = model or os.environ.get("DIA_MODEL") or None
         if not model:
@@ -118,17 +136,18 @@ def answer_question(
     try:
         index = schema_index(db, manifest_path)
         agent = QueryAgent(db, index, chat, memory=memory, settings=settings,
-                           ask_user=ask_user, allow_writes=allow_writes)
+                           ask_user=ask_user, allow_writes=allow_writes, privacy=privacy)
         run = agent.answer(question, qid, previous=previous, known_clarifications=clarifications)
     finally:
         db.close()
     if workspace:
-        write_artifacts(run.result, run.output, run.trace, Path(workspace) / "queries" / qid)
+        write_artifacts(run.result, run.output, run.trace, Path(workspace) / "queries" / qid,
+                        chart_model=chart_model if chart_model is not None else chart_model_from_env())
     return run.result, run
 
 
 def write_artifacts(result: QueryResult, output: QueryOutput | None, trace: dict[str, Any] | None,
-                    folder: Path) -> QueryResult:
+                    folder: Path, chart_model: ChartModel | None = None) -> QueryResult:
     folder.mkdir(parents=True, exist_ok=True)
     paths = {"answer": folder / "answer.md", "result_json": folder / "result.json"}
     if result.sql:
@@ -137,6 +156,8 @@ def write_artifacts(result: QueryResult, output: QueryOutput | None, trace: dict
     if output is not None and output.columns:
         paths["parquet"] = folder / "result.parquet"
         _write_parquet(output, paths["parquet"])
+    if result.status == "answered" and output is not None and output.columns:
+        paths.update(_write_chart(result, output, trace, folder, chart_model))
     if trace is not None:
         paths["trace"] = folder / "trace.json"
         paths["trace"].write_text(json.dumps(trace, indent=2, default=str), encoding="utf-8")
@@ -144,6 +165,28 @@ def write_artifacts(result: QueryResult, output: QueryOutput | None, trace: dict
     paths["answer"].write_text(render_answer(result), encoding="utf-8")
     paths["result_json"].write_text(result.to_json(), encoding="utf-8")
     return result
+
+
+def _write_chart(result: QueryResult, output: QueryOutput, trace: dict[str, Any] | None, folder: Path,
+                 chart_model: ChartModel | None) -> dict[str, Path]:
+    """The Visualization agent: chart.json (+ chart.png, chart.svg unless a table fits best).
+    A chart is an aid: when it cannot be made the answer stands, with a warning."""
+    usage: list[dict[str, Any]] = []
+    try:
+        chart = chart_for_result(result.question, output.columns, output.rows, folder,
+                                 model=chart_model, privacy=result.privacy, usage=usage)
+    except Exception as err:  # noqa: BLE001 - rendering must not cost the answer
+        result.warnings.append(f"chart not made: {type(err).__name__}: {err}"[:300])
+        return {}
+    for call in usage:
+        result.tokens.add(call)
+    if trace is not None:
+        trace["chart"] = {"spec": chart.model_dump(mode="json"), "model_calls": usage}
+    result.chart = chart
+    result.warnings += [f"chart: {w}" for w in chart.warnings]
+    out = {"chart_json": folder / "chart.json"}
+    out.update({f"chart_{kind}": Path(path) for kind, path in chart.files.items()})
+    return out
 
 
 def _write_parquet(output: QueryOutput, path: Path) -> None:
@@ -180,6 +223,18 @@ def markdown_table(columns: list[str], rows: list[list[Any]], limit: int = 20) -
     return "\n".join(lines)
 
 
+def chart_markdown(chart: ChartSpec, image: str = "chart.png") -> list[str]:
+    """answer.md lines for a chart: the image (beside answer.md) and why it was chosen."""
+    by = "the model" if chart.chosen_by == "model" else "the rules"
+    lines = [f"![{chart.kind} chart]({image})", ""] if "png" in chart.files else []
+    lines.append(f"- {chart.kind.replace('_', ' ')} chosen by {by}: {chart.reason}")
+    if chart.chosen_by == "model":
+        lines.append(f"- the rules chose {chart.rule_kind.replace('_', ' ')}")
+    if chart.override_refused:
+        lines.append(f"- a model's proposal was not taken: {chart.override_refused}")
+    return lines
+
+
 def render_answer(result: QueryResult) -> str:
     lines = [f"# {result.question}", "", f"- status: **{result.status}**"]
     if result.message:
@@ -198,6 +253,8 @@ def render_answer(result: QueryResult) -> str:
         lines += ["", result.answer]
     if result.sql:
         lines += ["", "## SQL", "", "```sql", result.sql.rstrip(), "```"]
+    if result.chart is not None:
+        lines += ["", "## Chart", ""] + chart_markdown(result.chart)
     if result.preview:
         lines += ["", "## Result (preview)", "", markdown_table(result.columns, result.preview)]
     if result.verification.checks:

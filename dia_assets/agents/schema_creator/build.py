@@ -20,7 +20,7 @@ from dia_assets.agents.schema_creator.validate import render_markdown, validate
 from dia_assets.contracts.artifact import write_atomic
 from dia_assets.contracts.interpretation import Interpretation
 from dia_assets.contracts.manifest import Manifest
-from dia_assets.contracts.report import ValidationReport
+from dia_assets.contracts.report import ReloadRecord, ValidationReport
 
 OVERRIDES = ("review", "interpretation_overrides.yaml")
 
@@ -46,7 +46,9 @@ def write_plan(interp: Interpretation, workspace: str | Path, dialect: str = "du
     """schema/manifest.json, ddl.sql, load.sql, er.mmd, lineage.json from interpretation + overrides."""
     ws = Path(workspace)
     path = prepare_overrides(interp, ws, seed)
-    manifest = plan_manifest(interp, load_overrides(path), dialect=dialect, previous=previous_manifest(ws))
+    before = previous_manifest(ws)
+    manifest = plan_manifest(interp, load_overrides(path), dialect=dialect, previous=before)
+    known = _unchanged_lineage(before, manifest, ws / "schema" / "lineage.json")
     schema = ws / "schema"
     schema.mkdir(parents=True, exist_ok=True)
     paths = {
@@ -65,8 +67,21 @@ def write_plan(interp: Interpretation, workspace: str | Path, dialect: str = "du
         paths["ddl"].write_text(sqlgen.ddl_script(manifest), encoding="utf-8")
     paths["load"].write_text(sqlgen.load_script(manifest), encoding="utf-8")
     paths["er"].write_text(er_diagram(manifest), encoding="utf-8")
-    paths["lineage"].write_text(json.dumps(manifest_lineage(manifest), indent=2), encoding="utf-8")
+    paths["lineage"].write_text(json.dumps(manifest_lineage(manifest, known), indent=2), encoding="utf-8")
     return manifest, paths
+
+
+def _unchanged_lineage(before: Manifest | None, manifest: Manifest, path: Path) -> dict:
+    """The previous lineage.json entries of tables whose plan did not change."""
+    if before is None or not path.exists():
+        return {}
+    try:
+        previous = json.loads(path.read_text(encoding="utf-8"))
+    except (ValueError, OSError):
+        return {}
+    old = {t.name: t for t in before.tables}
+    return {t.name: previous[t.name] for t in manifest.tables
+            if t.name in previous and t.name in old and old[t.name].model_dump() == t.model_dump()}
 
 
 def previous_manifest(workspace: str | Path) -> Manifest | None:
@@ -88,12 +103,32 @@ def load_warehouse(manifest: Manifest, warehouse: str, hook: StepHook | None = N
 
 def load_and_validate(
     manifest: Manifest, warehouse: str, workspace: str | Path, interp: Interpretation | None = None,
-    hook: StepHook | None = None, replace_anyway: bool = False,
+    hook: StepHook | None = None, replace_anyway: bool = False, incremental: bool = False,
 ) -> tuple[LoadResult, ValidationReport]:
     """Load, validating the new DuckDB file *before* it replaces the old one: a build that is
     not accepted keeps the previous warehouse unless `replace_anyway`. The report says which
-    file it describes (path, content hash, installed or not)."""
-    if is_postgres(warehouse):
+    file it describes (path, content hash, installed or not). With `incremental`, only the
+    tables whose file or plan changed are loaded again (incremental.py), when the warehouse
+    in place allows it; otherwise a full build runs and the report says why."""
+    from dia_assets.agents.schema_creator import incremental as inc
+
+    before = inc.installed_manifest(workspace)
+    record = ReloadRecord(mode="full", reloaded=[t.name for t in manifest.tables],
+                          retired=inc.retired_tables(before, manifest))
+    quick = None
+    if incremental and not is_postgres(warehouse):
+        path = Path(warehouse).resolve()
+        old_report = _read_report(workspace)
+        record.fallback = inc.unusable_reason(before, manifest, old_report, path)
+        if record.fallback is None:
+            assert before is not None and old_report is not None
+            plan = inc.plan_reload(before, manifest)
+            quick = inc.reload_duckdb(before, manifest, plan, path, old_report, interp, hook, replace_anyway)
+    elif incremental:
+        record.fallback = "incremental reloads are for DuckDB warehouses; PostgreSQL is loaded in full"
+    if quick is not None:
+        loaded, report = quick
+    elif is_postgres(warehouse):
         loaded = load_warehouse(manifest, warehouse, hook)
         with Target(warehouse) as target:
             report = validate(target, manifest, interp)
@@ -108,6 +143,8 @@ def load_and_validate(
         loaded = load_duckdb(manifest, manifest.data_dir, warehouse, hook, accept, replace_anyway)
         report = reports[-1]
         report.warehouse = loaded.warehouse
+    if report.reload is None:
+        report.reload = record
     report.installed, report.rejected_build = loaded.installed, loaded.rejected_build
     report.warehouse_hash = loaded.content_hash
     if report.installed and not is_postgres(warehouse):
@@ -117,7 +154,17 @@ def load_and_validate(
         report.stale_reason = (f"this build was not accepted and was not installed ({report.rejected_build}); "
                                "the warehouse in place is an earlier build that does not match the current data")
     write_report(report, workspace)
+    if report.installed:
+        inc.record_installed(manifest, workspace)
     return loaded, report
+
+
+def _read_report(workspace: str | Path) -> ValidationReport | None:
+    path = Path(workspace) / "validation" / "report.json"
+    try:
+        return ValidationReport.read(path) if path.exists() else None
+    except Exception:  # noqa: BLE001 - an unreadable report only means a full build
+        return None
 
 
 def validate_warehouse(manifest: Manifest, warehouse: str, workspace: str | Path,
@@ -204,28 +251,41 @@ class BuildResult:
 
 def run(data_dir: str | Path, workspace: str | Path, warehouse: str | None = None,
         interpretation: Interpretation | None = None, overrides_seed: str | Path | None = None,
-        hook: StepHook | None = None, replace_anyway: bool = False) -> BuildResult:
+        hook: StepHook | None = None, replace_anyway: bool = False, incremental: bool = False) -> BuildResult:
+    """With `incremental`, unchanged files keep their profile (interpretation) and their tables
+    (load); see incremental.py."""
     ws = Path(workspace).resolve()
     ws.mkdir(parents=True, exist_ok=True)
     interp = interpretation
     if interp is None:
         from dia_assets.agents.interpreter import interpret
 
-        interp = interpret(data_dir)
+        interp = interpret(data_dir, previous=previous_interpretation(ws) if incremental else None)
         (ws / "interpretation.json").write_text(interp.to_json(), encoding="utf-8")
     target = warehouse or default_warehouse(ws)
     dialect = "postgres" if is_postgres(target) else "duckdb"
     manifest, paths = write_plan(interp, ws, dialect, overrides_seed)
-    loaded, report = load_and_validate(manifest, target, ws, interp, hook, replace_anyway)
+    loaded, report = load_and_validate(manifest, target, ws, interp, hook, replace_anyway, incremental)
     paths["report"] = ws / "validation" / "report.json"
     paths["report_md"] = ws / "validation" / "report.md"
     return BuildResult(manifest=manifest, load=loaded, report=report, paths=paths)
 
 
 def build(data_dir: str | Path, workspace: str | Path, warehouse: str | None = None,
-          overrides_seed: str | Path | None = None, replace_anyway: bool = False) -> ValidationReport:
+          overrides_seed: str | Path | None = None, replace_anyway: bool = False,
+          incremental: bool = False) -> ValidationReport:
     """Interpret, plan, load and validate; the entry point for `dia build`."""
-    return run(data_dir, workspace, warehouse, overrides_seed=overrides_seed, replace_anyway=replace_anyway).report
+    return run(data_dir, workspace, warehouse, overrides_seed=overrides_seed, replace_anyway=replace_anyway,
+               incremental=incremental).report
+
+
+def previous_interpretation(workspace: str | Path) -> Interpretation | None:
+    """The last `interpretation.json`: its unchanged files keep their profiles."""
+    path = Path(workspace) / "interpretation.json"
+    try:
+        return Interpretation.model_validate_json(path.read_text(encoding="utf-8")) if path.exists() else None
+    except (ValueError, OSError):
+        return None
 
 
 def summary(report: ValidationReport) -> str:
@@ -237,6 +297,13 @@ def summary(report: ValidationReport) -> str:
     if not report.installed:
         lines.append(f"  NOT INSTALLED: the previous warehouse is still in place; this build is kept at "
                      f"{report.rejected_build} (use --replace-anyway to install it regardless)")
+    if report.reload is not None and report.reload.mode == "incremental":
+        lines.append(f"  incremental: reloaded {', '.join(report.reload.reloaded) or 'nothing'}; "
+                     f"kept {len(report.reload.kept)} table(s) untouched")
+    elif report.reload is not None and report.reload.fallback:
+        lines.append(f"  full build ({report.reload.fallback})")
+    for r in report.reload.retired if report.reload else []:
+        lines.append(f"  RETIRED {r.table}: {r.reason}")
     for name, axis in report.axes.items():
         lines.append(f"  {'PASS' if axis.passed else 'FAIL'} {name}: {axis.summary}")
     nulled = {r.table: r.values_nulled for r in report.load_integrity}

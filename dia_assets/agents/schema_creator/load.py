@@ -130,12 +130,15 @@ def load_duckdb(
 
 
 def build_into(
-    con: duckdb.DuckDBPyConnection, manifest: Manifest, data_dir: str | Path, hook: StepHook | None = None
+    con: duckdb.DuckDBPyConnection, manifest: Manifest, data_dir: str | Path, hook: StepHook | None = None,
+    known: dict[str, TableLoad] | None = None,
 ) -> LoadResult:
-    """Run the whole load on an open DuckDB connection (an empty database)."""
+    """Run the whole load on an open DuckDB connection (an empty database). `known`: tables
+    already in the database (an incremental reload), which foreign keys may reference."""
     check_sources(manifest, data_dir)
     loaded_at = datetime.now(UTC).replace(tzinfo=None).isoformat(sep=" ", timespec="seconds")
     result = LoadResult(warehouse="", dialect="duckdb", loaded_at=loaded_at)
+    result.tables.update(known or {})
     _run(con, "SET TimeZone = 'UTC'")
     home = _run(con, "SELECT current_database()")[0][0]
     _run(con, "ATTACH ':memory:' AS scratch")

@@ -1,0 +1,262 @@
+"""What `dia mcp` serves, as plain Python: the tools and resources over one warehouse and
+workspace (DIA_WAREHOUSE, DIA_WORKSPACE). `dia_assets/mcp_server.py` only wires these into
+the MCP SDK.
+
+An MCP host is a model: everything returned here is shown to one, so the privacy mode
+(DIA_PRIVACY) applies as it does to the Query Generator's own model:
+
+- `run_sql` is the agent's `probe` tool: the same gate (allow-list, refined tables only, no
+  writes), the same least-privileged connection, row cap and timeout, and the same privacy
+  rule on what comes back (schema-only: counts only; aggregates: aggregate statistics only);
+- `describe_table` carries sample values only in `samples` mode;
+- `ask` returns result rows only in `samples` mode (otherwise the SQL, verification, row
+  count and chart without rows; the user reads the rows in `queries/<id>/`);
+- the interpretation and validation report resources lose their value-bearing fields
+  (top values, examples, min/max, category maps, ...) outside `samples` mode.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from dia_assets.agents.locations import default_warehouse, is_postgres, workspace_root
+from dia_assets.agents.query.gate import Gate, privacy_mode, shows_values
+from dia_assets.agents.query.llm import NO_MODEL_MESSAGE, ChatFn
+from dia_assets.agents.query.loop import AgentSettings
+from dia_assets.agents.query.run import checked_question_id
+from dia_assets.agents.query.safety import SQLRefused
+
+# fields of the workspace artifacts that hold data values (interpretation, report, result)
+VALUE_FIELDS = frozenset({
+    "min", "max", "quantiles", "top_values", "patterns", "examples", "unparseable_examples",
+    "bad_row_examples", "orphan_examples", "true_values", "false_values", "category_map",
+    "normalizations", "preview", "sample_values", "values",
+})
+
+
+RESOURCES = {
+    "interpretation": ("interpretation.json", "The Data Interpreter's interpretation of the raw files."),
+    "manifest": ("schema/manifest.json", "The Schema Creator's manifest: tables, columns, keys, sources."),
+    "validation": ("validation/report.json", "The validation report of the last build."),
+}
+
+
+class ToolRefused(ValueError):
+    """A tool call refused or failed with a message for the host; never a traceback."""
+
+
+def redact(value: Any) -> Any:
+    """A copy without the fields that hold data values (VALUE_FIELDS), at any depth."""
+    if isinstance(value, dict):
+        return {k: redact(v) for k, v in value.items() if k not in VALUE_FIELDS}
+    if isinstance(value, list):
+        return [redact(v) for v in value]
+    return value
+
+
+@dataclass
+class DiaService:
+    """Tools and resources over one warehouse. Opens a read-only connection per call, so a
+    build can swap the warehouse while the server runs."""
+
+    warehouse: str = field(default_factory=default_warehouse)
+    workspace: Path = field(default_factory=workspace_root)
+    privacy: str = field(default_factory=privacy_mode)
+    settings: AgentSettings = field(default_factory=AgentSettings)
+    chat: ChatFn | None = None  # default: litellm over DIA_MODEL
+    memory_factory: Callable[[], Any] | None = None  # default: the shared store (DIA_MEMORY_URL or pgdata)
+    use_memory: bool = True
+    _store: Any = field(default=None, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self.workspace = Path(self.workspace)
+        self.privacy = privacy_mode(self.privacy)
+
+    # -- plumbing ---------------------------------------------------------------------
+
+    def _open(self) -> Any:
+        from dia_assets.agents.query.dialects import open_database
+
+        if not is_postgres(self.warehouse) and not Path(self.warehouse).exists():
+            raise ToolRefused(f"no warehouse at {self.warehouse}: build one first (dia build DIR or make demo), "
+                              "or set DIA_WAREHOUSE")
+        try:
+            return open_database(self.warehouse)
+        except Exception as err:
+            raise ToolRefused(f"cannot open the warehouse {self.warehouse}: {type(err).__name__}: {err}") from err
+
+    def _index(self, db: Any) -> Any:
+        from dia_assets.agents.query.run import schema_index
+
+        index = schema_index(db, self.workspace / "schema" / "manifest.json")
+        return index if shows_values(self.privacy) else index.without_values()
+
+    def _with_db(self, fn: Callable[[Any, Any], Any]) -> Any:
+        db = self._open()
+        try:
+            return fn(db, self._index(db))
+        finally:
+            db.close()
+
+    # -- tools ------------------------------------------------------------------------
+
+    def list_tables(self) -> dict[str, Any]:
+        """The warehouse's refined tables with row and column counts and keys."""
+        def run(db: Any, index: Any) -> dict[str, Any]:
+            return {"dialect": db.dialect, "privacy": self.privacy, "tables": [
+                {"table": t.name, "rows": t.row_count, "columns": len(t.columns),
+                 "primary_key": t.primary_key, "description": t.description}
+                for t in sorted(index.tables.values(), key=lambda t: t.name)
+            ]}
+        return self._with_db(run)
+
+    def describe_table(self, name: str) -> dict[str, Any]:
+        """Columns, types, keys; sample values only in `samples` mode."""
+        def run(db: Any, index: Any) -> dict[str, Any]:
+            info = index.describe(name)
+            if info is None:
+                from difflib import get_close_matches
+
+                close = get_close_matches(name, list(index.tables), n=3, cutoff=0.4)
+                raise ToolRefused(f"no table {name!r}" + (f"; closest: {', '.join(close)}" if close else ""))
+            return info
+        return self._with_db(run)
+
+    def run_sql(self, sql: str) -> dict[str, Any]:
+        """One read-only SELECT through the agent's gate, on the agent's connection, with the
+        agent's probe row cap and timeout; refused statements raise ToolRefused."""
+        from dia_assets.agents.query.tools import Explorer
+
+        def run(db: Any, index: Any) -> dict[str, Any]:
+            explorer = Explorer(db, index, None, self.settings.probe_rows, self.settings.timeout_s,
+                                gate=Gate(db, index.qualify_schema(), self.privacy))
+            out = explorer.probe(sql)
+            if "error" in out:
+                raise ToolRefused(("refused: " if out.get("refused") else "failed: ") + str(out["error"]))
+            return out | {"row_cap": self.settings.probe_rows, "timeout_s": self.settings.timeout_s}
+        return self._with_db(run)
+
+    def ask(self, question: str, question_id: str | None = None) -> dict[str, Any]:
+        """The full Query Generator (contract, probes, verification, repair) on one question;
+        artifacts (with the chart) in queries/<id>/."""
+        from dia_assets.agents.query.llm import litellm_chat
+        from dia_assets.agents.query.run import answer_question
+
+        question = question.strip()
+        if not question:
+            raise ToolRefused("the question is empty")
+        if question_id is not None:
+            try:
+                checked_question_id(question_id)
+            except ValueError as exc:
+                raise ToolRefused(str(exc)) from None
+        chat = self.chat
+        if chat is None:
+            model = os.environ.get("DIA_MODEL") or None
+            if not model:
+                raise ToolRefused(NO_MODEL_MESSAGE)
+            chat = litellm_chat(model)
+        self._open().close()  # a clear message when there is no warehouse
+        result, _ = answer_question(
+            question, self.warehouse, question_id=question_id, chat=chat, memory=self._query_memory(),
+            manifest_path=self.workspace / "schema" / "manifest.json", workspace=self.workspace,
+            settings=self.settings, privacy=self.privacy,
+        )
+        out: dict[str, Any] = {
+            "question_id": result.question_id, "status": result.status, "message": result.message,
+            "sql": result.sql, "answer": result.answer, "dialect": result.dialect,
+            "verification": result.verification.model_dump(), "attempts": result.attempts,
+            "row_count": result.row_count, "columns": result.columns, "privacy": result.privacy,
+            "warnings": result.warnings, "folder": str(self.workspace / "queries" / result.question_id),
+        }
+        if result.chart is not None:
+            out["chart"] = {"kind": result.chart.kind, "reason": result.chart.reason,
+                            "chosen_by": result.chart.chosen_by, "files": result.chart.files}
+        if shows_values(self.privacy):
+            out["rows"] = result.preview
+        else:
+            out["rows_withheld"] = f"DIA_PRIVACY={self.privacy}: rows are not shown to a model; see {out['folder']}"
+        return out
+
+    def chart_png(self, answer: dict[str, Any]) -> bytes | None:
+        """The answer's chart image for the host, only in `samples` mode: its labels and bars
+        are data values."""
+        png = (answer.get("chart") or {}).get("files", {}).get("png")
+        if not png or not shows_values(self.privacy) or not Path(png).exists():
+            return None
+        return Path(png).read_bytes()
+
+    def lineage(self, target: str) -> dict[str, Any]:
+        """Column lineage of a saved answer (question id), a table or table.column, or a SELECT."""
+        from dia_assets.agents.mcp.lineage import lineage_of
+
+        def run(db: Any, index: Any) -> dict[str, Any]:
+            schema = index.qualify_schema()
+            text = target.strip()
+            if text.lower().startswith(("select", "with", "(")):
+                try:  # the same gate as every model-influenced statement (nothing runs)
+                    text = Gate(db, schema, self.privacy).check(text).text
+                except SQLRefused as err:
+                    raise ToolRefused(f"refused: {err}") from err
+            try:
+                return lineage_of(text, self.workspace, schema, db.dialect)
+            except ValueError as err:
+                raise ToolRefused(str(err)) from err
+        return self._with_db(run)
+
+    def search_memory(self, query: str, k: int = 5) -> dict[str, Any]:
+        """Lessons and examples from shared memory for this warehouse (hybrid retrieval), each
+        with its rule and whether its precondition probe holds on the warehouse now."""
+        memory = self._query_memory(required=True)
+        def run(db: Any, index: Any) -> dict[str, Any]:
+            gate = Gate(db, index.qualify_schema(), self.privacy)
+            items = []
+            for ref in memory.recall(query, max(1, min(int(k), 20))):
+                item = memory.pull(ref.id)
+                entry: dict[str, Any] = {"id": ref.id, "title": ref.title, "kind": ref.kind, "score": ref.score}
+                if item is not None:
+                    usable, detail = memory.verify(item, gate.rows)
+                    entry |= {"rule": item.body, "tier": item.tier, "holds_now": usable, "check": detail}
+                items.append(entry)
+            return {"query": query, "items": items}
+        return self._with_db(run)
+
+    def _query_memory(self, required: bool = False) -> Any:
+        if not self.use_memory:
+            if required:
+                raise ToolRefused("shared memory is off for this server")
+            return None
+        try:
+            from dia_assets.agents.query.memory import StoreMemory, warehouse_fingerprint
+
+            if self._store is None:  # opened once per server (connect, migrate), then reused
+                if self.memory_factory is not None:
+                    self._store = self.memory_factory()
+                else:
+                    from dia_assets.agents.memory import MemoryStore
+
+                    self._store = MemoryStore.open(url=os.environ.get("DIA_MEMORY_URL") or None,
+                                                   pgdata=self.workspace / "pgdata")
+            return StoreMemory(self._store, warehouse_fingerprint(self.warehouse))
+        except Exception as err:
+            if required:
+                raise ToolRefused(f"shared memory unavailable: {type(err).__name__}: {err}") from err
+            return None  # `ask` answers without memory, as the agent does when the store is down
+
+    # -- resources --------------------------------------------------------------------
+
+    def resource(self, name: str) -> str:
+        """A workspace artifact as JSON text; value-bearing fields removed outside `samples`."""
+        relative, _ = RESOURCES[name]
+        path = self.workspace / relative
+        if not path.exists():
+            raise ToolRefused(f"no {name} yet at {path}: run `dia build DIR` (or make demo) first")
+        data = json.loads(path.read_text(encoding="utf-8"))
+        if not shows_values(self.privacy):
+            data = redact(data)
+        return json.dumps(data, indent=2)

@@ -1,0 +1,265 @@
+"""Incremental reloads: when one file changes, only its tables are loaded again.
+
+The previous build's manifest (`schema/installed_manifest.json`, written when a build is
+installed) says which content hash and which plan each table was built from. A table whose
+plan is unchanged (same file bytes, same columns, keys and options) is carried over; the
+others are reloaded from their files, and a table whose source is gone is retired (dropped
+with its staging and reject tables, and recorded in the report).
+
+The atomic guarantees of a full build hold: the previous warehouse file is copied beside
+the target, the changed tables are rebuilt in the copy, the copy is validated, and only an
+accepted copy is renamed over the target (`swap.install`). Validation runs on the reloaded
+tables and on every table with a key pointing at one; the previous report's figures stand for
+the rest, which are byte-for-byte the tables it validated.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import duckdb
+
+from dia_assets.agents.interpreter import limits
+from dia_assets.agents.interpreter.naming import quote_ident as q
+from dia_assets.agents.locations import temp_prefix
+from dia_assets.agents.schema_creator import swap
+from dia_assets.agents.schema_creator.load import (
+    LoadResult,
+    StepHook,
+    TableLoad,
+    build_into,
+    check_sources,
+)
+from dia_assets.agents.schema_creator.target import Target
+from dia_assets.agents.schema_creator.validate import _axis, planted_problems, validate
+from dia_assets.contracts.interpretation import Interpretation
+from dia_assets.contracts.manifest import Manifest
+from dia_assets.contracts.report import ReloadRecord, RetiredTable, ValidationReport
+
+INSTALLED = ("schema", "installed_manifest.json")
+
+
+def installed_manifest_path(workspace: str | Path) -> Path:
+    return Path(workspace).joinpath(*INSTALLED)
+
+
+def record_installed(manifest: Manifest, workspace: str | Path) -> None:
+    """Remember the plan the warehouse in place was built from (the next reload's baseline)."""
+    manifest.write(installed_manifest_path(workspace))
+
+
+def installed_manifest(workspace: str | Path) -> Manifest | None:
+    path = installed_manifest_path(workspace)
+    try:
+        return Manifest.read(path) if path.exists() else None
+    except (ValueError, OSError):
+        return None
+
+
+@dataclass
+class ReloadPlan:
+    reload: list[str] = field(default_factory=list)
+    keep: list[str] = field(default_factory=list)
+    retire: list[RetiredTable] = field(default_factory=list)
+    revalidate: list[str] = field(default_factory=list)
+    reasons: dict[str, str] = field(default_factory=dict)
+
+    def record(self, mode: str = "incremental", fallback: str | None = None) -> ReloadRecord:
+        return ReloadRecord(mode=mode, reloaded=list(self.reload), kept=list(self.keep),
+                            revalidated=list(self.revalidate), retired=list(self.retire),
+                            reasons=dict(self.reasons), fallback=fallback)
+
+
+def retired_tables(previous: Manifest | None, manifest: Manifest) -> list[RetiredTable]:
+    """Tables of the previous build that the new plan no longer has, and why."""
+    if previous is None:
+        return []
+    names = {t.name for t in manifest.tables}
+    data = Path(manifest.data_dir)
+    out = []
+    for table in previous.tables:
+        if table.name in names:
+            continue
+        gone = not (data / table.source_path).exists()
+        out.append(RetiredTable(table=table.name, source_path=table.source_path,
+                                reason=f"{table.source_path} was deleted" if gone else
+                                f"{table.source_path} no longer yields source {table.sources[0]!r} "
+                                "(excluded, renamed or unreadable)"))
+    return out
+
+
+def plan_reload(previous: Manifest, manifest: Manifest) -> ReloadPlan:
+    """Which tables to reload, keep, retire and validate again."""
+    plan = ReloadPlan(retire=retired_tables(previous, manifest))
+    before = {t.name: t for t in previous.tables}
+    for table in manifest.tables:
+        old = before.get(table.name)
+        if old is None:
+            plan.reasons[table.name] = f"new table from {table.source_path}"
+        elif old.content_hash != table.content_hash:
+            plan.reasons[table.name] = f"{table.source_path} changed (content hash)"
+        elif old.model_dump() != table.model_dump():
+            plan.reasons[table.name] = "its plan changed (columns, keys or options)"
+    # DuckDB will not drop a table another one's declared foreign key references: such a child
+    # is rebuilt too (its file is read again). A table whose key to it is not declared is only
+    # validated again (orphans are measured against the new parent).
+    gone = set(plan.reasons) | {r.table for r in plan.retire}
+    grew = True
+    while grew:
+        grew = False
+        for table in previous.tables:
+            if table.name in gone or table.name not in {t.name for t in manifest.tables}:
+                continue
+            parent = next((fk.ref_table for fk in table.foreign_keys if fk.enforced and fk.ref_table in gone), None)
+            if parent:
+                plan.reasons[table.name] = f"references {parent}, which is rebuilt"
+                gone.add(table.name)
+                grew = True
+    plan.reload = [t.name for t in manifest.tables if t.name in plan.reasons]
+    plan.keep = [t.name for t in manifest.tables if t.name not in plan.reasons]
+    pointing = {t.name for t in manifest.tables if any(fk.ref_table in plan.reasons for fk in t.foreign_keys)}
+    plan.revalidate = [t.name for t in manifest.tables if t.name in plan.reasons or t.name in pointing]
+    return plan
+
+
+def unusable_reason(previous: Manifest | None, manifest: Manifest, report: ValidationReport | None,
+                    target: Path) -> str | None:
+    """Why the warehouse in place cannot be the base of an incremental reload, or None."""
+    from dia_assets.agents.schema_creator.build import report_describes
+
+    if previous is None:
+        return "no record of the plan the warehouse in place was built from"
+    if not target.exists():
+        return "no warehouse in place"
+    if swap.wal_of(target).exists():
+        return "the warehouse in place has a write-ahead log beside it"
+    if previous.data_dir != manifest.data_dir or previous.dialect != manifest.dialect:
+        return "the data folder or the dialect changed"
+    if report is None or not report.accepted or report.stale_reason or not report_describes(report, target):
+        return "the validation report does not describe an accepted warehouse in place"
+    return None
+
+
+def reload_duckdb(
+    previous: Manifest, manifest: Manifest, plan: ReloadPlan, target: str | Path, before: ValidationReport,
+    interp: Interpretation | None = None, hook: StepHook | None = None, replace_anyway: bool = False,
+) -> tuple[LoadResult, ValidationReport]:
+    """Copy the warehouse in place, rebuild the planned tables in the copy, validate, swap."""
+    target = Path(target).resolve()
+    changed = [t for t in manifest.tables if t.name in plan.reload]
+    check_sources(manifest.model_copy(update={"tables": changed}), manifest.data_dir)
+    swap.clean_leftovers(target)
+    building = swap.building_path(target)
+    swap.remove_database(building)
+    try:
+        shutil.copyfile(target, building)
+        with tempfile.TemporaryDirectory(prefix=temp_prefix("dia-load-")) as spill:
+            con = duckdb.connect(str(building))
+            try:
+                limits.configure(con, Path(spill))
+                _drop(con, previous, set(plan.reload) | {r.table for r in plan.retire})
+                known = {name: TableLoad(name=name, primary_key_enforced=_has_primary_key(con, name))
+                         for name in plan.keep}
+                result = build_into(con, manifest.model_copy(update={"tables": changed}),
+                                    manifest.data_dir, hook, known)
+                con.execute("CHECKPOINT").fetchall()
+            finally:
+                con.close()
+        _carry_stats(result, before, plan.keep)
+        swap.check_opens(building)
+        report = _validate(building, manifest, plan, before, interp)
+        if hook:
+            hook("swap")
+        final = target
+        if report.accepted or replace_anyway:
+            swap.install(building, target)
+            if hook:
+                hook("installed")
+        else:
+            final = swap.rejected_path(target)
+            swap.remove_database(final)
+            os.replace(building, final)
+            result.installed, result.rejected_build = False, str(final)
+    except BaseException:
+        swap.remove_database(building)
+        raise
+    result.warehouse = str(target)
+    result.content_hash = swap.content_hash(final)
+    report.warehouse = str(target)
+    return result, report
+
+
+def _drop(con: duckdb.DuckDBPyConnection, previous: Manifest, names: set[str]) -> None:
+    """Drop refined, staging and reject tables, children first (manifest order is parents first)."""
+    for table in reversed(previous.tables):
+        if table.name in names:
+            con.execute(f"DROP TABLE IF EXISTS main.{q(table.name)}").fetchall()
+            con.execute(f"DROP TABLE IF EXISTS staging.{q(table.name)}").fetchall()
+            con.execute(f"DROP TABLE IF EXISTS rejects.{q(table.name)}").fetchall()
+
+
+def _has_primary_key(con: duckdb.DuckDBPyConnection, table: str) -> bool:
+    return bool(con.execute(
+        "SELECT count(*) FROM duckdb_constraints() WHERE schema_name = 'main' AND table_name = ? "
+        "AND constraint_type = 'PRIMARY KEY'", [table]).fetchone()[0])
+
+
+def _carry_stats(result: LoadResult, before: ValidationReport, keep: list[str]) -> None:
+    """A kept table's load figures are the previous report's (the table is the same bytes)."""
+    rows = {r.table: r for r in before.row_counts}
+    nulled = {r.table: r.values_nulled for r in before.load_integrity}
+    for name in keep:
+        stats, r = result.tables[name], rows.get(name)
+        if r is not None:
+            stats.staged, stats.refined, stats.rejected = r.staged, r.refined, r.rejected
+            stats.unparsed_lines, stats.duplicates_removed = r.unparsed_lines, r.duplicates_removed
+        stats.values_nulled = nulled.get(name, 0)
+        stats.notes.append("kept from the previous build (incremental reload)")
+
+
+def query_table(name: str, tables: list[str]) -> str | None:
+    """The table a generated test query (validate.generate_test_queries) is about."""
+    for t in sorted(tables, key=len, reverse=True):
+        if name in (f"count {t}", f"first row of {t} from staging", f"lookup {t} by key") or \
+                name.startswith((f"rows per {t}(", f"sum {t}.")):
+            return t
+    return None
+
+
+def _validate(building: Path, manifest: Manifest, plan: ReloadPlan, before: ValidationReport,
+              interp: Interpretation | None) -> ValidationReport:
+    """Checks on the revalidated tables; the previous report's entries for the others."""
+    again = set(plan.revalidate)
+    subset = manifest.model_copy(update={"tables": [t for t in manifest.tables if t.name in again]})
+    with Target(building) as target:
+        report = validate(target, subset, interp)
+    order = {t.name: i for i, t in enumerate(manifest.tables)}
+    kept = set(plan.keep) - again
+
+    def merged(old: list, new: list) -> list:
+        carried = [x for x in old if x.table in kept]
+        return sorted(carried + new, key=lambda x: order.get(x.table, len(order)))
+
+    report.row_counts = merged(before.row_counts, report.row_counts)
+    report.column_coverage = merged(before.column_coverage, report.column_coverage)
+    report.key_validity = merged(before.key_validity, report.key_validity)
+    report.load_integrity = merged(before.load_integrity, report.load_integrity)
+    names = list(order)
+    carried = [x for x in before.test_queries if query_table(x.name, names) in kept]
+    report.test_queries = sorted(carried + report.test_queries,
+                                 key=lambda x: order.get(query_table(x.name, names) or "", len(order)))
+    report.axes = {
+        "row_count_reconciliation": _axis(report.row_counts, "tables"),
+        "column_coverage": _axis(report.column_coverage, "tables"),
+        "key_validity": _axis(report.key_validity, "keys"),
+        "load_integrity": _axis(report.load_integrity, "tables"),
+        "test_queries": _axis(report.test_queries, "queries"),
+    }
+    report.accepted = all(a.passed for a in report.axes.values())
+    report.planted_problems = planted_problems(report, manifest, interp)
+    report.reload = plan.record()
+    return report

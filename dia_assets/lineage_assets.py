@@ -1,0 +1,34 @@
+"""The `lineage_report` asset: which answers read which tables and columns, and the files,
+parses and row ranges behind each table (agents/lineage), as Markdown tables in its metadata
+and as `lineage/lineage.json` + `lineage/report.md`."""
+
+from dagster import AssetExecutionContext, MaterializeResult, MetadataValue, asset
+from dagster_duckdb import DuckDBResource
+
+from dia_assets.agents.lineage import render
+from dia_assets.agents.lineage.index import build_index
+from dia_assets.contracts.artifact import write_atomic
+from resources.warehouse import warehouse_target
+from resources.workspace import WorkspaceResource
+
+
+@asset(deps=["validation_report", "query_result"], group_name="lineage", kinds={"python"},
+       description="Lineage audit: answers -> warehouse columns -> files (row ranges, parse).")
+def lineage_report(context: AssetExecutionContext, workspace: WorkspaceResource,
+                   duckdb: DuckDBResource) -> MaterializeResult:
+    index = build_index(workspace.root_path, warehouse_target(duckdb))
+    json_path = index.write(workspace.path("lineage", "lineage.json"))
+    md_path = workspace.path("lineage", "report.md")
+    write_atomic(md_path, render.index_report(index))
+    context.log.info(f"lineage of {len(index.tables)} table(s) and {len(index.answers)} answer(s)")
+    metadata: dict[str, object] = {
+        "tables": len(index.tables),
+        "answers": len(index.answers),
+        "tables_and_files": MetadataValue.md(render.tables_table(index)),
+        "answers_and_reads": MetadataValue.md(render.answers_table(index.answers)),
+        "path/lineage": MetadataValue.path(str(json_path)),
+        "path/report": MetadataValue.path(str(md_path)),
+    }
+    for origin in index.tables:
+        metadata[f"columns/{origin.table}"] = MetadataValue.md(render.columns_table(index, origin))
+    return MaterializeResult(metadata=metadata)

@@ -1,0 +1,134 @@
+"""One asset spec per refined table, read from the manifest a previous build wrote, the way
+dagster-dbt builds assets from `manifest.json`. Without a manifest (first start) there are no
+table specs and the build is one `warehouse` asset until the code location is reloaded."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+from dagster import (
+    AssetKey,
+    AssetSpec,
+    MetadataValue,
+    TableColumn,
+    TableColumnConstraints,
+    TableColumnDep,
+    TableColumnLineage,
+    TableConstraints,
+    TableSchema,
+)
+
+from dia_assets.agents.interpreter.names import raw_key_name
+from dia_assets.agents.schema_creator.lineage import table_lineage
+from dia_assets.agents.schema_creator.markdown import (
+    column_statistics,
+    foreign_key_targets,
+    lineage_markdown,
+    profile_column,
+)
+from dia_assets.contracts.interpretation import Interpretation
+from dia_assets.contracts.manifest import Manifest, ManifestTable
+
+WAREHOUSE_GROUP = "warehouse"
+WAREHOUSE = AssetKey("warehouse")
+RAW_FILES = AssetKey("raw_files")
+log = logging.getLogger(__name__)
+
+
+def table_key(table: str) -> AssetKey:
+    """`warehouse/<table>` in the UI."""
+    return AssetKey(["warehouse", table])
+
+
+def raw_partition(source_path: str) -> str:
+    """The `raw_files` partition of a table's file."""
+    return raw_key_name(Path(source_path).as_posix())
+
+
+def manifest_tables(workspace: str | Path) -> list[ManifestTable]:
+    """Tables of `<workspace>/schema/manifest.json`, or none when there is no readable manifest
+    (said in the log: the graph then loads with the single `warehouse` asset)."""
+    path = Path(workspace) / "schema" / "manifest.json"
+    if not path.exists():
+        return []
+    try:
+        return Manifest.read(path).tables
+    except Exception as exc:  # a broken artifact must not stop the code location from loading
+        log.warning("cannot read %s (%s): the warehouse is shown as one asset until a build rewrites it", path, exc)
+        return []
+
+
+def read_interpretation(workspace: str | Path) -> Interpretation | None:
+    path = Path(workspace) / "interpretation.json"
+    try:
+        return Interpretation.read(path) if path.exists() else None
+    except Exception as exc:  # statistics are an aid; the schema still shows without them
+        log.warning("cannot read %s (%s): column schemas carry no statistics", path, exc)
+        return None
+
+
+def column_schema(table: ManifestTable, interp: Interpretation | None) -> TableSchema:
+    """Columns with type, primary key, nullability, foreign-key target and profile statistics."""
+    refs = foreign_key_targets(table)
+    pk = set(table.primary_key)
+    cols = []
+    for c in table.columns:
+        other = (["primary key"] if c.name in pk else []) + ([f"references {refs[c.name]}"] if c.name in refs else [])
+        stats = column_statistics(profile_column(table, c, interp))
+        cols.append(TableColumn(
+            name=c.name, type=c.type,
+            description=f"from {table.source_ref}.{c.source_column}; {stats}",
+            constraints=TableColumnConstraints(nullable=c.nullable and c.name not in pk,
+                                               unique=table.primary_key == [c.name], other=other),
+        ))
+    constraints = ([f"PRIMARY KEY ({', '.join(table.primary_key)})"] if table.primary_key else []) + [
+        f"FOREIGN KEY ({', '.join(fk.columns)}) REFERENCES {fk.ref_table} ({', '.join(fk.ref_columns)})"
+        for fk in table.foreign_keys]
+    return TableSchema(columns=cols, constraints=TableConstraints(other=constraints))
+
+
+def column_lineage(table: ManifestTable) -> TableColumnLineage:
+    """`dagster/column_lineage` back to the table's file (stored; shown only by Dagster+)."""
+    return TableColumnLineage(deps_by_column={
+        col: [TableColumnDep(asset_key=RAW_FILES, column_name=s) for s in sources]
+        for col, sources in table_lineage(table).items() if sources
+    })
+
+
+def table_metadata(table: ManifestTable, interp: Interpretation | None) -> dict:
+    """What a table asset shows: schema, lineage as Markdown (readable in open-source Dagster), file."""
+    return {
+        "dagster/column_schema": column_schema(table, interp),
+        "dagster/column_lineage": column_lineage(table),
+        "column_lineage": MetadataValue.md(lineage_markdown(table)),
+        "source_file": table.source_ref or table.source_path,
+        "raw_files_partition": raw_partition(table.source_path),
+        "primary_key": ", ".join(table.primary_key) or "none",
+    }
+
+
+def table_description(table: ManifestTable) -> str:
+    keys = f"key ({', '.join(table.primary_key)})" if table.primary_key else "no primary key"
+    refs = ", ".join(sorted({fk.ref_table for fk in table.foreign_keys}))
+    return (f"Warehouse table `{table.name}`: the rows of {table.source_ref or table.source_path}, typed and "
+            f"de-duplicated, {keys}" + (f", referencing {refs}" if refs else "") + ".")
+
+
+def table_spec(table: ManifestTable, interp: Interpretation | None) -> AssetSpec:
+    """The spec of one refined table: depends on the plan and on `raw_files` (every partition: one
+    multi-asset cannot map `raw_files` differently per spec; `raw_files_partition` names the file)."""
+    return AssetSpec(
+        key=table_key(table.name), group_name=WAREHOUSE_GROUP, kinds={"duckdb", "table"},
+        description=table_description(table), skippable=True,
+        deps=["schema_manifest", RAW_FILES],
+        metadata=table_metadata(table, interp),
+    )
+
+
+def warehouse_placeholder_spec() -> AssetSpec:
+    return AssetSpec(
+        key=WAREHOUSE, group_name=WAREHOUSE_GROUP, kinds={"duckdb"}, deps=["schema_manifest"],
+        description="The warehouse, built and validated as a whole. After the first build (and a reload "
+        "of the code location) each table is its own asset, warehouse/<table>.",
+    )
