@@ -24,11 +24,15 @@ except ImportError:  # the `chromium` fixture skips (fails in CI) and says what 
 
 pytestmark = pytest.mark.browser
 
-PIPELINE = ["raw_files", "interpretation", "schema_manifest", "warehouse", "validation_report",
-            "query_result", "memory_lessons"]
+PIPELINE = ["raw_files", "interpretation", "schema_manifest", "validation_report", "query_result",
+            "memory_lessons", "lineage_report"]
 RAW_FILES = ["staff.csv", "shifts.jsonl", "hospital.xlsx", "payroll.parquet"]
 RUN_TIMEOUT_S = 900
-AWAITING_UI_GRAPH = pytest.mark.xfail(strict=True, reason="awaiting ui-graph")
+# Issue 13 asks for "Materialize all" to launch in one click; as merged (ui-graph) it still opens
+# the backfill dialog set to Custom / 0 partitions, "Launch backfill" disabled until *All* is picked
+# (the README documents that step). Flip to a plain test when the dialog opens launchable.
+MATERIALIZE_ALL_STUCK = pytest.mark.xfail(strict=True, reason=(
+    "Materialize all opens a backfill dialog (Custom, 0 partitions) whose Launch backfill is disabled"))
 
 
 def manifest_tables(ui: DagsterUI) -> list[str]:
@@ -58,6 +62,7 @@ def open_asset_graph(pg: Any) -> None:
     expect(pg.get_by_text("schema_creator", exact=True).first).to_be_visible()
     pg.keyboard.press("Alt+e")
     expect(pg.get_by_text("memory_lessons", exact=True).first).to_be_visible()
+    pg.get_by_role("button", name="panel_show_right").first.click()  # hide the asset tree: more graph
 
 
 def test_asset_graph_shows_the_pipeline(page: Any, dagster_ui: DagsterUI, screenshot: Any) -> None:
@@ -72,7 +77,6 @@ def manifest_table(ui: DagsterUI, name: str) -> dict:
     return next(t for t in manifest["tables"] if t["name"] == name)
 
 
-@AWAITING_UI_GRAPH
 def test_asset_graph_has_one_asset_per_refined_table(page: Any, dagster_ui: DagsterUI) -> None:
     tables = manifest_tables(dagster_ui)
     assert len(tables) >= 5
@@ -99,7 +103,45 @@ def _new_runs(ui: DagsterUI, before: set[str]) -> list[dict]:
             and not any(t["key"] in ("dagster/sensor_name", "dagster/schedule_name") for t in r["tags"])]
 
 
-@AWAITING_UI_GRAPH
+def backfills(ui: DagsterUI) -> list[dict]:
+    data = ui.graphql("{ partitionBackfillsOrError { ... on PartitionBackfills { results { id status } } } }")
+    return data["partitionBackfillsOrError"]["results"]
+
+
+def test_materialize_all_with_every_question_succeeds(page: Any, dagster_ui: DagsterUI) -> None:
+    """The README's path: Materialize all, pick *All* (the question partitions), Launch backfill;
+    the backfill must complete on the Backfills page."""
+    before = {b["id"] for b in backfills(dagster_ui)}
+    open_asset_graph(page)
+    page.get_by_role("button", name=re.compile("Materialize all")).click()
+    dialog = page.get_by_role("dialog")
+    dialog.get_by_role("button", name="All", exact=True).click()
+    launch = dialog.get_by_role("button", name=re.compile("Launch"))
+    expect(launch).to_be_enabled()
+    launch.click()
+    deadline = time.monotonic() + 60
+    new: list[dict] = []
+    while time.monotonic() < deadline and not new:
+        new = [b for b in backfills(dagster_ui) if b["id"] not in before]
+        time.sleep(1)
+    assert new, "Launch backfill started no backfill"
+    page.goto("/runs?tab=backfills")
+    row = page.locator("[data-index]").filter(has_text=new[0]["id"])
+    deadline = time.monotonic() + RUN_TIMEOUT_S
+    while time.monotonic() < deadline:
+        text = row.first.inner_text() if row.count() else ""
+        if "Success" in text:
+            break
+        if "Failed" in text or "Canceled" in text or "failures" in text:
+            pytest.fail(f"backfill {new[0]['id']} shows {text!r}\n{dagster_ui.log_tail(60)}")
+        time.sleep(5)
+        page.reload()
+    else:
+        pytest.fail(f"backfill {new[0]['id']} did not complete within {RUN_TIMEOUT_S} s: {text!r}")
+    expect(row.first).to_contain_text("partitions")
+
+
+@MATERIALIZE_ALL_STUCK
 def test_materialize_all_launches_and_succeeds(page: Any, dagster_ui: DagsterUI, screenshot: Any) -> None:
     before = {r["runId"] for r in runs(dagster_ui)}
     open_asset_graph(page)
@@ -115,7 +157,6 @@ def test_materialize_all_launches_and_succeeds(page: Any, dagster_ui: DagsterUI,
     page.goto("/runs")
     for run in launched:
         _wait_for_status(page, run["runId"], dagster_ui)
-    screenshot(page, "runs")
 
 
 def _wait_for_new_runs(ui: DagsterUI, before: set[str], timeout_s: float = 60) -> list[dict]:
@@ -156,20 +197,15 @@ def _assert_checks_pass(pg: Any, ui: DagsterUI, path: list[str]) -> list[str]:
     return names
 
 
-def test_warehouse_checks_pass(page: Any, dagster_ui: DagsterUI, screenshot: Any) -> None:
-    names = _assert_checks_pass(page, dagster_ui, ["warehouse"])
-    assert {"row_count_reconciliation", "key_validity"} <= set(names)
-    expect(page.get_by_text("Passed").first).to_be_visible()
-    screenshot(page, "checks")
-
-
-@AWAITING_UI_GRAPH
-def test_table_assets_checks_pass(page: Any, dagster_ui: DagsterUI) -> None:
+def test_table_assets_checks_pass(page: Any, dagster_ui: DagsterUI, screenshot: Any) -> None:
     for table in manifest_tables(dagster_ui):
-        _assert_checks_pass(page, dagster_ui, ["warehouse", table])
+        names = _assert_checks_pass(page, dagster_ui, ["warehouse", table])
+        assert {"row_count_reconciliation", "key_validity"} <= set(names), (table, names)
+        if table == "staff":
+            expect(page.get_by_text("Passed").first).to_be_visible()
+            screenshot(page, "checks")
 
 
-@AWAITING_UI_GRAPH
 def test_table_asset_shows_column_lineage(page: Any, dagster_ui: DagsterUI, screenshot: Any) -> None:
     """Open-source Dagster does not draw `dagster/column_lineage`; our Markdown table must show
     each column of `staff` with the file column it comes from."""
@@ -180,14 +216,14 @@ def test_table_asset_shows_column_lineage(page: Any, dagster_ui: DagsterUI, scre
     for column in table["columns"]:
         row = lineage.first.get_by_role("row").filter(has_text=f"{table['source_ref']}.{column['original_name']}")
         expect(row.first).to_contain_text(column["name"])
-    lineage.first.scroll_into_view_if_needed()
+    page.get_by_text("column_lineage", exact=True).first.scroll_into_view_if_needed()
     screenshot(page, "table-asset")
 
 
 QUESTION = "staff_count_per_role"
 
 
-def _materialize_one_question(pg: Any, ui: DagsterUI) -> None:
+def _materialize_one_question(pg: Any, ui: DagsterUI) -> list[dict]:
     """From the partitions page: Materialize, pick one question, launch; wait on the Runs page."""
     before = {r["runId"] for r in runs(ui)}
     pg.goto("/assets/query_result?view=partitions")
@@ -206,12 +242,15 @@ def _materialize_one_question(pg: Any, ui: DagsterUI) -> None:
     pg.goto("/runs")
     for run in launched:
         _wait_for_status(pg, run["runId"], ui)
+    return launched
 
 
-@AWAITING_UI_GRAPH
 def test_unanswered_questions_are_not_shown_as_success(page: Any, dagster_ui: DagsterUI, screenshot: Any) -> None:
     """Without a model a question gets no answer: its `answered` check fails and says why."""
-    _materialize_one_question(page, dagster_ui)
+    launched = _materialize_one_question(page, dagster_ui)
+    # the run itself succeeds (the Runs page says so); the answer is what is missing
+    expect(page.locator("[data-index]").filter(has_text=launched[0]["runId"][:8])).to_contain_text("Success")
+    screenshot(page, "runs")
     page.goto("/assets/query_result?view=partitions")
     page.get_by_text(QUESTION, exact=True).first.click()
     expect(page.get_by_text("no_model").first).to_be_visible()
@@ -221,3 +260,4 @@ def test_unanswered_questions_are_not_shown_as_success(page: Any, dagster_ui: Da
     expect(item).to_contain_text("Failed")
     expect(page.get_by_text("Failed", exact=True).last).to_be_visible()
     expect(page.get_by_text(re.compile(r"^no_model: ")).first).to_be_visible()
+    screenshot(page, "query-result-check")
