@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 export LITELLM_LOCAL_MODEL_COST_MAP := True
 export DAGSTER_HOME ?= $(CURDIR)/.dagster_home
 
-.PHONY: demo test ui lint bench eval clean install
+.PHONY: demo test test-ui ui lint bench eval clean install
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -28,6 +28,13 @@ demo: $(STAMP) $(DAGSTER_HOME)/dagster.yaml
 
 test: $(STAMP)
 	$(BIN)/python -m pytest
+
+# The Dagster UI in headless chromium (tests/browser): builds the example workspace as `make demo`
+# does, starts `dagster dev` on a free loopback port and checks what a person sees. Needs Debian's
+# `chromium` (skips without it, fails without it when CI=true). DIA_UPDATE_SCREENSHOTS=1 refreshes
+# docs/screenshots/.
+test-ui: $(STAMP)
+	$(BIN)/python -m pytest -m browser tests/browser
 
 # `dia ui` runs `dagster dev -w workspace.yaml` in its own session and, on Ctrl-C, stops it,
 # every child and the embedded PostgreSQL (dia_assets/devserver.py).
