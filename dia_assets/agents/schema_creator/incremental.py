@@ -15,16 +15,12 @@ the rest, which are byte-for-byte the tables it validated.
 
 from __future__ import annotations
 
-import shutil
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import duckdb
 
-from dia_assets.agents.interpreter import limits
 from dia_assets.agents.interpreter.naming import quote_ident as q
-from dia_assets.agents.locations import temp_prefix
 from dia_assets.agents.schema_creator import swap
 from dia_assets.agents.schema_creator.load import (
     LoadResult,
@@ -34,7 +30,7 @@ from dia_assets.agents.schema_creator.load import (
     check_sources,
 )
 from dia_assets.agents.schema_creator.target import Target
-from dia_assets.agents.schema_creator.validate import _axis, planted_problems, validate
+from dia_assets.agents.schema_creator.validate import decide, validate
 from dia_assets.contracts.interpretation import Interpretation
 from dia_assets.contracts.manifest import Manifest
 from dia_assets.contracts.report import ReloadRecord, RetiredTable, ValidationReport
@@ -151,34 +147,20 @@ def reload_duckdb(
     target = Path(target).resolve()
     changed = [t for t in manifest.tables if t.name in plan.reload]
     check_sources(manifest.model_copy(update={"tables": changed}), manifest.data_dir)
-    swap.clean_leftovers(target)
-    building = swap.building_path(target)
-    swap.remove_database(building)
-    try:
-        shutil.copyfile(target, building)
-        with tempfile.TemporaryDirectory(prefix=temp_prefix("dia-load-")) as spill:
-            con = duckdb.connect(str(building))
-            try:
-                limits.configure(con, Path(spill))
-                _drop(con, previous, set(plan.reload) | {r.table for r in plan.retire})
-                known = {name: TableLoad(name=name, primary_key_enforced=_has_primary_key(con, name))
-                         for name in plan.keep}
-                result = build_into(con, manifest.model_copy(update={"tables": changed}),
-                                    manifest.data_dir, hook, known)
-                con.execute("CHECKPOINT").fetchall()
-            finally:
-                con.close()
-        _carry_stats(result, before, plan.keep)
-        swap.check_opens(building)
-        report, digest = swap.check_and_hash(building, lambda path: _validate(path, manifest, plan, before, interp))
-        final, installed = swap.settle(building, target, report.accepted or replace_anyway, hook)
-        if not installed:
-            result.installed, result.rejected_build = False, str(final)
-    except BaseException:
-        swap.remove_database(building)
-        raise
+
+    def rebuild(con: duckdb.DuckDBPyConnection) -> LoadResult:
+        _drop(con, previous, set(plan.reload) | {r.table for r in plan.retire})
+        known = {name: TableLoad(name=name, primary_key_enforced=_has_primary_key(con, name)) for name in plan.keep}
+        return build_into(con, manifest.model_copy(update={"tables": changed}), manifest.data_dir, hook, known)
+
+    done = swap.build_beside(target, rebuild, lambda path: _validate(path, manifest, plan, before, interp),
+                             lambda report: report.accepted or replace_anyway, hook, start_from=target)
+    result, report = done.built, done.verdict
+    _carry_stats(result, before, plan.keep)
+    if not done.installed:
+        result.installed, result.rejected_build = False, str(done.final)
     result.warehouse = str(target)
-    result.content_hash = digest
+    result.content_hash = done.digest
     report.warehouse = str(target)
     return result, report
 
@@ -242,14 +224,6 @@ def _validate(building: Path, manifest: Manifest, plan: ReloadPlan, before: Vali
     carried = [x for x in before.test_queries if query_table(x.name, names) in kept]
     report.test_queries = sorted(carried + report.test_queries,
                                  key=lambda x: order.get(query_table(x.name, names) or "", len(order)))
-    report.axes = {
-        "row_count_reconciliation": _axis(report.row_counts, "tables"),
-        "column_coverage": _axis(report.column_coverage, "tables"),
-        "key_validity": _axis(report.key_validity, "keys"),
-        "load_integrity": _axis(report.load_integrity, "tables"),
-        "test_queries": _axis(report.test_queries, "queries"),
-    }
-    report.accepted = all(a.passed for a in report.axes.values())
-    report.planted_problems = planted_problems(report, manifest, interp)
+    decide(report, manifest, interp)
     report.reload = plan.record()
     return report

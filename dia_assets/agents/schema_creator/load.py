@@ -17,7 +17,6 @@ from pathlib import Path
 
 import duckdb
 
-from dia_assets.agents.interpreter import limits
 from dia_assets.agents.interpreter.discover import unsafe_reason
 from dia_assets.agents.interpreter.naming import quote_ident as q
 from dia_assets.agents.interpreter.readers import LoadedSource, bad_json_lines, read_source
@@ -92,30 +91,13 @@ def load_duckdb(
     target = Path(target).resolve()
     target.parent.mkdir(parents=True, exist_ok=True)
     check_sources(manifest, data_dir)
-    swap.clean_leftovers(target)
-    building = swap.building_path(target)
-    swap.remove_database(building)
-    try:
-        # Bounded memory; beyond it DuckDB spills to a temporary folder that a later build
-        # removes should this process be killed (swap.clean_leftovers).
-        with tempfile.TemporaryDirectory(prefix=temp_prefix("dia-load-")) as spill:
-            con = duckdb.connect(str(building))
-            try:
-                limits.configure(con, Path(spill))
-                result = build_into(con, manifest, data_dir, hook)
-                _run(con, "CHECKPOINT")  # the build's one checkpoint
-            finally:
-                con.close()
-        swap.check_opens(building)
-        accepted, digest = swap.check_and_hash(building, check or (lambda _: True))
-        final, installed = swap.settle(building, target, accepted or replace_anyway or not target.exists(), hook)
-        if not installed:
-            result.installed, result.rejected_build = False, str(final)
-    except BaseException:
-        swap.remove_database(building)
-        raise
+    done = swap.build_beside(target, lambda con: build_into(con, manifest, data_dir, hook), check or (lambda _: True),
+                             lambda accepted: accepted or replace_anyway or not target.exists(), hook)
+    result = done.built
+    if not done.installed:
+        result.installed, result.rejected_build = False, str(done.final)
     result.warehouse = str(target)
-    result.content_hash = digest
+    result.content_hash = done.digest
     return result
 
 

@@ -20,12 +20,14 @@ import shutil
 import tempfile
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TypeVar
+from typing import Generic, TypeVar
 
 import duckdb
 
-from dia_assets.agents.locations import TEMP_KINDS
+from dia_assets.agents.interpreter import limits
+from dia_assets.agents.locations import TEMP_KINDS, temp_prefix
 
 log = logging.getLogger("dia.schema_creator")
 
@@ -140,6 +142,51 @@ def file_identity(path: Path) -> str:
 
 
 T = TypeVar("T")
+R = TypeVar("R")
+
+
+@dataclass
+class Settled(Generic[R, T]):
+    """What `build_beside` did: the build's result, the check's verdict, where the file ended."""
+
+    built: R
+    verdict: T
+    final: Path
+    installed: bool
+    digest: str  # content hash of the built file, wherever it ended
+
+
+def build_beside(
+    target: Path, build: Callable[[duckdb.DuckDBPyConnection], R], check: Callable[[Path], T],
+    install_if: Callable[[T], bool], hook=None, start_from: Path | None = None,  # noqa: ANN001
+) -> Settled[R, T]:
+    """The one way a warehouse is made: build into `<stem>-building-<pid>.duckdb` (empty, or a
+    copy of `start_from`) with bounded memory, checkpoint once, open it again, check it while a
+    thread hashes it, then install it over `target` or keep it as `<stem>-rejected.duckdb`.
+    Any failure removes the build and leaves `target` as it was."""
+    clean_leftovers(target)
+    building = building_path(target)
+    remove_database(building)
+    try:
+        if start_from is not None:
+            shutil.copyfile(start_from, building)
+        # Beyond the memory limit DuckDB spills to a temporary folder that a later build
+        # removes should this process be killed (clean_leftovers).
+        with tempfile.TemporaryDirectory(prefix=temp_prefix("dia-load-")) as spill:
+            con = duckdb.connect(str(building))
+            try:
+                limits.configure(con, Path(spill))
+                built = build(con)
+                con.execute("CHECKPOINT").fetchall()  # the build's one checkpoint
+            finally:
+                con.close()
+        check_opens(building)
+        verdict, digest = check_and_hash(building, check)
+        final, installed = settle(building, target, install_if(verdict), hook)
+    except BaseException:
+        remove_database(building)
+        raise
+    return Settled(built, verdict, final, installed, digest)
 
 
 def check_and_hash(building: Path, check: Callable[[Path], T]) -> tuple[T, str]:

@@ -396,6 +396,12 @@ def validate(target: Target, manifest: Manifest, interp: Interpretation | None =
     report.key_validity = check_keys(target, manifest)
     report.load_integrity = check_load_integrity(target, manifest)
     report.test_queries = run_test_queries(target, generate_test_queries(target, manifest))
+    return decide(report, manifest, interp)
+
+
+def decide(report: ValidationReport, manifest: Manifest, interp: Interpretation | None) -> ValidationReport:
+    """Sum the four axes' findings (and the test queries) into the verdict: accepted when every
+    axis passes; the planted problems the expert declared are matched against the findings."""
     report.axes = {
         "row_count_reconciliation": _axis(report.row_counts, "tables"),
         "column_coverage": _axis(report.column_coverage, "tables"),

@@ -36,26 +36,27 @@ def _smoothed(right: int, total: int, z: float = Z) -> float:
     return (centre - spread) / (1 + z * z / total)
 
 
+def _safe_cut(values: np.ndarray, right: np.ndarray, target: float) -> float | None:
+    """The lowest value v such that the items scoring >= v are right often enough (Wilson
+    lower bound >= target), cutting only between distinct values; None = no such v."""
+    cut: float | None = None
+    order = np.argsort(-values, kind="stable")
+    hits = 0
+    for n, i in enumerate(order, start=1):
+        hits += int(right[i])
+        tie_next = n < len(order) and values[order[n]] == values[i]
+        if not tie_next and _smoothed(hits, n) >= target:
+            cut = float(values[i])
+    return cut
+
+
 def binary_thresholds(scores: Sequence[float], labels: Sequence[bool], target: float) -> tuple[float | None, float | None]:
     """(upper, lower): accept score >= upper, reject score <= lower. None = no safe cut."""
     s = np.asarray(scores, dtype=float)
     y = np.asarray(labels, dtype=bool)
-    upper: float | None = None
-    order = np.argsort(-s, kind="stable")
-    right = 0
-    for n, i in enumerate(order, start=1):
-        right += int(y[i])
-        tie_next = n < len(order) and s[order[n]] == s[i]
-        if not tie_next and _smoothed(right, n) >= target:
-            upper = float(s[i])
-    lower: float | None = None
-    right = 0
-    order = np.argsort(s, kind="stable")
-    for n, i in enumerate(order, start=1):
-        right += int(not y[i])
-        tie_next = n < len(order) and s[order[n]] == s[i]
-        if not tie_next and _smoothed(right, n) >= target:
-            lower = float(s[i])
+    upper = _safe_cut(s, y, target)
+    flipped = _safe_cut(-s, ~y, target)  # rejecting from the bottom up
+    lower = None if flipped is None else -flipped
     if upper is not None and lower is not None and lower >= upper:
         lower = float(np.nextafter(upper, -np.inf))
     return upper, lower
@@ -64,17 +65,7 @@ def binary_thresholds(scores: Sequence[float], labels: Sequence[bool], target: f
 def margin_threshold(margins: Sequence[float], correct: Sequence[bool], target: float) -> float | None:
     """Smallest top-1 vs top-2 margin above which the embedding's label is right often
     enough; None = never trust the embedding's label."""
-    m = np.asarray(margins, dtype=float)
-    ok = np.asarray(correct, dtype=bool)
-    best: float | None = None
-    order = np.argsort(-m, kind="stable")
-    right = 0
-    for n, i in enumerate(order, start=1):
-        right += int(ok[i])
-        tie_next = n < len(order) and m[order[n]] == m[i]
-        if not tie_next and _smoothed(right, n) >= target:
-            best = float(m[i])
-    return best
+    return _safe_cut(np.asarray(margins, dtype=float), np.asarray(correct, dtype=bool), target)
 
 
 def prototype_direction(vectors: np.ndarray, labels: Sequence[bool]) -> np.ndarray | None:
