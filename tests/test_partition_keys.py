@@ -142,16 +142,27 @@ def test_few_rows_are_no_partition(tmp_path: Path) -> None:
     assert _interpret(tmp_path, rows).source("invoice").primary_key.columns == ["invoice_id"]
 
 
-def test_long_file_passes_the_strided_first_look(tmp_path: Path) -> None:
-    """On a long file a strided subsequence is read first; it must not hide the partitions."""
+def test_long_file_is_read_strided_then_checked_whole(tmp_path: Path) -> None:
+    """On a long file every n-th row is looked at, then the blocks are checked on every row."""
     rows = _invoices(MONTHS, 5_000)
-    assert len(rows) // partitions.PREFILTER_ROWS > 1
+    assert len(rows) // partitions.LOOK_ROWS == 2
     src = _interpret(tmp_path, rows).source("invoice")
     assert src.primary_key.columns == ["issued_at", "invoice_id"]
     assert src.range_partition.blocks == 5
 
 
-def test_strided_first_look_rejects_mixed_months_alone(monkeypatch) -> None:  # noqa: ANN001
+def test_long_file_whose_blocks_break_between_the_strided_rows(tmp_path: Path) -> None:
+    """A January row inside the March block, at a row the strided look skips: the whole-file
+    check still sees the blocks overlap."""
+    rows = _invoices(MONTHS, 5_000)
+    jan, mar = 2_001, 2 * 5_000 + 2_001  # odd rows; the look reads every second row from row 0
+    rows[jan], rows[mar] = rows[mar], rows[jan]
+    src = _interpret(tmp_path, rows).source("invoice")
+    assert src.primary_key.columns == ["invoice_id"]
+    assert src.range_partition is None
+
+
+def test_strided_look_alone_rejects_mixed_months(monkeypatch) -> None:  # noqa: ANN001
     """A long table whose months go back is rejected by the strided look, without the full pass."""
     con = duckdb.connect()
     con.execute(
@@ -168,7 +179,7 @@ def test_strided_first_look_rejects_mixed_months_alone(monkeypatch) -> None:  # 
         return measure(*args)
 
     monkeypatch.setattr(partitions, "_measure", counted)
-    assert partitions._steps(con, "t", date, key, 50_000) is None
+    assert partitions._blocks(con, "t", date, key, 50_000) is None
     assert calls == ["WHERE rowid % 5 = 0"]
 
 

@@ -16,9 +16,13 @@ key K (both complete):
 * blocks of `MIN_BLOCK_ROWS` rows or more on average (nobody partitions a handful of rows,
   and a handful falls into order by chance).
 
-Cost: one aggregate pass over the rows in file order (`rowid`: the readers keep insertion
-order), only for tables with such a K and D; on long tables a strided subsequence of the
-rows is checked first (a period that goes back there goes back in the file too).
+Rows in file order are `rowid` order: the readers keep insertion order. Cost, only for tables
+with such a K and D: one `lag()` pass over the rows in that order. On a long file the pass
+reads a strided subsequence of `LOOK_ROWS` rows (every n-th row): K going back there goes
+back in the file; D's disorder is measured at that scale (heap order is disorder at every
+scale, late rows are not); the period found there is then checked on every row by one
+GROUP BY on the period (first and last row of each block: blocks in period order never
+overlap), no sort of the whole file.
 """
 
 from __future__ import annotations
@@ -42,7 +46,7 @@ PERIODS = ("year", "month", "day")  # coarsest first
 MIN_BLOCKS = 3  # two blocks are as likely a file appended twice
 MIN_BLOCK_ROWS = 20  # rows per block on average: a few rows fall into order by chance
 MIN_DISORDER = 0.05  # share of steps where D goes back: below it the file is ordered by D
-PREFILTER_ROWS = 10_000  # rows the strided first look reads on long tables
+LOOK_ROWS = 10_000  # rows the strided look reads on long files
 DATE_TYPES = ("DATE", "TIMESTAMP", "TIMESTAMPTZ")
 CONFIDENCE = 0.85
 
@@ -80,13 +84,9 @@ def detect(con: duckdb.DuckDBPyConnection, info: TableInfo) -> RangePartition | 
     for col in src.columns:
         if col.name == key.name or not _usable_date(col):
             continue
-        steps = _steps(con, info.table, col, key, src.row_count)
-        period = steps.period() if steps else None
-        if not (period and steps.date_back >= MIN_DISORDER * steps.steps and steps.key_back > 0):
-            continue
-        blocks = steps.forward[period] + 1
-        if src.row_count >= MIN_BLOCK_ROWS * blocks:
-            return RangePartition(column=col.name, period=period, blocks=blocks, unique_key=[key.name])
+        found = _blocks(con, info.table, col, key, src.row_count)
+        if found and src.row_count >= MIN_BLOCK_ROWS * found[1]:
+            return RangePartition(column=col.name, period=found[0], blocks=found[1], unique_key=[key.name])
     return None
 
 
@@ -133,13 +133,22 @@ def _value_sql(col: Column) -> str:
     return ident
 
 
-def _steps(con: duckdb.DuckDBPyConnection, table: str, date: Column, key: Column, rows: int) -> Steps | None:
-    """Steps over the whole file; None when a strided look already finds no period in blocks
-    (a period that goes back in a subsequence goes back in the file)."""
-    stride = rows // PREFILTER_ROWS
-    if stride > 1 and _measure(con, table, date, key, f"WHERE rowid % {stride} = 0").period() is None:
+def _blocks(con: duckdb.DuckDBPyConnection, table: str, date: Column, key: Column, rows: int) -> tuple[str, int] | None:
+    """(period, blocks) when the rows are in period blocks, the date out of order and the key
+    too; None otherwise."""
+    stride = rows // LOOK_ROWS
+    look = _measure(con, table, date, key, f"WHERE rowid % {stride} = 0" if stride > 1 else "")
+    period = look.period()
+    if not (period and look.date_back >= MIN_DISORDER * look.steps and look.key_back > 0):
         return None
-    return _measure(con, table, date, key, "")
+    if stride <= 1:  # the look read every row
+        return period, look.forward[period] + 1
+    blocks, overlaps = con.execute(
+        f"SELECT count(*), count(*) FILTER (lo < prev_hi) FROM (SELECT lo, lag(hi) OVER (ORDER BY p) AS prev_hi "
+        f"FROM (SELECT date_trunc('{period}', {_value_sql(date)}) AS p, min(rowid) AS lo, max(rowid) AS hi "
+        f"FROM {quote_ident(table)} GROUP BY p))"
+    ).fetchone()
+    return (period, blocks) if not overlaps and blocks >= MIN_BLOCKS else None
 
 
 def _measure(con: duckdb.DuckDBPyConnection, table: str, date: Column, key: Column, where: str) -> Steps:
