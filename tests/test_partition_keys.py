@@ -189,3 +189,22 @@ def test_reused_profile_keeps_one_decision(tmp_path: Path) -> None:
     again = interpret(tmp_path, previous=first)
     assert again.source("invoice").primary_key.columns == ["issued_at", "invoice_id"]
     assert len(_issues(again)) == 1
+
+
+def test_partitioned_export_builds_and_validates(tmp_path: Path) -> None:
+    """The (timestamp with offset, id) key loads, and its lookup query finds the row again
+    (the key's text is compared as the database writes it: `+00`, not Python's `+00:00`)."""
+    from dia_assets.agents.schema_creator.build import run
+
+    data = tmp_path / "data"
+    data.mkdir()
+    rows = _invoices(MONTHS, 60)
+    for row in rows:
+        row[3] = f"{row[3]}.123456+00"
+    _write(data, "invoice", HEADER, rows)
+    result = run(data, tmp_path / "ws")
+    (table,) = result.manifest.tables
+    assert table.primary_key == ["issued_at", "invoice_id"]
+    (lookup,) = [t for t in result.report.test_queries if t.name == "lookup invoice by key"]
+    assert lookup.passed, lookup.error
+    assert result.report.accepted
