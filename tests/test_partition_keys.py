@@ -208,3 +208,26 @@ def test_partitioned_export_builds_and_validates(tmp_path: Path) -> None:
     (lookup,) = [t for t in result.report.test_queries if t.name == "lookup invoice by key"]
     assert lookup.passed, lookup.error
     assert result.report.accepted
+
+
+def test_a_declared_key_settles_it(tmp_path: Path) -> None:
+    """A schema file beside the data that declares the id alone wins, and no partition decision
+    is left claiming otherwise."""
+    (tmp_path / "schema.sql").write_text(
+        "CREATE TABLE invoice (invoice_id integer PRIMARY KEY, customer_id integer, amount numeric(10,2), "
+        "issued_at timestamp);\n", encoding="utf-8")
+    interp = _interpret(tmp_path, _invoices(MONTHS, 60))
+    src = interp.source("invoice")
+    assert (src.primary_key.columns, src.primary_key.source) == (["invoice_id"], "declared")
+    assert src.range_partition is None
+    assert not _issues(interp)
+
+
+def test_a_declared_partition_key_keeps_the_evidence(tmp_path: Path) -> None:
+    (tmp_path / "schema.sql").write_text(
+        "CREATE TABLE invoice (invoice_id integer, customer_id integer, amount numeric(10,2), "
+        "issued_at timestamp, PRIMARY KEY (issued_at, invoice_id));\n", encoding="utf-8")
+    interp = _interpret(tmp_path, _invoices(MONTHS, 60))
+    src = interp.source("invoice")
+    assert (src.primary_key.columns, src.primary_key.source) == (["issued_at", "invoice_id"], "declared")
+    assert src.range_partition is not None and len(_issues(interp)) == 1
