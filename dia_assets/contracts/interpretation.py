@@ -119,6 +119,16 @@ class DeclaredTable(BaseModel):
     header: bool | None = None
 
 
+class RangePartition(BaseModel):
+    """Evidence that a file was exported from a table range-partitioned on a date column:
+    its rows come in blocks by `period` of `column`, while `column` itself is not in order."""
+
+    column: str
+    period: Literal["year", "month", "day"]
+    blocks: int = Field(description="Consecutive runs of one period down the file.")
+    unique_key: list[str] = Field(description="The key that is unique on its own; the primary key adds `column`.")
+
+
 class Source(BaseModel):
     name: str
     path: str
@@ -133,6 +143,8 @@ class Source(BaseModel):
     candidate_keys: list[KeyCandidate] = []
     primary_key: KeyCandidate | None = None
     duplicate_rows: int = 0
+    range_partition: RangePartition | None = Field(
+        None, description="Set when the primary key carries a partition column (see RangePartition).")
     description: str | None = None
     description_source: Literal["llm"] | None = None
 

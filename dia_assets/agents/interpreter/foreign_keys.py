@@ -146,6 +146,8 @@ def targets(infos: list[TableInfo]) -> list[Target]:
         if not src.primary_key:
             continue
         out.append(Target(src, info.table, [src.column(c) for c in src.primary_key.columns], True))
+        if src.range_partition:  # the key without its partition column identifies the rows
+            out.append(Target(src, info.table, [src.column(c) for c in src.range_partition.unique_key], True))
         if len(src.primary_key.columns) != 1:
             continue  # link and dependent tables point; they are not pointed at by other keys
         for cand in src.candidate_keys:
@@ -208,6 +210,8 @@ def _single(
     if structural:
         score, why = 1.0, f"{child.name} is flattened from {parent.name}'s nested array"
     own_pk = child.primary_key.columns if child.primary_key else []
+    if child.range_partition:  # its identifier is the key without the partition column
+        own_pk = child.range_partition.unique_key
     if own_pk == [col.name] and not _subtype(child, col.name, parent, target, score):
         return None
     if score == 0:

@@ -41,7 +41,7 @@ Progress = Callable[[str], None]
 # Issues found after profiling (keys, foreign keys, a schema file's keys): recomputed on
 # every run, never carried over from a previous interpretation.
 RECOMPUTED_KINDS = {"duplicate_keys", "no_primary_key", "orphan_foreign_keys", "declared_key_violated",
-                    "declared_key_unused", "source_renamed"}
+                    "declared_key_unused", "source_renamed", "range_partitioned"}
 
 
 def interpret(data_dir: str | Path, progress: Progress | None = None,
@@ -162,7 +162,7 @@ def _reuse_file(
     done: Done = []
     for loaded in entries:
         source = by_name[loaded.name].model_copy(deep=True)
-        source.primary_key, source.candidate_keys = None, []
+        source.primary_key, source.candidate_keys, source.range_partition = None, [], None
         done.append((source, [i for i in issues if i.source == source.name], TableInfo(source, loaded.table)))
     if renamed and done:
         done[0][1].extend(renamed)

@@ -11,6 +11,9 @@ removed. Among the candidates, the choice follows how schemas are written:
 2. Otherwise the best-scored candidate: identifier-likeness of names and values
    (`column_key_score`), a small bonus for the first column, `COMPOSITE_PENALTY` per extra
    column.
+3. A single-column key K of a file whose rows come in blocks by month (or year, day) of a
+   date column D, D itself out of order, was exported from a table range-partitioned on D:
+   the key is (D, K), as PostgreSQL requires (`partitions.py`); K stays a candidate key.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ import itertools
 
 import duckdb
 
+from dia_assets.agents.interpreter import partitions
 from dia_assets.agents.interpreter.naming import quote_ident
 from dia_assets.agents.interpreter.semantic import id_like_name
 from dia_assets.agents.interpreter.table_info import (
@@ -97,6 +101,9 @@ def find_keys(con: duckdb.DuckDBPyConnection, info: TableInfo) -> None:
         src.candidate_keys.insert(0, near)
     if src.candidate_keys:
         src.primary_key = src.candidate_keys[0]
+    part = partitions.detect(con, info)
+    if part:  # exported from a range-partitioned table: the key carries the partition column
+        partitions.apply(src, part)
 
 
 def _leading_key(con: duckdb.DuckDBPyConnection, info: TableInfo, distinct_rows: int) -> list[str] | None:

@@ -6,6 +6,7 @@ import duckdb
 
 from dia_assets.agents.interpreter.naming import quote_ident
 from dia_assets.agents.interpreter.numbers import non_finite_issues
+from dia_assets.agents.interpreter.partitions import issue as partition_issue
 from dia_assets.agents.interpreter.profile import SourceProfile
 from dia_assets.agents.value_parsing import present, sql_str
 from dia_assets.contracts.interpretation import ForeignKey, QualityIssue, Source
@@ -105,6 +106,9 @@ def _format_counts(con: duckdb.DuckDBPyConnection, table: str, column: str, form
 
 
 def key_issues(source: Source) -> list[QualityIssue]:
+    partitioned = partition_issue(source)
+    if partitioned:
+        return [partitioned]
     pk = source.primary_key
     if pk is not None and "conflicting duplicate" in pk.reason:
         count = source.row_count - source.duplicate_rows - source.column(pk.columns[0]).distinct_count

@@ -303,12 +303,14 @@ def generate_test_queries(target: Target, manifest: Manifest) -> list[TestQuery]
         if table.primary_key and target.dialect == "duckdb" and staged - rejected - dups > 0:
             out.append(row_query(table, plain))
         if table.primary_key:
+            # the key's text as the database writes it (Python's str of a value can differ:
+            # a TIMESTAMPTZ reads back as `+00:00` where DuckDB writes `+00`)
             keys = ", ".join(q(c) for c in table.primary_key)
-            row = target.rows(f"SELECT {keys} FROM {q(table.name)} ORDER BY {keys} LIMIT 1")
+            texts = ", ".join(f"CAST({q(c)} AS VARCHAR)" for c in table.primary_key)
+            row = target.rows(f"SELECT {texts} FROM {q(table.name)} ORDER BY {keys} LIMIT 1")
             if row and all(v is not None for v in row[0]):
-                where = " AND ".join(
-                    f"CAST({q(c)} AS VARCHAR) = {sql_str(str(v) if not isinstance(v, bool) else str(v).lower())}"
-                    for c, v in zip(table.primary_key, row[0], strict=True))
+                where = " AND ".join(f"CAST({q(c)} AS VARCHAR) = {sql_str(v)}"
+                                     for c, v in zip(table.primary_key, row[0], strict=True))
                 out.append(TestQuery(name=f"lookup {table.name} by key",
                                      sql=f"SELECT count(*) FROM {q(table.name)} WHERE {where}", expected=1))
     return out
