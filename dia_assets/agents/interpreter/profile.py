@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 import duckdb
 
 from dia_assets.agents.interpreter import profile_wide
+from dia_assets.agents.interpreter.integer_distinct import distinct_integer_texts
 from dia_assets.agents.interpreter.keys import NOT_KEYABLE
 from dia_assets.agents.interpreter.naming import quote_ident
 from dia_assets.agents.interpreter.numbers import NON_FINITE_WORDS, NUMERIC, non_finite_text_sql
@@ -448,6 +449,16 @@ def _token_bit(lowered: str) -> str:
     return f"CASE {lowered} {cases} ELSE 0 END"
 
 
+INTEGER_DISTINCT_MIN_ROWS = 50_000  # below, one count(DISTINCT) query for 16 columns costs less
+
+
+def _integer_text(d: TypeDecision, stat, name: str) -> bool:  # noqa: ANN001
+    """A text column read as integers whose every present value parsed, none blank, padded
+    or a null token: it may be canonical integer text (`distinct_integer_texts` checks)."""
+    return d.inferred_type == "BIGINT" and stat(name, "min", None) is not None and not any(
+        stat(name, k) for k in ("failures", "blanks", "tokens", "padded"))
+
+
 def _exact_distinct(
     con: duckdb.DuckDBPyConnection, qt: str, names: list[str], decisions: dict[str, TypeDecision],
     rows: int, stat, known: dict[str, int],  # noqa: ANN001
@@ -475,6 +486,12 @@ def _exact_distinct(
                     f"SELECT __col, count(DISTINCT __raw) FROM {_unpivoted(qt, chunk)} GROUP BY __col"
                 ).fetchall())
         return out
+    if rows >= INTEGER_DISTINCT_MIN_ROWS:  # canonical integer text: a bitmap, not a hash of the text
+        for name in [n for n in wanted if _integer_text(decisions[n], stat, n)]:
+            counted = distinct_integer_texts(con, qt, name, stat(name, "min", None), stat(name, "max", None), rows)
+            if counted is not None:
+                out[name] = counted
+        wanted = [n for n in wanted if n not in out]
     # Each count(DISTINCT) keeps its own hash table: a few columns per query bound the memory.
     per_query = max(1, min(DISTINCT_CHUNK, PASS_B_CELLS // max(rows, 1)))  # long tables: one per query
     for start in range(0, len(wanted), per_query):
