@@ -9,6 +9,7 @@ import duckdb
 import pytest
 
 from dia_assets.agents.interpreter import profile as p
+from dia_assets.agents.interpreter import sample
 
 MESSY = """
 CREATE TABLE t AS SELECT
@@ -71,14 +72,18 @@ def test_trim_skipped_only_where_it_changes_nothing(monkeypatch: pytest.MonkeyPa
     assert skipped.columns[1].null_token_count == 1000
 
 
-@pytest.mark.parametrize("id_name", ["id", "rowid"])
-def test_sample_drawn_by_row_id_is_the_reservoir_sample(id_name: str) -> None:
-    """The sample draws row ids and fetches the rows: the same rows in the same order as
-    the reservoir over every column (a column named rowid falls back to that)."""
+@pytest.mark.parametrize("id_name", ["id", "rowid", "__k"])
+@pytest.mark.parametrize("slice_rows", [1 << 20, 40_000])
+def test_sample_drawn_by_row_id_is_the_reservoir_sample(
+    monkeypatch: pytest.MonkeyPatch, id_name: str, slice_rows: int
+) -> None:
+    """The sample draws row ids and fetches the rows, in slices of row ids from the last:
+    the same rows in the same order as the reservoir over every column (a column named
+    rowid falls back to that; one named like the ordering column does not collide)."""
+    monkeypatch.setattr(sample, "SLICE_ROWS", slice_rows)
     con = duckdb.connect(config={"preserve_insertion_order": True})
     con.execute(f"CREATE TABLE t AS SELECT CAST(i AS VARCHAR) AS {id_name}, CAST(hash(i) % 97 AS VARCHAR) AS v "
                 "FROM range(300000) r(i)")
-    p.profile_table(con, "t")  # drops its sample; redraw it as the profiler does, by hand
     want = con.execute(f"SELECT * FROM t USING SAMPLE reservoir({p.SAMPLE_ROWS} ROWS) REPEATABLE (7)").fetchall()
     calls: list[str] = []
 
@@ -87,13 +92,13 @@ def test_sample_drawn_by_row_id_is_the_reservoir_sample(id_name: str) -> None:
             self.inner = inner
 
         def execute(self, sql: str, *args: object) -> duckdb.DuckDBPyConnection:
-            result = self.inner.execute(sql, *args)
-            if "TEMP TABLE __sample" in sql:
-                calls.append(sql)
-                self.got = self.inner.execute("SELECT * FROM __sample").fetchall()
-            return result
+            calls.append(sql)
+            return self.inner.execute(sql, *args)
 
-    spy = Spy(con)
-    p.profile_table(spy, "t")  # type: ignore[arg-type]
-    assert calls and spy.got == want
-    assert ("JOIN" in calls[0]) == (id_name != "rowid")
+    sample.draw_sample(Spy(con), "t", [id_name, "v"], "__sample")  # type: ignore[arg-type]
+    assert con.execute("SELECT * FROM __sample").fetchall() == want
+    assert [r[0] for r in con.execute("DESCRIBE __sample").fetchall()] == [id_name, "v"]
+    fetches = [c for c in calls if c.startswith("INSERT")]
+    assert len(fetches) == (0 if id_name == "rowid" else -(-300000 // slice_rows))
+    p.profile_table(con, "t")
+    assert not con.execute("SELECT * FROM duckdb_tables() WHERE table_name LIKE '__sample%'").fetchall()

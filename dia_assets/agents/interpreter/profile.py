@@ -20,6 +20,7 @@ from dia_assets.agents.interpreter.integer_distinct import distinct_integer_text
 from dia_assets.agents.interpreter.keys import NOT_KEYABLE
 from dia_assets.agents.interpreter.naming import quote_ident
 from dia_assets.agents.interpreter.numbers import NON_FINITE_WORDS, NUMERIC, non_finite_text_sql
+from dia_assets.agents.interpreter.sample import SAMPLE_ROWS, draw_sample
 from dia_assets.agents.interpreter.semantic import (
     PATTERNS,
     TypeDecision,
@@ -38,7 +39,6 @@ from dia_assets.agents.value_parsing import (
 )
 from dia_assets.contracts.interpretation import Column, ValueFormat
 
-SAMPLE_ROWS = 5_000
 TOP_K = 10
 # Columns per pass-B query: one per query on long tables (measured: 12 columns of 1M rows
 # take 6 s one per query and 13 s eight per query), more on short ones, where the cost of
@@ -98,18 +98,7 @@ def profile_table(con: duckdb.DuckDBPyConnection, table: str) -> SourceProfile:
     rows = con.execute(f"SELECT count(*) FROM {qt}").fetchone()[0]
     sample = qt
     if rows > SAMPLE_ROWS:
-        # The reservoir draws row ids only (its choice depends on positions, not values: the
-        # same rows, in the same order, as sampling every column), then fetches those rows:
-        # the full-width scan through the sampler cost more than pass A at 10M rows.
-        reservoir = f"USING SAMPLE reservoir({SAMPLE_ROWS} ROWS) REPEATABLE (7)"
-        if "rowid" in {n.lower() for n in names}:  # a column named rowid hides the row id
-            con.execute(f"CREATE OR REPLACE TEMP TABLE __sample AS SELECT * FROM {qt} {reservoir}")
-        else:
-            con.execute(
-                f"CREATE OR REPLACE TEMP TABLE __sample AS SELECT __t.* FROM (SELECT rowid AS __r, "
-                f"row_number() OVER () AS __k FROM {qt} {reservoir}) __s "
-                f"JOIN {qt} __t ON __t.rowid = __s.__r ORDER BY __s.__k"
-            )
+        draw_sample(con, qt, names, "__sample")
         sample = "__sample"
 
     # Pass A: classify text columns on the sample.
