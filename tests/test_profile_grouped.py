@@ -10,6 +10,8 @@ import pytest
 
 from dia_assets.agents.interpreter import profile as p
 from dia_assets.agents.interpreter import sample
+from dia_assets.agents.interpreter.numbers import non_finite_text_sql
+from dia_assets.contracts.interpretation import ValueFormat
 
 MESSY = """
 CREATE TABLE t AS SELECT
@@ -102,3 +104,23 @@ def test_sample_drawn_by_row_id_is_the_reservoir_sample(
     assert len(fetches) == (0 if id_name == "rowid" else -(-300000 // slice_rows))
     p.profile_table(con, "t")
     assert not con.execute("SELECT * FROM duckdb_tables() WHERE table_name LIKE '__sample%'").fetchall()
+
+
+@pytest.mark.parametrize("grouped_min_rows", [0, 10**12])
+def test_non_finite_from_the_parsed_value_equals_the_text_test(
+    monkeypatch: pytest.MonkeyPatch, grouped_min_rows: int
+) -> None:
+    """Pass B counts NaN/Infinity words and overflowing numbers of a decimal column from the
+    DOUBLE it parsed already; the count must equal the test on the text itself."""
+    monkeypatch.setattr(p, "GROUPED_MIN_ROWS", grouped_min_rows)
+    specials = ["inf", "INF", " -Infinity ", "1e999", "-1e999", "nan", " NaN ", "na", "", "n/a", "+inf", "infinity"]
+    con = duckdb.connect()
+    con.execute("CREATE TABLE t AS SELECT CASE WHEN i % 37 = 0 THEN ? [1 + (i // 37) % 12] WHEN i % 41 = 0 THEN NULL "
+                "ELSE CAST(i % 500 AS VARCHAR) || '.25' END AS x FROM range(20000) r(i)", [specials])
+    profile = p.profile_table(con, "t")
+    want = con.execute(f"SELECT {non_finite_text_sql('x')} FROM t").fetchone()[0]
+    assert want > 0 and profile.non_finite["x"] == want
+    assert profile.columns[0].inferred_type.startswith(("DECIMAL", "DOUBLE"))
+    decimal = p.TypeDecision("decimal", "DECIMAL", ValueFormat(), numeric=True)
+    sql = dict(p._pass_b_stats("x", 0, "VARCHAR", decimal, p._levels()))["non_finite"]
+    assert "isinf(__x0)" in sql and "TRY_CAST(__t0 AS DOUBLE)" not in sql

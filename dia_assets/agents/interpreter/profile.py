@@ -158,6 +158,11 @@ def profile_table(con: duckdb.DuckDBPyConnection, table: str) -> SourceProfile:
         if decisions[name].numeric:
             full[(name, "quantiles")] = _weighted_deciles(con, grouped[name], i, name, physical[name], decisions[name])
     long_cols = [n for n in names if n not in grouped]
+    # Columns read again after pass B go last (key candidates, for their exact distinct count;
+    # then numbers, for their outliers): when the table is larger than the memory limit, their
+    # blocks are still in memory when read again. The order changes no figure.
+    long_cols.sort(key=lambda n: (decisions[n].semantic_type in NUMERIC_SEMANTICS,
+                                  decisions[n].semantic_type not in NOT_KEYABLE))
     position = {n: i for i, n in enumerate(names)}
     if wide:  # a chunk of columns per query, unpivoted: planning costs per query, not per column
         _pass_b_unpivoted(con, qt, names, physical, decisions, rows, full)
@@ -393,7 +398,7 @@ def _pass_b_stats(
     levels[2] += [trimmed, short, f"CASE WHEN {col} IS NULL OR {trimmed} = '' OR {short} IN "
                   f"{sql_list(NULL_TOKENS)} THEN NULL ELSE {trimmed} END AS {value}", f"{_token_bit(short)} AS {bit}"]
     levels[3] += [trimmed, short, value, bit,
-                  f"{parse_expression(value, _validation_type(d), d.value_format)} AS {parsed}"]
+                  f"{(parse := parse_expression(value, _validation_type(d), d.value_format))} AS {parsed}"]
     out += [
         ("blanks", count(f"{trimmed} = ''")),
         ("tokens", count(f"{bit} <> 0")),
@@ -408,7 +413,12 @@ def _pass_b_stats(
     else:
         out += [("min", f"CAST(min({parsed}) AS VARCHAR)"), ("max", f"CAST(max({parsed}) AS VARCHAR)")]
     if may_be_numeric:  # fused here: no pass of its own
-        out.append(("non_finite", non_finite_text_sql(trimmed, weight, trimmed=True, lowered=short)))
+        # Where the parsed value is the DOUBLE parse of the present text, it is the same test
+        # without parsing again: rows with no present value are NULL, blank or a null token,
+        # and no null token parses to an infinity unless it is one of the words counted anyway.
+        as_double = parsed if parse == f"TRY_CAST({value} AS DOUBLE)" else None
+        out.append(("non_finite", non_finite_text_sql(trimmed, weight, trimmed=True, lowered=short,
+                                                      parsed_double=as_double)))
     if d.numeric:
         levels[3].append(f"{numeric_text(value, d.value_format)} AS {nt}")
         ok = f"{parsed} IS NOT NULL"
