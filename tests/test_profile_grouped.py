@@ -124,3 +124,41 @@ def test_non_finite_from_the_parsed_value_equals_the_text_test(
     decimal = p.TypeDecision("decimal", "DECIMAL", ValueFormat(), numeric=True)
     sql = dict(p._pass_b_stats("x", 0, "VARCHAR", decimal, p._levels()))["non_finite"]
     assert "isinf(__x0)" in sql and "TRY_CAST(__t0 AS DOUBLE)" not in sql
+
+
+@pytest.mark.parametrize("grouped_min_rows", [0, 10**12])
+def test_outlier_scan_skipped_only_when_the_range_is_inside_the_fences(
+    monkeypatch: pytest.MonkeyPatch, grouped_min_rows: int
+) -> None:
+    """A column whose full-data min and max (pass B) lie inside the sample's fences has no
+    outlier, so its counting scan is skipped; the outliers found must equal those of the
+    scan on every column."""
+    monkeypatch.setattr(p, "GROUPED_MIN_ROWS", grouped_min_rows)
+    con = duckdb.connect(config={"preserve_insertion_order": True})
+    con.execute("""CREATE TABLE t AS SELECT
+      CAST(i % 1000 AS VARCHAR) || '.5' AS calm,
+      CASE WHEN i = 77 THEN '250000.5' WHEN i = 78 THEN '-90000' ELSE CAST(i % 1000 AS VARCHAR) || '.5' END AS wild,
+      CAST(CASE WHEN i = 5 THEN 99999 ELSE i % 100 END AS VARCHAR) AS qty,
+      CASE WHEN i = 9 THEN 'oops' ELSE CAST(i % 100 AS VARCHAR) END AS patchy
+      FROM range(60000) r(i)""")
+    within = p._within
+
+    class Spy:
+        def __init__(self) -> None:
+            self.counts = 0
+
+        def execute(self, sql: str, *args: object) -> duckdb.DuckDBPyConnection:
+            self.counts += sql.count(") FILTER (__o")  # columns counted by outlier scans
+            return con.execute(sql, *args)
+
+    skipping_spy, counting_spy = Spy(), Spy()
+    skipping = p.profile_table(skipping_spy, "t")  # type: ignore[arg-type]
+    monkeypatch.setattr(p, "_within", lambda column, fence: False)
+    counting = p.profile_table(counting_spy, "t")  # type: ignore[arg-type]
+    assert skipping.outliers == counting.outliers
+    assert {"wild", "qty"} <= set(skipping.outliers) and "calm" not in skipping.outliers
+    assert skipping_spy.counts < counting_spy.counts
+    cols = {c.name: c for c in skipping.columns}
+    assert cols["patchy"].unparseable_count == 1
+    assert within(cols["calm"], (-5000.0, 5000.0)) and not within(cols["calm"], (-5000.0, 999.5))
+    assert not within(cols["patchy"], (-5000.0, 5000.0))  # an unparsed value may lie anywhere

@@ -709,6 +709,22 @@ def _outliers_unpivoted(
                     profile.outliers[name] = (count, [f"{v:g}" for v in (lowest, highest) if v is not None])
 
 
+def _within(column: Column, fence: tuple[float, float]) -> bool:
+    """Whether the column's full-data minimum and maximum (pass B) lie inside the fences, so
+    no value is beyond them and the counting scan can be skipped. Only when every present
+    value parsed (the range covers them all), and with a margin far above the rounding by
+    which the validation parse (DOUBLE) and the final type's parse may differ."""
+    if column.unparseable_count:
+        return False
+    try:
+        lo, hi = float(column.min or "nan"), float(column.max or "nan")
+    except ValueError:
+        return False
+    low, high = fence
+    margin = 1e-9 * max(1.0, abs(low), abs(high))
+    return math.isfinite(lo) and math.isfinite(hi) and low + margin <= lo and hi <= high - margin
+
+
 def _outliers_of(
     con: duckdb.DuckDBPyConnection, sample: str, profile: SourceProfile, exprs: dict[str, str],
     source: str, counted: dict[str, str], weight: str | None = None,
@@ -719,7 +735,9 @@ def _outliers_of(
         "SELECT " + ", ".join(f"quantile_cont(CAST({e} AS DOUBLE), [0.25, 0.75])" for e in exprs.values())
         + f" FROM {sample}"
     ).fetchall()[0]
-    fences = {name: f for name, q in zip(exprs, quartiles, strict=True) if (f := _fence(q))}
+    by_name = {c.name: c for c in profile.columns}
+    fences = {name: f for name, q in zip(exprs, quartiles, strict=True)
+              if (f := _fence(q)) and not _within(by_name[name], f)}
     if not fences:
         return
     count = (lambda cond: f"count(*) FILTER ({cond})") if weight is None else (  # noqa: E731
