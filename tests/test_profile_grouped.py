@@ -116,14 +116,21 @@ def test_non_finite_from_the_parsed_value_equals_the_text_test(
     specials = ["inf", "INF", " -Infinity ", "1e999", "-1e999", "nan", " NaN ", "na", "", "n/a", "+inf", "infinity"]
     con = duckdb.connect()
     con.execute("CREATE TABLE t AS SELECT CASE WHEN i % 37 = 0 THEN ? [1 + (i // 37) % 12] WHEN i % 41 = 0 THEN NULL "
-                "ELSE CAST(i % 500 AS VARCHAR) || '.25' END AS x FROM range(20000) r(i)", [specials])
+                "ELSE CAST(i % 500 AS VARCHAR) || '.25' END AS x, "
+                "CASE WHEN i % 37 = 0 THEN ? [1 + (i // 37) % 12] WHEN i % 41 = 0 THEN NULL "
+                "ELSE CAST(i % 500 AS VARCHAR) END AS n FROM range(20000) r(i)", [specials, specials])
     profile = p.profile_table(con, "t")
-    want = con.execute(f"SELECT {non_finite_text_sql('x')} FROM t").fetchone()[0]
-    assert want > 0 and profile.non_finite["x"] == want
-    assert profile.columns[0].inferred_type.startswith(("DECIMAL", "DOUBLE"))
+    for name in ("x", "n"):
+        want = con.execute(f"SELECT {non_finite_text_sql(name)} FROM t").fetchone()[0]
+        assert want > 0 and profile.non_finite[name] == want, name
+    types = [c.inferred_type for c in profile.columns]
+    assert types[0].startswith(("DECIMAL", "DOUBLE")) and types[1] in ("INTEGER", "BIGINT"), types
     decimal = p.TypeDecision("decimal", "DECIMAL", ValueFormat(), numeric=True)
     sql = dict(p._pass_b_stats("x", 0, "VARCHAR", decimal, p._levels()))["non_finite"]
     assert "isinf(__x0)" in sql and "TRY_CAST(__t0 AS DOUBLE)" not in sql
+    integer = p.TypeDecision("integer", "BIGINT", ValueFormat(), numeric=True)
+    sql = dict(p._pass_b_stats("n", 0, "VARCHAR", integer, p._levels()))["non_finite"]
+    assert "CASE WHEN __x0 IS NULL THEN TRY_CAST(__t0 AS DOUBLE) END" in sql
 
 
 @pytest.mark.parametrize("grouped_min_rows", [0, 10**12])

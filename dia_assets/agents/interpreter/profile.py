@@ -416,7 +416,11 @@ def _pass_b_stats(
         # Where the parsed value is the DOUBLE parse of the present text, it is the same test
         # without parsing again: rows with no present value are NULL, blank or a null token,
         # and no null token parses to an infinity unless it is one of the words counted anyway.
-        as_double = parsed if parse == f"TRY_CAST({value} AS DOUBLE)" else None
+        # A text that parsed as an integer (at most 39 digits) is finite as a DOUBLE too: only
+        # the others are parsed again.
+        as_double = (parsed if parse == f"TRY_CAST({value} AS DOUBLE)"
+                     else f"CASE WHEN {parsed} IS NULL THEN TRY_CAST({trimmed} AS DOUBLE) END"
+                     if _validation_type(d) == "HUGEINT" else None)
         out.append(("non_finite", non_finite_text_sql(trimmed, weight, trimmed=True, lowered=short,
                                                       parsed_double=as_double)))
     if d.numeric:
