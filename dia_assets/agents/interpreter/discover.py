@@ -118,7 +118,9 @@ def _scan(path: Path, chunk: int, each: Callable[[bytes], None]) -> TextScan:
         while block := fh.read(chunk):
             each(block)
             nul = nul or b"\x00" in block
-            if utf8:
+            # ASCII with no character left open by the previous block is valid UTF-8 as it
+            # is: checked without decoding it into a string (most files are ASCII)
+            if utf8 and not (block.isascii() and not decoder.getstate()[0]):
                 try:
                     decoder.decode(block)
                 except UnicodeDecodeError:

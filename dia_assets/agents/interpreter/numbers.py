@@ -22,15 +22,18 @@ def _non_finite_sql(col: str, physical: str) -> str:
 
 
 def non_finite_text_sql(
-    col: str, weight: str | None = None, trimmed: bool = False, lowered: str | None = None
+    col: str, weight: str | None = None, trimmed: bool = False, lowered: str | None = None,
+    parsed_double: str | None = None,
 ) -> str:
     """Count of NaN/Infinity words and values beyond the DOUBLE range in text column `col`
     (the profiler adds it to its full-table pass for columns that may end numeric; with
     `weight`, each row stands for that many; `trimmed`: `col` is trimmed already; `lowered`:
-    an expression already holding the lower-cased trimmed text wherever it could be a word)."""
+    an expression already holding the lower-cased trimmed text wherever it could be a word;
+    `parsed_double`: an expression already holding the text's DOUBLE parse wherever it could
+    be infinite and not a word)."""
     words = ", ".join(f"'{w}'" for w in NON_FINITE_WORDS)
     t = col if trimmed else f"trim({col})"
-    cond = f"{lowered or f'lower({t})'} IN ({words}) OR isinf(TRY_CAST({t} AS DOUBLE))"
+    cond = f"{lowered or f'lower({t})'} IN ({words}) OR isinf({parsed_double or f'TRY_CAST({t} AS DOUBLE)'})"
     return f"count(*) FILTER ({cond})" if weight is None else f"coalesce(sum({weight}) FILTER ({cond}), 0)"
 
 

@@ -16,9 +16,11 @@ from dataclasses import dataclass, field
 import duckdb
 
 from dia_assets.agents.interpreter import profile_wide
+from dia_assets.agents.interpreter.integer_distinct import distinct_integer_texts
 from dia_assets.agents.interpreter.keys import NOT_KEYABLE
 from dia_assets.agents.interpreter.naming import quote_ident
 from dia_assets.agents.interpreter.numbers import NON_FINITE_WORDS, NUMERIC, non_finite_text_sql
+from dia_assets.agents.interpreter.sample import SAMPLE_ROWS, draw_sample
 from dia_assets.agents.interpreter.semantic import (
     PATTERNS,
     TypeDecision,
@@ -37,7 +39,6 @@ from dia_assets.agents.value_parsing import (
 )
 from dia_assets.contracts.interpretation import Column, ValueFormat
 
-SAMPLE_ROWS = 5_000
 TOP_K = 10
 # Columns per pass-B query: one per query on long tables (measured: 12 columns of 1M rows
 # take 6 s one per query and 13 s eight per query), more on short ones, where the cost of
@@ -97,18 +98,7 @@ def profile_table(con: duckdb.DuckDBPyConnection, table: str) -> SourceProfile:
     rows = con.execute(f"SELECT count(*) FROM {qt}").fetchone()[0]
     sample = qt
     if rows > SAMPLE_ROWS:
-        # The reservoir draws row ids only (its choice depends on positions, not values: the
-        # same rows, in the same order, as sampling every column), then fetches those rows:
-        # the full-width scan through the sampler cost more than pass A at 10M rows.
-        reservoir = f"USING SAMPLE reservoir({SAMPLE_ROWS} ROWS) REPEATABLE (7)"
-        if "rowid" in {n.lower() for n in names}:  # a column named rowid hides the row id
-            con.execute(f"CREATE OR REPLACE TEMP TABLE __sample AS SELECT * FROM {qt} {reservoir}")
-        else:
-            con.execute(
-                f"CREATE OR REPLACE TEMP TABLE __sample AS SELECT __t.* FROM (SELECT rowid AS __r, "
-                f"row_number() OVER () AS __k FROM {qt} {reservoir}) __s "
-                f"JOIN {qt} __t ON __t.rowid = __s.__r ORDER BY __s.__k"
-            )
+        draw_sample(con, qt, names, "__sample")
         sample = "__sample"
 
     # Pass A: classify text columns on the sample.
@@ -168,6 +158,11 @@ def profile_table(con: duckdb.DuckDBPyConnection, table: str) -> SourceProfile:
         if decisions[name].numeric:
             full[(name, "quantiles")] = _weighted_deciles(con, grouped[name], i, name, physical[name], decisions[name])
     long_cols = [n for n in names if n not in grouped]
+    # Columns read again after pass B go last (key candidates, for their exact distinct count;
+    # then numbers, for their outliers): when the table is larger than the memory limit, their
+    # blocks are still in memory when read again. The order changes no figure.
+    long_cols.sort(key=lambda n: (decisions[n].semantic_type in NUMERIC_SEMANTICS,
+                                  decisions[n].semantic_type not in NOT_KEYABLE))
     position = {n: i for i, n in enumerate(names)}
     if wide:  # a chunk of columns per query, unpivoted: planning costs per query, not per column
         _pass_b_unpivoted(con, qt, names, physical, decisions, rows, full)
@@ -403,7 +398,7 @@ def _pass_b_stats(
     levels[2] += [trimmed, short, f"CASE WHEN {col} IS NULL OR {trimmed} = '' OR {short} IN "
                   f"{sql_list(NULL_TOKENS)} THEN NULL ELSE {trimmed} END AS {value}", f"{_token_bit(short)} AS {bit}"]
     levels[3] += [trimmed, short, value, bit,
-                  f"{parse_expression(value, _validation_type(d), d.value_format)} AS {parsed}"]
+                  f"{(parse := parse_expression(value, _validation_type(d), d.value_format))} AS {parsed}"]
     out += [
         ("blanks", count(f"{trimmed} = ''")),
         ("tokens", count(f"{bit} <> 0")),
@@ -418,7 +413,16 @@ def _pass_b_stats(
     else:
         out += [("min", f"CAST(min({parsed}) AS VARCHAR)"), ("max", f"CAST(max({parsed}) AS VARCHAR)")]
     if may_be_numeric:  # fused here: no pass of its own
-        out.append(("non_finite", non_finite_text_sql(trimmed, weight, trimmed=True, lowered=short)))
+        # Where the parsed value is the DOUBLE parse of the present text, it is the same test
+        # without parsing again: rows with no present value are NULL, blank or a null token,
+        # and no null token parses to an infinity unless it is one of the words counted anyway.
+        # A text that parsed as an integer (at most 39 digits) is finite as a DOUBLE too: only
+        # the others are parsed again.
+        as_double = (parsed if parse == f"TRY_CAST({value} AS DOUBLE)"
+                     else f"CASE WHEN {parsed} IS NULL THEN TRY_CAST({trimmed} AS DOUBLE) END"
+                     if _validation_type(d) == "HUGEINT" else None)
+        out.append(("non_finite", non_finite_text_sql(trimmed, weight, trimmed=True, lowered=short,
+                                                      parsed_double=as_double)))
     if d.numeric:
         levels[3].append(f"{numeric_text(value, d.value_format)} AS {nt}")
         ok = f"{parsed} IS NOT NULL"
@@ -448,6 +452,16 @@ def _token_bit(lowered: str) -> str:
     return f"CASE {lowered} {cases} ELSE 0 END"
 
 
+INTEGER_DISTINCT_MIN_ROWS = 50_000  # below, one count(DISTINCT) query for 16 columns costs less
+
+
+def _integer_text(d: TypeDecision, stat, name: str) -> bool:  # noqa: ANN001
+    """A text column read as integers whose every present value parsed, none blank, padded
+    or a null token: it may be canonical integer text (`distinct_integer_texts` checks)."""
+    return d.inferred_type == "BIGINT" and stat(name, "min", None) is not None and not any(
+        stat(name, k) for k in ("failures", "blanks", "tokens", "padded"))
+
+
 def _exact_distinct(
     con: duckdb.DuckDBPyConnection, qt: str, names: list[str], decisions: dict[str, TypeDecision],
     rows: int, stat, known: dict[str, int],  # noqa: ANN001
@@ -475,6 +489,12 @@ def _exact_distinct(
                     f"SELECT __col, count(DISTINCT __raw) FROM {_unpivoted(qt, chunk)} GROUP BY __col"
                 ).fetchall())
         return out
+    if rows >= INTEGER_DISTINCT_MIN_ROWS:  # canonical integer text: a bitmap, not a hash of the text
+        for name in [n for n in wanted if _integer_text(decisions[n], stat, n)]:
+            counted = distinct_integer_texts(con, qt, name, stat(name, "min", None), stat(name, "max", None), rows)
+            if counted is not None:
+                out[name] = counted
+        wanted = [n for n in wanted if n not in out]
     # Each count(DISTINCT) keeps its own hash table: a few columns per query bound the memory.
     per_query = max(1, min(DISTINCT_CHUNK, PASS_B_CELLS // max(rows, 1)))  # long tables: one per query
     for start in range(0, len(wanted), per_query):
@@ -693,6 +713,22 @@ def _outliers_unpivoted(
                     profile.outliers[name] = (count, [f"{v:g}" for v in (lowest, highest) if v is not None])
 
 
+def _within(column: Column, fence: tuple[float, float]) -> bool:
+    """Whether the column's full-data minimum and maximum (pass B) lie inside the fences, so
+    no value is beyond them and the counting scan can be skipped. Only when every present
+    value parsed (the range covers them all), and with a margin far above the rounding by
+    which the validation parse (DOUBLE) and the final type's parse may differ."""
+    if column.unparseable_count:
+        return False
+    try:
+        lo, hi = float(column.min or "nan"), float(column.max or "nan")
+    except ValueError:
+        return False
+    low, high = fence
+    margin = 1e-9 * max(1.0, abs(low), abs(high))
+    return math.isfinite(lo) and math.isfinite(hi) and low + margin <= lo and hi <= high - margin
+
+
 def _outliers_of(
     con: duckdb.DuckDBPyConnection, sample: str, profile: SourceProfile, exprs: dict[str, str],
     source: str, counted: dict[str, str], weight: str | None = None,
@@ -703,7 +739,9 @@ def _outliers_of(
         "SELECT " + ", ".join(f"quantile_cont(CAST({e} AS DOUBLE), [0.25, 0.75])" for e in exprs.values())
         + f" FROM {sample}"
     ).fetchall()[0]
-    fences = {name: f for name, q in zip(exprs, quartiles, strict=True) if (f := _fence(q))}
+    by_name = {c.name: c for c in profile.columns}
+    fences = {name: f for name, q in zip(exprs, quartiles, strict=True)
+              if (f := _fence(q)) and not _within(by_name[name], f)}
     if not fences:
         return
     count = (lambda cond: f"count(*) FILTER ({cond})") if weight is None else (  # noqa: E731
