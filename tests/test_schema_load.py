@@ -58,7 +58,7 @@ def test_example_refined_values(example_build):
         assert con.execute("SELECT count(*) FROM staging.staff").fetchone()[0] == 405
         prov = con.execute("SELECT _source_file, _source_row, _content_hash FROM staging.staff "
                            "ORDER BY _source_row LIMIT 1").fetchone()
-        assert prov[0] == "staff.csv" and prov[1] == 1 and len(prov[2]) == 16
+        assert prov[0] == "staff.csv" and prov[1] == 1 and isinstance(prov[2], int)
         rejects = con.execute("SELECT badge, hourly_rate, _reason, _row_kept FROM rejects.staff ORDER BY badge").fetchall()
         assert rejects == [("B02244", "see contract", "hourly_rate: not a DECIMAL(18,2)", True),
                            ("B05150", "tbd", "hourly_rate: not a DECIMAL(18,2)", True)]

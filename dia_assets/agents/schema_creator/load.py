@@ -278,13 +278,14 @@ def _unparsed_lines(
         rejects = q(f"{reader.table}__rejects")
         _run(con,
             head + f"SELECT {sql_str(table.source_ref)}, line, TIMESTAMP {sql_str(loaded_at)}, "
-            f"md5(first(csv_line)), 'unparseable line: ' || string_agg(DISTINCT error_message, '; '), "
+            f"{sqlgen.row_hash_sql(['first(csv_line)'])}, 'unparseable line: ' || string_agg(DISTINCT error_message, '; '), "
             f"first(csv_line), false FROM {rejects} GROUP BY line"
         )
     elif table.source_format == "jsonl" and reader.parse.bad_rows and reader.parent is None:
         for number, line in bad_json_lines(reader.path, reader.parse.encoding):
             _run(con,
-                head + f"VALUES ({sql_str(table.source_ref)}, ?, TIMESTAMP {sql_str(loaded_at)}, md5(?), "
+                head + f"VALUES ({sql_str(table.source_ref)}, ?, TIMESTAMP {sql_str(loaded_at)}, "
+                f"{sqlgen.row_hash_sql(['CAST(? AS VARCHAR)'])}, "
                 "'unparseable line: not a JSON object', ?, false)", [number, line, line],
             )
     else:
