@@ -64,9 +64,18 @@ def test_duplicate_column_names(tmp_path):
     assert _issues(interp, "d")["duplicate_column_names"].examples == ["amount"]
 
 
-def test_huge_field(tmp_path):
+@pytest.mark.parametrize("first_buffer", [None, 1_000_000])
+def test_huge_field(tmp_path, monkeypatch, first_buffer):
+    """A field longer than the first read's buffer (1 MB here) is read again with room for it."""
+    from dia_assets.agents.interpreter import readers
+
+    if first_buffer:
+        monkeypatch.setattr(readers, "FIRST_BUFFER", first_buffer)
+    tries = []
+    monkeypatch.setattr(readers, "csv_options_sql", lambda o, f=readers.csv_options_sql: tries.append(o) or f(o))
     big = "x" * 3_000_000
     interp = _run(tmp_path, {"big.csv": f"id,blob\n1,{big}\n2,small\n"})
+    assert len(tries) == (2 if first_buffer else 1)
     src = interp.source("big")
     assert src.row_count == 2 and src.column("blob").max_length == 3_000_000
     assert _issues(interp, "big")["huge_field"].count == 1
