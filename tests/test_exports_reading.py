@@ -504,13 +504,24 @@ def test_cp1252_line_far_past_the_sample_is_read_again_decoded(tmp_path, monkeyp
     """The reader starts on a clean head while the whole file is scanned; a cp1252 byte
     megabytes in makes it read again per line, with the same answer as reading after the scan."""
     body = b"".join(b"%d,name%d,x\n" % (i, i) for i in range(1, 200_001))
-    (tmp_path / "late.csv").write_bytes(b"id,name,note\n" + body + "200001,Ren\u00e9e,y\n".encode("cp1252"))
-    src = interpret(tmp_path).source("late")
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "late.csv").write_bytes(b"id,name,note\n" + body + "200001,Ren\u00e9e,y\n".encode("cp1252"))
+    interp = interpret(data)
+    src = interp.source("late")
     assert src.parse.ok and src.row_count == 200_001 and src.parse.encoding == "cp1252" and src.parse.rewritten
-    from dia_assets.agents.interpreter import interpreter
+    from dia_assets.agents.interpreter import scanned_read
 
-    monkeypatch.setattr(interpreter, "looks_clean", lambda _path: False)  # no early read
-    after_scan = interpret(tmp_path).source("late")
+    # the loader reads the same way: the early read is dropped, the row decoded
+    result = run(data, tmp_path / "ws", interpretation=interp)
+    assert result.load.tables["late"].staged == 200_001 and result.load.tables["late"].rejected == 0
+    con = duckdb.connect(result.load.warehouse, read_only=True)
+    try:
+        assert con.execute("SELECT name FROM late WHERE id = 200001").fetchone()[0] == "Ren\u00e9e"
+    finally:
+        con.close()
+    monkeypatch.setattr(scanned_read, "looks_clean", lambda _path: False)  # no early read
+    after_scan = interpret(data).source("late")
     assert src.model_dump(exclude={"columns"}) == after_scan.model_dump(exclude={"columns"})
     assert [c.model_dump(exclude={"quantiles", "mean"}) for c in src.columns] == [
         c.model_dump(exclude={"quantiles", "mean"}) for c in after_scan.columns]

@@ -12,19 +12,13 @@ import duckdb
 
 from dia_assets.agents.interpreter import foreign_keys, keys, limits, quality
 from dia_assets.agents.interpreter.declared_keys import apply_declared
-from dia_assets.agents.interpreter.discover import (
-    CLEAN,
-    RawFile,
-    TextScan,
-    discover,
-    hash_and_scan,
-    looks_clean,
-)
+from dia_assets.agents.interpreter.discover import RawFile, TextScan, discover, hash_and_scan
 from dia_assets.agents.interpreter.join_paths import join_paths
 from dia_assets.agents.interpreter.names import distinct_derived_names, refused_issues, source_name
 from dia_assets.agents.interpreter.naming import quote_ident
 from dia_assets.agents.interpreter.profile import SourceProfile, profile_table
 from dia_assets.agents.interpreter.readers import LoadedSource, read_source, scratch_dir
+from dia_assets.agents.interpreter.scanned_read import read_on_clean_guess
 from dia_assets.agents.interpreter.table_info import TableInfo
 from dia_assets.contracts.interpretation import (
     INTERPRETATION_VERSION,
@@ -79,11 +73,9 @@ def interpret(data_dir: str | Path, progress: Progress | None = None,
                 continue
             say(f"[{index + 1}/{len(files)}] reading {rel}")
             hashing = hasher.submit(hash_and_scan, raw.path)
-            early = _read_early(con, raw, name, index, Path(tmp))
+            early = read_on_clean_guess(con, raw.path, raw.format, name, f"src_{index}", Path(tmp),
+                                        lambda h=hashing: h.result()[1])
             digest, scan = hashing.result()
-            if early is not None and scan != CLEAN:  # the guess was wrong: read again, knowing
-                _drop(con, f"src_{index}")
-                early = None
             size = raw.path.stat().st_size
             try:
                 kept = reusable.get((rel, digest))
@@ -171,28 +163,6 @@ def _reuse_file(
 
 class _Changed(Exception):
     """A file kept its bytes but the reader no longer gives the sources recorded for it."""
-
-
-def _read_early(
-    con: duckdb.DuckDBPyConnection, raw: RawFile, name: str, index: int, tmp: Path
-) -> list[LoadedSource] | None:
-    """A delimited file whose head is clean UTF-8 is read while another thread hashes and
-    scans the whole file (DuckDB and hashlib release the GIL): the read assumes the scan will
-    say CLEAN, and the caller reads again if it does not. None: not read yet."""
-    if raw.format != "csv" or not looks_clean(raw.path):
-        return None
-    try:
-        return read_source(con, raw.path, raw.format, name, f"src_{index}", tmp, CLEAN)
-    except Exception:  # noqa: BLE001 - read again after the scan, where a failure is reported
-        log.debug("early read of %s failed", raw.path, exc_info=True)
-        _drop(con, f"src_{index}")
-        return None
-
-
-def _drop(con: duckdb.DuckDBPyConnection, table: str) -> None:
-    """Forget a read: its table and the reject tables the CSV reader keeps beside it."""
-    for name in (table, f"{table}__rejects", f"{table}__scan"):
-        con.execute(f"DROP TABLE IF EXISTS {quote_ident(name)}")
 
 
 def _read_file(

@@ -248,15 +248,16 @@ def reject_insert_sql(table: ManifestTable) -> str:
 def refined_select_sql(table: ManifestTable, plain: Collection[str] = ()) -> str:
     """Typed first copies of every staged row whose values all parse (or may be NULLed).
     Columns named in `plain` are parsed without the token test (`value_sql`); a row is
-    refused when a value is NULL although its text is present, tested in that order so
-    the costly presence test runs for NULL values only."""
+    refused when a value is NULL although its text is present. The costly presence test
+    runs for NULL values only: a CASE branch is evaluated for the rows that reach it (a
+    projected test, or one inside AND/OR, was measured to run on every row)."""
     names = ", ".join(q(c.name) for c in table.columns)
     inner = [f"{value_sql(c, q(c.source_column), c.name in plain)} AS {q(c.name)}" for c in table.columns]
     where = ["_dup = 1"] if table.dedup == "exact_rows" else []
     for i, c in enumerate(table.columns):
         if c.on_error == "reject_row" and not is_text_type(c.type):
-            inner.append(f"{present(q(c.source_column))} IS NOT NULL AS __has_{i}")
-            where.append(f"NOT ({q(c.name)} IS NULL AND __has_{i})")
+            inner.append(f"{q(c.source_column)} AS __raw_{i}")  # the parsed value may take the column's name
+            where.append(f"CASE WHEN {q(c.name)} IS NOT NULL THEN true ELSE {present(f'__raw_{i}')} IS NULL END")
     # The dedup window needs _source_row order; its ORDER BY also keeps such a table in file
     # order (DuckDB keeps an explicit ORDER BY even with preserve_insertion_order off).
     order = " ORDER BY _source_row" if table.dedup == "exact_rows" else ""
