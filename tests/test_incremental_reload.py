@@ -99,8 +99,11 @@ def test_interpretation_reuses_unchanged_profiles(built: tuple[Path, Path]) -> N
     _bump_first_payroll_row(data)
     said: list[str] = []
     again = interpret(data, progress=said.append, previous=previous)
-    kept = [m for m in said if "profile kept" in m]
+    kept = [m for m in said if "unchanged since the last interpretation" in m]
     assert len(kept) == 3 and not any("payroll" in m for m in kept)
+    # a file of one source keeps its keys too and is not read; the workbook is read again
+    assert any("staff.csv (profile and keys kept, not read)" in m for m in kept), kept
+    assert any("hospital.xlsx (profile kept)" in m for m in kept), kept
     assert any("profiling payroll" in m for m in said)
     full = interpret(data, progress=lambda _m: None)
     assert again.model_dump(exclude={"generated_at"}) == full.model_dump(exclude={"generated_at"})

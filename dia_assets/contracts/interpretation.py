@@ -129,6 +129,15 @@ class RangePartition(BaseModel):
     unique_key: list[str] = Field(description="The key that is unique on its own; the primary key adds `column`.")
 
 
+class FoundKeys(BaseModel):
+    """The keys a source's own rows gave key inference, before foreign keys (link tables) and a
+    schema file adjusted them: an unchanged file gets them back without being read again."""
+
+    candidate_keys: list[KeyCandidate] = []
+    primary_key: KeyCandidate | None = None
+    range_partition: RangePartition | None = None
+
+
 class Source(BaseModel):
     name: str
     path: str
@@ -145,6 +154,7 @@ class Source(BaseModel):
     duplicate_rows: int = 0
     range_partition: RangePartition | None = Field(
         None, description="Set when the primary key carries a partition column (see RangePartition).")
+    found_keys: FoundKeys | None = Field(None, description="Keys from this source's rows alone (see FoundKeys).")
     description: str | None = None
     description_source: Literal["llm"] | None = None
 

@@ -5,6 +5,8 @@ A declared foreign key is still measured on the data: coverage and orphans are f
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import duckdb
 
 from dia_assets.agents.interpreter.declared import bare_name
@@ -21,7 +23,7 @@ from dia_assets.contracts.interpretation import (
 
 def apply_declared(
     interpretation: Interpretation, con: duckdb.DuckDBPyConnection | None = None,
-    tables: dict[str, str] | None = None,
+    tables: Mapping[str, str] | None = None,
 ) -> None:
     """Declared primary and foreign keys win over inferred ones. Runs after key inference.
 
@@ -109,7 +111,7 @@ def _unused(interpretation: Interpretation, src: Source, message: str) -> None:
 
 
 def _measure(
-    con: duckdb.DuckDBPyConnection | None, tables: dict[str, str], child: str, columns: list[str],
+    con: duckdb.DuckDBPyConnection | None, tables: Mapping[str, str], child: str, columns: list[str],
     parent: str, ref: list[str],
 ) -> tuple[float, int, list[str]]:
     """Coverage of distinct child values, orphan rows and a few orphan values (text compared trimmed)."""

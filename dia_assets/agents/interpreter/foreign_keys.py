@@ -55,10 +55,17 @@ GENERIC_KEYS = ("id", "code", "key", "name", "no")
 
 @dataclass
 class Target:
-    source: Source
-    table: str
+    info: TableInfo
     columns: list[Column]
     is_primary: bool
+
+    @property
+    def source(self) -> Source:
+        return self.info.source
+
+    @property
+    def table(self) -> str:  # read on first use (see TableInfo)
+        return self.info.table
 
 
 @dataclass
@@ -145,9 +152,9 @@ def targets(infos: list[TableInfo]) -> list[Target]:
         src = info.source
         if not src.primary_key:
             continue
-        out.append(Target(src, info.table, [src.column(c) for c in src.primary_key.columns], True))
+        out.append(Target(info, [src.column(c) for c in src.primary_key.columns], True))
         if src.range_partition:  # the key without its partition column identifies the rows
-            out.append(Target(src, info.table, [src.column(c) for c in src.range_partition.unique_key], True))
+            out.append(Target(info, [src.column(c) for c in src.range_partition.unique_key], True))
         if len(src.primary_key.columns) != 1:
             continue  # link and dependent tables point; they are not pointed at by other keys
         for cand in src.candidate_keys:
@@ -155,7 +162,7 @@ def targets(infos: list[TableInfo]) -> list[Target]:
                 continue
             col = src.column(cand.columns[0])
             if id_like_name(col.name) and column_key_score(src, col) >= 0.8:
-                out.append(Target(src, info.table, [col], False))
+                out.append(Target(info, [col], False))
     return out
 
 
@@ -348,8 +355,7 @@ def _propagate(
                     or model.fk.from_.source == info.source.name or col.name in GENERIC_KEYS):
                 continue
             parent = tables[model.fk.to.source]
-            target = Target(parent.source, parent.table, [parent.source.column(model.fk.to.columns[0])],
-                            model.is_primary)
+            target = Target(parent, [parent.source.column(model.fk.to.columns[0])], model.is_primary)
             why = (f"same name as {model.fk.from_.source}.{col.name}, which references "
                    f"{parent.source.name}.{model.fk.to.columns[0]}")
             cand = _single(con, info, col, target, 0.8, why)

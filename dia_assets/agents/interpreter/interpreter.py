@@ -19,7 +19,7 @@ from dia_assets.agents.interpreter.naming import quote_ident
 from dia_assets.agents.interpreter.profile import SourceProfile, profile_table
 from dia_assets.agents.interpreter.readers import LoadedSource, read_source, scratch_dir
 from dia_assets.agents.interpreter.scanned_read import read_on_clean_guess
-from dia_assets.agents.interpreter.table_info import TableInfo
+from dia_assets.agents.interpreter.table_info import TableInfo, Tables
 from dia_assets.contracts.interpretation import (
     INTERPRETATION_VERSION,
     Interpretation,
@@ -43,8 +43,10 @@ def interpret(data_dir: str | Path, progress: Progress | None = None,
     """Profile every source under `data_dir`. One bad file never fails the run.
 
     With `previous` (the last interpretation of the same folder), a file whose content hash
-    is unchanged keeps its profile: it is read again (keys and foreign keys are measured on
-    every source) but not profiled, so one changed file costs one profile."""
+    is unchanged keeps its profile, so one changed file costs one profile. A file that gives
+    one source also keeps the keys its rows gave (`found_keys`) and is not read at all unless
+    a query needs its rows (a foreign key measured against it): it is hashed first when its
+    size is unchanged. Other unchanged files are read again and their keys found again."""
     say = progress or log.info
     reusable = _reusable(previous, Path(data_dir).resolve())
     root = Path(data_dir).resolve()
@@ -56,6 +58,7 @@ def interpret(data_dir: str | Path, progress: Progress | None = None,
     con.execute("SET TimeZone = 'UTC'")  # offsets are read as instants; shown in UTC, as the loader does
     infos: list[TableInfo] = []
     used: set[str] = set()
+    restored: set[str] = set()  # sources whose keys were kept, not found again
     result.quality_issues.extend(refused_issues(root, refused))
     with scratch_dir() as tmp, ThreadPoolExecutor(max_workers=1) as hasher:
         limits.configure(con, Path(tmp) / "spill")
@@ -72,15 +75,20 @@ def interpret(data_dir: str | Path, progress: Progress | None = None,
                 ))
                 continue
             say(f"[{index + 1}/{len(files)}] reading {rel}")
-            hashing = hasher.submit(hash_and_scan, raw.path)
-            early = read_on_clean_guess(con, raw.path, raw.format, name, f"src_{index}", Path(tmp),
-                                        lambda h=hashing: h.result()[1])
-            digest, scan = hashing.result()
             size = raw.path.stat().st_size
+            unread = any(_keeps_keys(k, name, size) for (r, _), k in reusable.items() if r == rel)
+            hashing = hasher.submit(hash_and_scan, raw.path)
+            early = None if unread else read_on_clean_guess(  # no read before the hash says it changed
+                con, raw.path, raw.format, name, f"src_{index}", Path(tmp), lambda h=hashing: h.result()[1])
+            digest, scan = hashing.result()
             try:
                 kept = reusable.get((rel, digest))
                 done = None
-                if kept is not None:
+                if kept is not None and _keeps_keys(kept, name, size):
+                    done = _reuse_unread(con, raw.path, raw.format, name, index, Path(tmp), scan, rel, kept)
+                    restored.add(name)
+                    say(f"    unchanged since the last interpretation: {rel} (profile and keys kept, not read)")
+                elif kept is not None:
                     try:
                         done = _reuse_file(con, raw.path, raw.format, name, index, Path(tmp), scan, rel, kept, used,
                                            early)
@@ -99,10 +107,11 @@ def interpret(data_dir: str | Path, progress: Progress | None = None,
                 result.quality_issues.extend(issues)
                 if info is not None:
                     infos.append(info)
-        say(f"finding keys in {len(infos)} sources")
+        say(f"finding keys in {len(infos) - len(restored)} sources")
         for info in infos:
             try:
-                keys.find_keys(con, info)
+                if info.source.name not in restored:
+                    keys.find_keys(con, info)
             except Exception as exc:  # noqa: BLE001 - the source keeps its profile, without a key
                 result.quality_issues.append(_failure_issue(info.source.name, info.source.path, "finding its keys", exc))
                 continue
@@ -111,7 +120,7 @@ def interpret(data_dir: str | Path, progress: Progress | None = None,
         if keys.prefer_link_keys(infos, result.foreign_keys):
             result.foreign_keys = foreign_keys.find_foreign_keys(con, infos)
         result.quality_issues.extend(quality.fk_issues(result.foreign_keys))
-        apply_declared(result, con, {i.source.name: i.table for i in infos})  # a .sql's keys win
+        apply_declared(result, con, Tables(infos))  # a .sql's keys win
         result.join_paths = join_paths(result.sources, result.foreign_keys)
     con.close()
     return result
@@ -136,6 +145,35 @@ def _reusable(previous: Interpretation | None, root: Path) -> dict[tuple[str, st
         names = {s.name for s in sources}
         issues.extend(i for i in previous.quality_issues if i.source in names and i.kind not in RECOMPUTED_KINDS)
     return out
+
+
+def _keeps_keys(kept: Kept, name: str, size: int) -> bool:
+    """Whether the previous interpretation of a file holds it, at this size, as the one source
+    `name` with the keys its rows gave: then, if its hash agrees, it need not be read."""
+    sources = kept[0]
+    return len(sources) == 1 and sources[0].name == name and sources[0].size_bytes == size and (
+        sources[0].found_keys is not None)
+
+
+def _reuse_unread(
+    con: duckdb.DuckDBPyConnection, path: Path, fmt: str, name: str, index: int, tmp: Path,
+    scan: TextScan, rel: str, kept: Kept,
+) -> Done:
+    """An unchanged file of one source keeps its profile and its keys; its rows are read on
+    first use (`TableInfo`), when a foreign key is measured against them."""
+    sources, issues = kept
+    source = sources[0].model_copy(deep=True)
+    keys.restore_found_keys(source)
+
+    def read() -> str:
+        entries = read_source(con, path, fmt, name, f"src_{index}", tmp, scan)
+        if [e.name for e in entries] != [name] or not entries[0].table:
+            problems = "; ".join(e for entry in entries for e in entry.parse.errors)
+            raise RuntimeError(f"{rel}: read on demand, its unchanged bytes no longer give the source {name!r} "
+                               f"({problems or 'other sources'}); interpret again without the previous interpretation")
+        return entries[0].table
+
+    return [(source, [i for i in issues if i.source == name], TableInfo(source, read))]
 
 
 def _reuse_file(

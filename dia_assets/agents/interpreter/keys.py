@@ -33,9 +33,9 @@ from dia_assets.agents.interpreter.table_info import (
     complete,
     keyable,
 )
-from dia_assets.contracts.interpretation import Column, ForeignKey, KeyCandidate, Source
+from dia_assets.contracts.interpretation import Column, ForeignKey, FoundKeys, KeyCandidate, Source
 
-__all__ = ["NOT_KEYABLE", "find_keys", "prefer_link_keys"]
+__all__ = ["NOT_KEYABLE", "find_keys", "prefer_link_keys", "restore_found_keys"]
 
 COMPOSITE_PENALTY = 0.15  # ranking cost of each extra key column
 MAX_LEADING = 4  # widest leading key considered
@@ -47,7 +47,25 @@ def _distinct_rows(source: Source) -> int:
 
 
 def find_keys(con: duckdb.DuckDBPyConnection, info: TableInfo) -> None:
-    """Fill `candidate_keys` and `primary_key` on the source."""
+    """Fill `candidate_keys`, `primary_key` (and `range_partition`) on the source, and keep a
+    copy of them in `found_keys`: they follow from the source's own rows alone, so a file whose
+    bytes have not changed gets them back (`restore_found_keys`) without being read again."""
+    _find_keys(con, info)
+    src = info.source
+    src.found_keys = FoundKeys(candidate_keys=src.candidate_keys, primary_key=src.primary_key,
+                               range_partition=src.range_partition).model_copy(deep=True)
+
+
+def restore_found_keys(src: Source) -> bool:
+    """The keys `find_keys` found for this source last time, set again; False if none were kept."""
+    if src.found_keys is None:
+        return False
+    kept = src.found_keys.model_copy(deep=True)
+    src.candidate_keys, src.primary_key, src.range_partition = kept.candidate_keys, kept.primary_key, kept.range_partition
+    return True
+
+
+def _find_keys(con: duckdb.DuckDBPyConnection, info: TableInfo) -> None:
     src = info.source
     if not src.columns:
         return

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Mapping
 
 from dia_assets.agents.interpreter.semantic import id_like_name
 from dia_assets.contracts.interpretation import Column, Source
@@ -14,10 +14,41 @@ INT_TYPES = ("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", 
              "UINTEGER", "UBIGINT")
 
 
-@dataclass
 class TableInfo:
-    source: Source
-    table: str  # the DuckDB table the source was read into
+    """A profiled source and the DuckDB table it was read into. The table may be read on first
+    use (`table` given as a function that reads it and returns its name): a file whose bytes
+    have not changed keeps its profile and keys, and is read only if a query needs its rows."""
+
+    def __init__(self, source: Source, table: str | Callable[[], str]) -> None:
+        self.source = source
+        self._table = table
+
+    @property
+    def table(self) -> str:
+        if callable(self._table):
+            self._table = self._table()
+        return self._table
+
+    @property
+    def read(self) -> bool:
+        """Whether the rows are in DuckDB (False: not needed so far)."""
+        return not callable(self._table)
+
+
+class Tables(Mapping[str, str]):
+    """Source name -> DuckDB table, each read on first use (see `TableInfo`)."""
+
+    def __init__(self, infos: list[TableInfo]) -> None:
+        self._infos = {i.source.name: i for i in infos}
+
+    def __getitem__(self, name: str) -> str:
+        return self._infos[name].table
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._infos)
+
+    def __len__(self) -> int:
+        return len(self._infos)
 
 
 def keyable(col: Column) -> bool:
