@@ -56,13 +56,12 @@ def find_keys(con: duckdb.DuckDBPyConnection, info: TableInfo) -> None:
                                range_partition=src.range_partition).model_copy(deep=True)
 
 
-def restore_found_keys(src: Source) -> bool:
-    """The keys `find_keys` found for this source last time, set again; False if none were kept."""
-    if src.found_keys is None:
-        return False
-    kept = src.found_keys.model_copy(deep=True)
-    src.candidate_keys, src.primary_key, src.range_partition = kept.candidate_keys, kept.primary_key, kept.range_partition
-    return True
+def restore_found_keys(src: Source) -> None:
+    """Set the keys `find_keys` found for this source last time (`found_keys`) again."""
+    if src.found_keys is not None:
+        kept = src.found_keys.model_copy(deep=True)
+        src.candidate_keys, src.primary_key, src.range_partition = (
+            kept.candidate_keys, kept.primary_key, kept.range_partition)
 
 
 def _find_keys(con: duckdb.DuckDBPyConnection, info: TableInfo) -> None:

@@ -29,11 +29,6 @@ class TableInfo:
             self._table = self._table()
         return self._table
 
-    @property
-    def read(self) -> bool:
-        """Whether the rows are in DuckDB (False: not needed so far)."""
-        return not callable(self._table)
-
 
 class Tables(Mapping[str, str]):
     """Source name -> DuckDB table, each read on first use (see `TableInfo`)."""
