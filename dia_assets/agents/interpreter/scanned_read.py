@@ -4,18 +4,20 @@ A reader needs the file's text scan (UTF-8 or not, NUL bytes or not) before it c
 its path, and the scan reads every byte. Most files are clean UTF-8: when the head is, the
 read starts at once on that guess while the scan runs beside it (DuckDB and hashlib release
 the GIL), and is made again, knowing, in the rare case the scan says otherwise. The
-interpreter scans and hashes in that thread; the loader only scans.
+interpreter scans and hashes in that thread (`read_on_clean_guess`); the loader only scans
+(`read_scanned`).
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import duckdb
 
-from dia_assets.agents.interpreter.discover import CLEAN, TextScan, looks_clean
+from dia_assets.agents.interpreter.discover import CLEAN, TextScan, looks_clean, scan_text
 from dia_assets.agents.interpreter.naming import quote_ident
 from dia_assets.agents.interpreter.readers import LoadedSource, read_source
 
@@ -41,6 +43,19 @@ def read_on_clean_guess(
         forget_read(con, table)
         return None
     return early
+
+
+def read_scanned(
+    con: duckdb.DuckDBPyConnection, path: Path, fmt: str, name: str, table: str, scratch: Path
+) -> list[LoadedSource]:
+    """`read_source` of a file, its text scan made beside the read (workbooks and Parquet
+    need none)."""
+    if fmt not in ("csv", "json", "jsonl"):
+        return read_source(con, path, fmt, name, table, scratch)
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        scanning = pool.submit(scan_text, path)
+        early = read_on_clean_guess(con, path, fmt, name, table, scratch, scanning.result)
+        return early if early is not None else read_source(con, path, fmt, name, table, scratch, scanning.result())
 
 
 def forget_read(con: duckdb.DuckDBPyConnection, table: str) -> None:

@@ -11,17 +11,16 @@ from __future__ import annotations
 import json
 import tempfile
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
 import duckdb
 
-from dia_assets.agents.interpreter.discover import scan_text, unsafe_reason
+from dia_assets.agents.interpreter.discover import unsafe_reason
 from dia_assets.agents.interpreter.naming import quote_ident as q
-from dia_assets.agents.interpreter.readers import LoadedSource, bad_json_lines, read_source
-from dia_assets.agents.interpreter.scanned_read import read_on_clean_guess
+from dia_assets.agents.interpreter.readers import LoadedSource, bad_json_lines
+from dia_assets.agents.interpreter.scanned_read import read_scanned
 from dia_assets.agents.locations import temp_prefix
 from dia_assets.agents.schema_creator import sqlgen, swap
 from dia_assets.agents.value_parsing import sql_str
@@ -139,8 +138,8 @@ def build_into(
 def _read_sources(
     con: duckdb.DuckDBPyConnection, manifest: Manifest, data_dir: Path, tmp: Path, home: str
 ) -> dict[str, LoadedSource]:
-    """Read every file once with the interpreter's readers (a delimited file while a thread
-    scans it, see `scanned_read`); map table -> reader output."""
+    """Read every file once with the interpreter's readers (`read_scanned`); map table ->
+    reader output."""
     by_file: dict[tuple[str, str], list[ManifestTable]] = {}
     for table in manifest.tables:
         by_file.setdefault((table.source_path, table.source_format), []).append(table)
@@ -148,7 +147,7 @@ def _read_sources(
     _run(con, "USE scratch")
     try:
         for index, ((rel, fmt), tables) in enumerate(by_file.items()):
-            loaded = _read_file(con, data_dir / rel, fmt, tables[0].reader_stem, f"src_{index}", tmp)
+            loaded = read_scanned(con, data_dir / rel, fmt, tables[0].reader_stem, f"src_{index}", tmp)
             # The CSV reader ends on fetchone(); drain so the next reader may register data.
             _run(con, "SELECT 1")
             by_name = {entry.name: entry for entry in loaded}
@@ -177,17 +176,6 @@ def _read_sources(
                 "interpretation; re-run the interpreter"
             )
     return out
-
-
-def _read_file(
-    con: duckdb.DuckDBPyConnection, path: Path, fmt: str, stem: str, table: str, tmp: Path
-) -> list[LoadedSource]:
-    if fmt not in ("csv", "json", "jsonl"):  # workbooks and Parquet are read without a text scan
-        return read_source(con, path, fmt, stem, table, tmp)
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        scanning = pool.submit(scan_text, path)
-        early = read_on_clean_guess(con, path, fmt, stem, table, tmp, scanning.result)
-        return early if early is not None else read_source(con, path, fmt, stem, table, tmp, scanning.result())
 
 
 def _ref(rel: str, entry: LoadedSource) -> str:
