@@ -3,7 +3,8 @@
     python bench/load.py [--rows N] [--repeat K] [--no-scale] [--scale-rows N] [--scale-repeat K] [--keep DIR]
 
 Both are measured in this run on the same file, at ``--rows`` (default 1M, best of 2 runs
-each, alternating) and at 10x that many rows (best of 1 run of ours and 2 baselines). The Schema Creator's time is what the Dagster `warehouse` asset runs
+each, alternating) and at 10x that many rows (one run of ours, best of 2 baselines). The
+Schema Creator's time is what the Dagster `warehouse` asset runs
 (`load_and_validate`): the plan, staging (all text + provenance + content hash), typed
 refined table with its primary key, rejects, the one checkpoint and the validation report
 that the asset's checks and `validation_report` then share. The interpreter runs first and

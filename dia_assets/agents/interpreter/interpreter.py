@@ -49,6 +49,7 @@ def interpret(data_dir: str | Path, progress: Progress | None = None,
     size is unchanged. Other unchanged files are read again and their keys found again."""
     say = progress or log.info
     reusable = _reusable(previous, Path(data_dir).resolve())
+    kept_at = {rel: kept for (rel, _digest), kept in reusable.items()}  # one content hash per path
     root = Path(data_dir).resolve()
     refused: list[RawFile] = []
     files = discover(root, refused)
@@ -76,7 +77,7 @@ def interpret(data_dir: str | Path, progress: Progress | None = None,
                 continue
             say(f"[{index + 1}/{len(files)}] reading {rel}")
             size = raw.path.stat().st_size
-            unread = any(_keeps_keys(k, name, size) for (r, _), k in reusable.items() if r == rel)
+            unread = rel in kept_at and _keeps_keys(kept_at[rel], name, size)
             hashing = hasher.submit(hash_and_scan, raw.path)
             early = None if unread else read_on_clean_guess(  # no read before the hash says it changed
                 con, raw.path, raw.format, name, f"src_{index}", Path(tmp), lambda h=hashing: h.result()[1])
@@ -170,7 +171,7 @@ def _reuse_unread(
         if [e.name for e in entries] != [name] or not entries[0].table:
             problems = "; ".join(e for entry in entries for e in entry.parse.errors)
             raise RuntimeError(f"{rel}: read on demand, its unchanged bytes no longer give the source {name!r} "
-                               f"({problems or 'other sources'}); interpret again without the previous interpretation")
+                               f"({problems or 'other sources'}); interpret from scratch (`dia build --full`)")
         return entries[0].table
 
     return [(source, [i for i in issues if i.source == name], TableInfo(source, read))]
