@@ -327,7 +327,6 @@ FOREIGN_KEYS = [  # (child, columns, parent, columns)
     ("hospital_departments", ["head_badge"], "staff", ["badge"]),
     ("hospital_wards", ["department_code"], "hospital_departments", ["department_code"]),
     ("shifts", ["department_code", "ward_no"], "hospital_wards", ["department_code", "ward_no"]),
-    ("shifts", ["department_code"], "hospital_departments", ["department_code"]),
     ("shifts_assignments", ["shift_id"], "shifts", ["shift_id"]),
     ("shifts_assignments", ["badge"], "staff", ["badge"]),
     ("payroll", ["badge"], "staff", ["badge"]),

@@ -120,13 +120,15 @@ class DeclaredTable(BaseModel):
 
 
 class RangePartition(BaseModel):
-    """Evidence that a file was exported from a table range-partitioned on a date column:
-    its rows come in blocks by `period` of `column`, while `column` itself is not in order."""
+    """An observation: a file whose rows come in blocks by `period` of `column`, while `column`
+    itself is not in order, may have been exported from a table range-partitioned on it. Row order
+    never changes the primary key (it stays `unique_key`); the overrides may add `column` to it."""
 
     column: str
     period: Literal["year", "month", "day"]
     blocks: int = Field(description="Consecutive runs of one period down the file.")
-    unique_key: list[str] = Field(description="The key that is unique on its own; the primary key adds `column`.")
+    unique_key: list[str] = Field(description="The key that is unique on its own (the primary key); a partitioned "
+                                  "source table would declare `column` in front of it.")
 
 
 class FoundKeys(BaseModel):
@@ -153,7 +155,7 @@ class Source(BaseModel):
     primary_key: KeyCandidate | None = None
     duplicate_rows: int = 0
     range_partition: RangePartition | None = Field(
-        None, description="Set when the primary key carries a partition column (see RangePartition).")
+        None, description="Rows in blocks by a date column (see RangePartition): an observation, not a key.")
     found_keys: FoundKeys | None = Field(None, description="Keys from this source's rows alone (see FoundKeys).")
     description: str | None = None
     description_source: Literal["llm"] | None = None

@@ -9,6 +9,7 @@ from collections.abc import Mapping
 
 import duckdb
 
+from dia_assets.agents.interpreter import partitions
 from dia_assets.agents.interpreter.declared import bare_name
 from dia_assets.agents.interpreter.naming import quote_ident, snake_case
 from dia_assets.contracts.interpretation import (
@@ -49,10 +50,13 @@ def apply_declared(
             src.candidate_keys = [src.primary_key, *(k for k in src.candidate_keys if k.columns != pk)]
             _check_unique(interpretation, con, (tables or {}).get(src.name), src, pk)
             part = src.range_partition
-            if part and pk != [part.column, *part.unique_key]:  # the schema file's key settles it
-                src.range_partition = None
+            if part:  # the schema file's key settles the observation: dropped, or said as declared
                 interpretation.quality_issues = [i for i in interpretation.quality_issues
                                                  if not (i.source == src.name and i.kind == "range_partitioned")]
+                if pk == [part.column, *part.unique_key]:
+                    interpretation.quality_issues.append(partitions.issue(src))
+                else:
+                    src.range_partition = None
         for fk in declared.foreign_keys:
             parent = by_table.get(fk.ref_source.lower()) or by_table.get(bare_name(fk.ref_source).lower())
             columns = _map_columns(src, fk.columns)

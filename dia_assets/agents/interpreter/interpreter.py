@@ -117,9 +117,10 @@ def interpret(data_dir: str | Path, progress: Progress | None = None,
                 result.quality_issues.append(_failure_issue(info.source.name, info.source.path, "finding its keys", exc))
                 continue
             result.quality_issues.extend(quality.key_issues(info.source))
-        result.foreign_keys = foreign_keys.find_foreign_keys(con, infos)
-        if keys.prefer_link_keys(infos, result.foreign_keys):
-            result.foreign_keys = foreign_keys.find_foreign_keys(con, infos)
+        finder = foreign_keys.Finder(con, infos)
+        result.foreign_keys = finder.find()
+        if keys.revise_keys(con, infos, result.foreign_keys):  # keys other tables refer to, link tables
+            result.foreign_keys = finder.find()
         result.quality_issues.extend(quality.fk_issues(result.foreign_keys))
         apply_declared(result, con, Tables(infos))  # a .sql's keys win
         result.join_paths = join_paths(result.sources, result.foreign_keys)

@@ -1,13 +1,15 @@
-"""Join paths: the shortest foreign-key path between every pair of related sources."""
+"""Join paths: the shortest foreign-key path between every pair of related sources, over the
+foreign keys chosen for the schema (HIGH confidence), never over a column's alternative parents."""
 
 from __future__ import annotations
 
 from collections import deque
 
+from dia_assets.agents.interpreter.table_info import HIGH
 from dia_assets.contracts.interpretation import ForeignKey, JoinPath, Source
 
 
-def join_paths(sources: list[Source], fks: list[ForeignKey], min_confidence: float = 0.5) -> list[JoinPath]:
+def join_paths(sources: list[Source], fks: list[ForeignKey], min_confidence: float = HIGH) -> list[JoinPath]:
     """Shortest foreign-key path between every pair of related sources."""
     best: dict[frozenset[str], ForeignKey] = {}
     for fk in fks:  # between two tables, join on the strongest relationship

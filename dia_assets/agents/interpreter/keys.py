@@ -3,17 +3,24 @@
 A candidate key is a set of complete columns that is unique once exact duplicate rows are
 removed. Among the candidates, the choice follows how schemas are written:
 
-1. The leading key. Designers put the key first: the shortest unique prefix of the columns
-   is the key when its columns are identifier-like (or, after the first, dates: a history
-   table keyed by entity and date). When the first column is an identifier that repeats,
-   the table is a dependent, history or link table and its key includes that column, even
-   when a later column happens to be unique on its own (`payments(customer, check_number)`).
+1. The leading key. Designers put the key first: the leading run of identifier columns (an
+   identifier, then identifiers or one date: a history table keyed by entity and date) is the
+   key as far as it needs to go to be unique. When the whole run repeats, it is extended by the
+   fewest later columns that make it unique, preferring a line number (an integer that counts
+   1, 2, 3 ... within each value of the run) and then the earliest column: an order's lines are
+   (order, line), not (order, product) when both happen to be unique. A history table keeps its
+   date in the key: when the identifier run is unique before its date but entity and date are
+   unique too, the key runs through the date.
 2. Otherwise the best-scored candidate: identifier-likeness of names and values
    (`column_key_score`), a small bonus for the first column, `COMPOSITE_PENALTY` per extra
    column.
-3. A single-column key K of a file whose rows come in blocks by month (or year, day) of a
-   date column D, D itself out of order, was exported from a table range-partitioned on D:
-   the key is (D, K), as PostgreSQL requires (`partitions.py`); K stays a candidate key.
+3. After foreign keys are known (`revise_keys`): a table whose key nobody refers to while
+   another of its unique identifier columns is referred to takes that column (a dimension's
+   surrogate key beside its business key); link and relationship tables are keyed by their
+   references.
+
+Row order never changes a key: a file whose rows come in blocks by month of a date column
+(exported partition by partition) gets an observation (`partitions.py`), not a new key.
 """
 
 from __future__ import annotations
@@ -27,6 +34,7 @@ from dia_assets.agents.interpreter.naming import quote_ident
 from dia_assets.agents.interpreter.semantic import id_like_name
 from dia_assets.agents.interpreter.table_info import (
     HIGH,
+    INT_TYPES,
     NOT_KEYABLE,
     TableInfo,
     column_key_score,
@@ -35,7 +43,7 @@ from dia_assets.agents.interpreter.table_info import (
 )
 from dia_assets.contracts.interpretation import Column, ForeignKey, FoundKeys, KeyCandidate, Source
 
-__all__ = ["NOT_KEYABLE", "find_keys", "prefer_link_keys", "restore_found_keys"]
+__all__ = ["NOT_KEYABLE", "find_keys", "restore_found_keys", "revise_keys"]
 
 COMPOSITE_PENALTY = 0.15  # ranking cost of each extra key column
 MAX_LEADING = 4  # widest leading key considered
@@ -118,34 +126,97 @@ def _find_keys(con: duckdb.DuckDBPyConnection, info: TableInfo) -> None:
         src.candidate_keys.insert(0, near)
     if src.candidate_keys:
         src.primary_key = src.candidate_keys[0]
-    part = partitions.detect(con, info)
-    if part:  # exported from a range-partitioned table: the key carries the partition column
-        partitions.apply(src, part)
+    src.range_partition = partitions.detect(con, info)  # an observation; the key stays
 
 
 def _leading_key(con: duckdb.DuckDBPyConnection, info: TableInfo, distinct_rows: int) -> list[str] | None:
-    """The shortest unique prefix of the columns, when it reads as a key: an identifier first,
-    then identifiers or dates (history), all complete."""
+    """The leading key (module docstring, rule 1), or None when the first column is no identifier."""
     src = info.source
     cols = [c for c in src.columns if not (src.parent and c.name in SYNTHETIC)]
     first = cols[0]
-    if not (complete(first) and keyable(first) and id_like_name(first.name)):
+    if not (complete(first) and _identifier(first)):
         return None
     if first.distinct_count == distinct_rows:
         return [first.name]
     prefix: list[Column] = [first]
     for col in cols[1:MAX_LEADING]:
-        if not (complete(col) and (keyable(col) and id_like_name(col.name) or col.semantic_type in ("date", "timestamp"))):
+        if not (complete(col) and (_identifier(col) or col.semantic_type in ("date", "timestamp"))):
             break
         prefix.append(col)
-    if len(prefix) < 2:
-        return None
-    exprs = [f"count(DISTINCT ({', '.join(quote_ident(c.name) for c in prefix[:n])}))" for n in range(2, len(prefix) + 1)]
-    counts = con.execute(f"SELECT {', '.join(exprs)} FROM {quote_ident(info.table)}").fetchone()
+    table = quote_ident(info.table)
+    counts = _distinct(con, table, [prefix[:n] for n in range(2, len(prefix) + 1)])
     for n, count in zip(range(2, len(prefix) + 1), counts, strict=True):
         if count == distinct_rows:
             return [c.name for c in prefix[:n]]
+    run = list(itertools.takewhile(_identifier, prefix))
+    later = [c for c in cols if c not in run]
+    key = _line_numbered(con, table, run, later, distinct_rows) or _extended(con, table, later, run, distinct_rows)
+    return [c.name for c in key] if key else None
+
+
+def _identifier(col: Column) -> bool:
+    return keyable(col) and id_like_name(col.name)
+
+
+def _distinct(con: duckdb.DuckDBPyConnection, table: str, sets: list[list[Column]]) -> list[int]:
+    if not sets:
+        return []
+    exprs = [f"count(DISTINCT ({', '.join(quote_ident(c.name) for c in cols)}))" for cols in sets]
+    return list(con.execute(f"SELECT {', '.join(exprs)} FROM {table}").fetchone())
+
+
+def _line_numbered(con: duckdb.DuckDBPyConnection, table: str, run: list[Column], later: list[Column],
+                   distinct_rows: int) -> list[Column] | None:
+    """The shortest start of the identifier run plus a line number that counts its rows
+    (`lineitem(orderkey, linenumber)`, whatever other identifiers follow the order key)."""
+    numbers = [c for c in later if complete(c) and keyable(c) and c.inferred_type.upper().startswith(INT_TYPES)][:8]
+    for k in range(1, len(run) + 1):
+        counts = _distinct(con, table, [run[:k] + [c] for c in numbers])
+        for col, n in zip(numbers, counts, strict=True):
+            if n == distinct_rows and _line_number(con, table, run[:k], col):
+                return [*run[:k], col]
     return None
+
+
+def _extended(con: duckdb.DuckDBPyConnection, table: str, later: list[Column], run: list[Column],
+              distinct_rows: int) -> list[Column] | None:
+    """The leading identifiers repeat together: add the fewest later columns that make them
+    unique, identifiers first, then dates, then other integers, earliest first (a pair unique
+    by accident in a small table does not drop an identifier the designer put first)."""
+    pool = [c for c in later if complete(c) and keyable(c) and (
+        _identifier(c) or c.semantic_type in ("date", "integer") or c.inferred_type.upper().startswith(INT_TYPES))][:8]
+    if not pool:
+        return None
+    for size in (1, 2):
+        combos = [list(combo) for combo in itertools.combinations(pool, size)][:28]
+        counts = _distinct(con, table, [run + combo for combo in combos])
+        unique = [combo for combo, n in zip(combos, counts, strict=True) if n == distinct_rows]
+        if unique:
+            return run + min(unique, key=lambda combo: _extension_rank(combo, pool))
+    return None
+
+
+def _extension_rank(combo: list[Column], pool: list[Column]) -> tuple[int, int]:
+    if all(_identifier(c) for c in combo):
+        kind = 0
+    elif all(c.semantic_type == "date" or _identifier(c) for c in combo):
+        kind = 1
+    else:
+        kind = 2
+    return kind, sum(pool.index(c) for c in combo)
+
+
+def _line_number(con: duckdb.DuckDBPyConnection, table: str, run: list[Column], col: Column) -> bool:
+    """`col` counts 1, 2, 3 ... (or from 0) within each value of `run`: an order's line numbers."""
+    group = ", ".join(quote_ident(c.name) for c in run)
+    value = f"CAST({quote_ident(col.name)} AS BIGINT)" if col.physical_type.upper() != "VARCHAR" else (
+        f"TRY_CAST(trim({quote_ident(col.name)}) AS BIGINT)")
+    bad = con.execute(
+        f"SELECT count(*) FILTER (WHERE lo IS NULL OR lo NOT IN (0, 1) OR hi - lo + 1 <> n) FROM "
+        f"(SELECT min(v) AS lo, max(v) AS hi, count(*) AS n FROM (SELECT DISTINCT {group}, {value} AS v "
+        f"FROM {table}) GROUP BY {group})"
+    ).fetchone()[0]
+    return bad == 0
 
 
 NEAR_UNIQUE = 0.98
@@ -202,7 +273,80 @@ def _keys_from_names(src: Source) -> None:
     src.candidate_keys = [src.primary_key]
 
 
-def prefer_link_keys(infos: list[TableInfo], fks: list[ForeignKey]) -> bool:
+def revise_keys(con: duckdb.DuckDBPyConnection, infos: list[TableInfo], fks: list[ForeignKey]) -> bool:
+    """Keys that need the foreign keys (module docstring, rule 3); True when one changed."""
+    referenced = _referenced_key(infos, fks)
+    linked = _prefer_link_keys(infos, fks)
+    return _history_keys(con, infos, fks) or linked or referenced
+
+
+def _history_keys(con: duckdb.DuckDBPyConnection, infos: list[TableInfo], fks: list[ForeignKey]) -> bool:
+    """A history table keeps its date in the key: a key made of leading references, followed by
+    the start of a validity interval (a date, then another date or timestamp) that is unique with
+    the first of them (one row per entity and start date), runs through that date
+    (`(employee, department, shift, start_date)`), even when the references alone happen to be
+    unique. A link table with one date among its attributes is not a history."""
+    changed = False
+    for info in infos:
+        src = info.source
+        pk = src.primary_key
+        if pk is None or len(pk.columns) < 2 or src.row_count == 0:
+            continue
+        refs = _pointing(fks, src.name)
+        cols = [c.name for c in src.columns]
+        if cols[: len(pk.columns)] != pk.columns or not all(c in refs for c in pk.columns):
+            continue
+        after, end = (src.columns[len(pk.columns): len(pk.columns) + 2] + [None, None])[:2]
+        if after is None or after.semantic_type != "date" or not complete(after) or end is None or (
+                end.semantic_type not in ("date", "timestamp")):
+            continue
+        table = quote_ident(info.table)
+        first = src.column(pk.columns[0])
+        if _distinct(con, table, [[first, after]])[0] != _distinct_rows(src):
+            continue
+        src.primary_key = KeyCandidate(
+            columns=[*pk.columns, after.name], confidence=0.85,
+            reason=f"history table: its references {pk.columns} are followed by the date {after.name!r}, which "
+            f"is unique with {first.name!r}: one row per entity and date")
+        src.candidate_keys.insert(0, src.primary_key)
+        changed = True
+    return changed
+
+
+def _pointing(fks: list[ForeignKey], source: str) -> set[str]:
+    """Columns of `source` that refer to another table at HIGH confidence."""
+    return {fk.from_.columns[0] for fk in fks if fk.from_.source == source and len(fk.from_.columns) == 1
+            and fk.confidence >= HIGH and fk.to.source != source}
+
+
+def _referenced_key(infos: list[TableInfo], fks: list[ForeignKey]) -> bool:
+    """A table keyed by a column nobody refers to, while other tables refer to another of its
+    unique identifier columns, is keyed by that one: the surrogate key of a dimension, not its
+    business key (or the other way round)."""
+    used: dict[str, set[tuple[str, ...]]] = {}
+    for fk in fks:
+        if fk.confidence >= HIGH and fk.from_.source != fk.to.source:
+            used.setdefault(fk.to.source, set()).add(tuple(fk.to.columns))
+    changed = False
+    for info in infos:
+        src = info.source
+        refs = used.get(src.name, set())
+        if not src.primary_key or len(src.primary_key.columns) != 1 or tuple(src.primary_key.columns) in refs:
+            continue
+        others = [k for k in src.candidate_keys if len(k.columns) == 1 and tuple(k.columns) in refs]
+        if len(others) != 1:
+            continue
+        col = others[0].columns
+        src.primary_key = KeyCandidate(
+            columns=col, confidence=max(0.85, others[0].confidence),
+            reason=f"other tables refer to {col[0]!r}, not to {src.primary_key.columns[0]!r}: it is the key "
+            "the schema uses (a surrogate key beside a business key)")
+        src.candidate_keys = [src.primary_key, *(k for k in src.candidate_keys if k.columns != col)]
+        changed = True
+    return changed
+
+
+def _prefer_link_keys(infos: list[TableInfo], fks: list[ForeignKey]) -> bool:
     """Relationship tables are keyed by their references, once the references are known.
 
     A table whose columns all reference other tables is a link table: its key is their
@@ -215,11 +359,7 @@ def prefer_link_keys(infos: list[TableInfo], fks: list[ForeignKey]) -> bool:
         src = info.source
         if not src.primary_key:
             continue
-        pointing = {
-            fk.from_.columns[0] for fk in fks
-            if fk.from_.source == src.name and len(fk.from_.columns) == 1
-            and fk.confidence >= HIGH and fk.to.source != src.name
-        }
+        pointing = _pointing(fks, src.name)
         key = src.primary_key.columns
         if len(key) == 1:
             cols = [c.name for c in src.columns if c.name in pointing]

@@ -1,12 +1,14 @@
-"""Files exported from a range-partitioned table, told by the order of their rows.
+"""Files exported from a range-partitioned table, told by the order of their rows: an
+observation for the reviewer, never a key.
 
 PostgreSQL dumps a partitioned table one partition after another, each in its own heap
-order, and requires the partition column in every primary key of such a table. So a table
+order, and requires the partition column in every primary key of such a table: a table
 partitioned by month on `payment_date` and identified by `payment_id` is declared with the
-key `(payment_date, payment_id)`, and its export shows it: the months of `payment_date`
-come in contiguous blocks down the file while neither `payment_date` nor `payment_id` is
-in order. Evidence required, all of it, for a date column D and the table's single-column
-key K (both complete):
+key `(payment_date, payment_id)`. Row order is weak evidence of that (extracts appended month
+by month, in any order within the month, look the same), so the key stays the identifier
+(`payment_id`), and the observation is reported (`range_partitioned`, info) with the key the
+source database may have declared, for the expert to take in the overrides. Evidence
+required, all of it, for a date column D and the table's single-column key K (both complete):
 
 * D truncated to a period (year, month or day: the coarsest giving `MIN_BLOCKS` blocks or
   more) never goes back in file order;
@@ -36,7 +38,6 @@ from dia_assets.agents.interpreter.table_info import TableInfo, complete
 from dia_assets.agents.value_parsing import parse_expression, present
 from dia_assets.contracts.interpretation import (
     Column,
-    KeyCandidate,
     QualityIssue,
     RangePartition,
     Source,
@@ -48,7 +49,6 @@ MIN_BLOCK_ROWS = 20  # rows per block on average: a few rows fall into order by 
 MIN_DISORDER = 0.05  # share of steps where D goes back: below it the file is ordered by D
 LOOK_ROWS = 10_000  # rows the strided look reads on long files
 DATE_TYPES = ("DATE", "TIMESTAMP", "TIMESTAMPTZ")
-CONFIDENCE = 0.85
 
 
 @dataclass
@@ -90,32 +90,26 @@ def detect(con: duckdb.DuckDBPyConnection, info: TableInfo) -> RangePartition | 
     return None
 
 
-def apply(src: Source, part: RangePartition) -> None:
-    """Make (D, K) the primary key; K stays a candidate key (foreign keys may point at it)."""
-    date, key = part.column, part.unique_key
-    src.range_partition = part
-    src.primary_key = KeyCandidate(columns=[date, *key], confidence=CONFIDENCE, reason=reason(src.name, part))
-    src.candidate_keys.insert(0, src.primary_key)
-
-
 def reason(name: str, part: RangePartition) -> str:
     date, key = part.column, ", ".join(part.unique_key)
     return (f"the file is in {part.blocks} blocks by {part.period} of {date!r} while {date!r} itself is not in "
-            f"order: {name} was exported from a table range-partitioned on {date!r}, and PostgreSQL requires "
-            f"the partition key in the primary key; {key!r} alone is unique")
+            f"order: {name} may have been exported from a table range-partitioned on {date!r}, for which "
+            f"PostgreSQL requires the partition key in the primary key; {key!r} alone is unique")
 
 
 def issue(src: Source) -> QualityIssue | None:
-    """The decision, in words, for the reviewer."""
+    """The observation, in words, for the reviewer; the key stays the identifier."""
     part = src.range_partition
-    if part is None or src.primary_key is None or src.primary_key.columns != [part.column, *part.unique_key]:
+    if part is None or src.primary_key is None:
         return None
     key = ", ".join(part.unique_key)
+    declared = src.primary_key.columns == [part.column, *part.unique_key]
     return QualityIssue(
         source=src.name, column=part.column, kind="range_partitioned", severity="info", count=part.blocks,
-        message=f"primary key ({part.column}, {key}) rather than ({key}): {reason(src.name, part)}",
-        suggested_action=f"Keep it to mirror the partitioned source table, or make ({key}) the primary key in "
-        "the overrides if the warehouse table is not partitioned.",
+        message=(f"primary key ({part.column}, {key}) as declared; " if declared else f"primary key ({key}); ")
+        + reason(src.name, part),
+        suggested_action="Nothing to do for a warehouse table that is not partitioned. To mirror a partitioned "
+        f"source table, declare ({part.column}, {key}) as the primary key in the overrides.",
     )
 
 

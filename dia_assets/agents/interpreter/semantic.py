@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from dia_assets.agents.interpreter.key_names import id_like
 from dia_assets.agents.value_parsing import FALSE_WORDS, TRUE_WORDS, sql_list, sql_str
 from dia_assets.contracts.interpretation import SemanticType, ValueFormat
 
@@ -51,12 +52,12 @@ PATTERNS = {
     "datelike": r"\d{1,4}[-/. ]\w{1,9}[-/. ,]+\d{2,4}.*|[A-Za-z]{3,9}\.? \d{1,2},? \d{4}",
 }
 
-ID_SUFFIXES = ("_id", "_key", "_code", "_no", "_nr", "_num", "_number", "_uuid", "_sku", "_ref")
+ID_SUFFIXES = ("_id", "_key", "_sk", "_code", "_no", "_nr", "_num", "_number", "_uuid", "_sku", "_ref")
 ID_NAMES = {"id", "key", "code", "uuid", "sku", "guid", "ref"}
 
 
 def id_like_name(name: str) -> bool:
-    return name in ID_NAMES or name.endswith(ID_SUFFIXES) or name.endswith("id") and len(name) <= 4
+    return name in ID_NAMES or name.endswith(ID_SUFFIXES) or name.endswith("id") and len(name) <= 4 or id_like(name)
 
 
 def _hint(name: str, *words: str) -> bool:
