@@ -70,7 +70,10 @@ class Column(BaseModel):
     max: str | None = None
     mean: float | None = None
     max_length: int | None = None
-    quantiles: list[float] = Field([], description="Deciles of numeric values, for drift checks.")
+    quantiles: list[float] = Field([], description=(
+        "Deciles of numeric values, for drift checks: the value at position floor(q * (n - 1)) in sorted "
+        "order, exact (a column of over 1,000,000 rows whose values do not repeat: over about 1,000,000 of "
+        "its rows, picked by row position)."))
     unparseable_count: int = Field(0, description="Non-null values the inferred type rejects.")
     unparseable_examples: list[str] = []
     top_values: list[tuple[str | None, int]] = []
@@ -203,7 +206,9 @@ class QualityIssue(BaseModel):
 class Interpretation(Artifact):
     version: int = INTERPRETATION_VERSION
     data_dir: str
-    generated_at: str
+    generated_at: str = Field(description=(
+        "When it was made (UTC, to the second): the one field meant to differ between two interpretations "
+        "of the same files (tests/test_deterministic.py)."))
     sources: list[Source] = []
     foreign_keys: list[ForeignKey] = []
     join_paths: list[JoinPath] = []

@@ -168,12 +168,17 @@ def profile_table(con: duckdb.DuckDBPyConnection, table: str) -> SourceProfile:
         _pass_b_unpivoted(con, qt, names, physical, decisions, rows, full)
         long_cols = []
     per_query = max(1, min(PASS_B_MAX_COLUMNS, PASS_B_CELLS // max(rows, 1)))
+    subset = _decile_subset(rows, names)
     for start in range(0, len(long_cols), per_query):
         chunk = long_cols[start:start + per_query]
         levels, exprs, keys = _levels(), [], []
+        if subset:  # the row id, carried up to the aggregates that pick the subset by it
+            levels[0].append("rowid AS __rid")
+            for level in levels[1:]:
+                level.append("__rid")
         for name in chunk:
             i = position[name]
-            for stat_name, sql in _pass_b_stats(name, i, physical[name], decisions[name], levels):
+            for stat_name, sql in _pass_b_stats(name, i, physical[name], decisions[name], levels, subset=subset):
                 exprs.append(sql)
                 keys.append((name, stat_name))
         values = con.execute(f"SELECT {', '.join(exprs)} FROM {_projected(levels, qt)}").fetchone()
@@ -304,8 +309,8 @@ def _repeats(sample: dict, rows: int) -> bool:
 def _weighted_deciles(
     con: duckdb.DuckDBPyConnection, groups: str, i: int, name: str, physical: str, d: TypeDecision
 ) -> list[float]:
-    """Exact deciles of the parsed values from their (value, count) groups (the row-by-row
-    pass estimates them with a t-digest, which varies slightly from run to run)."""
+    """Exact deciles of the parsed values from their (value, count) groups: the value at
+    position floor(q * (total - 1)), as the row-by-row pass takes them (`_deciles_sql`)."""
     levels = _levels("__w")
     _pass_b_stats(name, i, physical, d, levels, "__w", "__raw")
     x = f"__x{i}"
@@ -365,13 +370,43 @@ def _present_projected(names: list[str]) -> tuple[list[list[str]], dict[str, str
     return levels, out
 
 
+DECILE_VALUES = 1_000_000  # deciles are exact over this many values at most (they are held in memory)
+
+
+def _decile_subset(rows: int, names: list[str]) -> str | None:
+    """The rows a long table's deciles are taken from: every row up to DECILE_VALUES, beyond
+    that about DECILE_VALUES rows picked by a hash of their row id (`__rid`), the same rows
+    every run. None: every row (also when a column named rowid hides the row id)."""
+    if rows <= DECILE_VALUES or "rowid" in {n.lower() for n in names}:
+        return None
+    return f"hash(__rid) % {-(-rows // DECILE_VALUES)} = 0"
+
+
+def _deciles_sql(x: str, subset: str | None = None) -> str:
+    """Exact deciles of `x` (the value at position floor(q * (n - 1)), as `_weighted_deciles`
+    takes them), over the rows `subset` keeps. Exact answers do not depend on how DuckDB's
+    threads split the rows; a t-digest (`approx_quantile`) merged in thread order did."""
+    return f"quantile_disc(CAST({x} AS DOUBLE), {DECILES})" + (f" FILTER ({subset})" if subset else "")
+
+
+def _mean_sql(x: str, floating: bool) -> str:
+    """The mean of `x`. Integers and decimals sum exactly. A plain floating-point sum depends on
+    the order DuckDB's threads add the rows in; the compensated one (Kahan: `favg`) carries the
+    rounding error along, so the order does not show in the result."""
+    return f"favg({x})" if floating else f"avg({x})"
+
+
+FLOATING = ("DOUBLE", "FLOAT", "REAL")
+
+
 def _pass_b_stats(
     name: str, i: int, physical: str, d: TypeDecision, levels: list[list[str]],
-    weight: str | None = None, raw: str | None = None,
+    weight: str | None = None, raw: str | None = None, subset: str | None = None,
 ) -> list[tuple[str, str]]:
     """(stat, aggregate) pairs for one column; appends the projections they read to
     `levels` (see `_levels`). With `weight`, each row is a distinct value seen `weight`
-    times; the counts are the same and the deciles are left to `_weighted_deciles`."""
+    times; the counts are the same and the deciles are left to `_weighted_deciles`.
+    `subset`: the rows the deciles are taken from (`_decile_subset`), None for all."""
     raw = raw or quote_ident(name)
     col, trimmed, short, value, parsed, nt = (f"__c{i}", f"__t{i}", f"__s{i}", f"__v{i}", f"__x{i}", f"__n{i}")
     bit = f"__b{i}"
@@ -385,7 +420,7 @@ def _pass_b_stats(
     if not _is_text(physical):
         out += [("min", f"CAST(min({col}) AS VARCHAR)"), ("max", f"CAST(max({col}) AS VARCHAR)")]
         if _is_numeric(physical):
-            out += [("mean", f"avg({col})"), ("quantiles", f"approx_quantile(CAST({col} AS DOUBLE), {DECILES})")]
+            out += [("mean", _mean_sql(col, physical.upper() in FLOATING)), ("quantiles", _deciles_sql(col, subset))]
         return out
     # Lower-casing keeps the length, so a value longer than every null token is none; in a
     # column that may end numeric the lower-cased short text also answers the NaN/Infinity words.
@@ -426,11 +461,12 @@ def _pass_b_stats(
     if d.numeric:
         levels[3].append(f"{numeric_text(value, d.value_format)} AS {nt}")
         ok = f"{parsed} IS NOT NULL"
+        floating = _validation_type(d) in FLOATING  # integers parse as HUGEINT: exact sums
         if weight is None:
-            out += [("mean", f"avg({parsed})"),
-                    ("quantiles", f"approx_quantile(CAST({parsed} AS DOUBLE), {DECILES})")]
+            out += [("mean", _mean_sql(parsed, floating)), ("quantiles", _deciles_sql(parsed, subset))]
         else:
-            out.append(("mean", f"sum({parsed} * {weight}) / sum({weight}) FILTER ({ok})"))
+            total = f"fsum({parsed} * {weight})" if floating else f"sum({parsed} * {weight})"
+            out.append(("mean", f"{total} / sum({weight}) FILTER ({ok})"))
         # integer digits follow from min and max; fraction digits need the text (decimals only)
         if d.inferred_type != "BIGINT":
             out.append(("frac_digits",
@@ -603,8 +639,9 @@ def _pass_c(
             column.examples = [_s(e) for e in batch_examples[column.name]]
             column.patterns = batch_patterns.get(column.name, []) if text else []
         else:
-            column.examples = [_s(e[0]) for e in con.execute(
-                f"SELECT DISTINCT CAST({value} AS VARCHAR) FROM {sample} WHERE {value} IS NOT NULL LIMIT 5"
+            column.examples = [_s(e[0]) for e in con.execute(  # the first ones in sample order
+                f"SELECT CAST({value} AS VARCHAR) FROM {sample} WHERE {value} IS NOT NULL "
+                "GROUP BY 1 ORDER BY min(rowid), 1 LIMIT 5"
             ).fetchall()]
         if text and profile.rows and not wide:
             column.patterns = batch_patterns[column.name]

@@ -26,15 +26,17 @@ def _chunks(names: list[str], rows: int) -> Iterator[list[str]]:
         yield names[start:start + size]
 
 
-def _long(table: str, names: list[str], text: bool) -> str:
+def _long(table: str, names: list[str], text: bool, position: bool = False) -> str:
     """Every value of the chunk as (__c column name, __v text); for text columns only
-    present values (blanks and null tokens are no values), trimmed."""
+    present values (blanks and null tokens are no values), trimmed. `position`: with the
+    row id of each value's row as __p."""
+    pos, kept, on = ("rowid AS __p, ", ", __p", "COLUMNS(* EXCLUDE (__p))") if position else ("", "", "COLUMNS(*)")
     if text:
         cols = ", ".join(quote_ident(n) for n in names)
-        raw = f"(UNPIVOT (SELECT {cols} FROM {table}) ON COLUMNS(*) INTO NAME __c VALUE __r)"
-        return f"(SELECT __c, {present('__r')} AS __v FROM {raw} WHERE {present('__r')} IS NOT NULL)"
+        raw = f"(UNPIVOT (SELECT {pos}{cols} FROM {table}) ON {on} INTO NAME __c VALUE __r)"
+        return f"(SELECT __c, {present('__r')} AS __v{kept} FROM {raw} WHERE {present('__r')} IS NOT NULL)"
     cols = ", ".join(f"CAST({quote_ident(n)} AS VARCHAR) AS {quote_ident(n)}" for n in names)
-    return f"(UNPIVOT (SELECT {cols} FROM {table}) ON COLUMNS(*) INTO NAME __c VALUE __v)"
+    return f"(UNPIVOT (SELECT {pos}{cols} FROM {table}) ON {on} INTO NAME __c VALUE __v)"
 
 
 def _by_kind(columns: dict[str, bool]) -> Iterator[tuple[list[str], bool]]:
@@ -47,14 +49,17 @@ def _by_kind(columns: dict[str, bool]) -> Iterator[tuple[list[str], bool]]:
 def examples(
     con: duckdb.DuckDBPyConnection, sample: str, columns: dict[str, bool], rows: int, k: int = 5
 ) -> dict[str, list[str]]:
-    """Up to `k` distinct values per column (name -> is text), from the sample."""
+    """Up to `k` distinct values per column (name -> is text), from the sample: the first
+    ones in sample order, as the per-column query takes them (`list(DISTINCT)` gives its
+    values in no set order)."""
     out: dict[str, list[str]] = {n: [] for n in columns}
     for names, text in _by_kind(columns):
         for chunk in _chunks(names, rows):
             for name, values in con.execute(
-                f"SELECT __c, list(DISTINCT __v) FROM {_long(sample, chunk, text)} GROUP BY __c"
+                f"SELECT __c, list(__v ORDER BY __f, __v)[1:{k}] FROM (SELECT __c, __v, min(__p) AS __f "
+                f"FROM {_long(sample, chunk, text, position=True)} GROUP BY ALL) GROUP BY __c"
             ).fetchall():
-                out[name] = list(values)[:k]
+                out[name] = list(values)
     return out
 
 

@@ -201,7 +201,8 @@ def read_csv_source(
     ).fetchall()[0][0]
     if bad:
         examples = con.execute(
-            f"SELECT 'line ' || line || ': ' || string_agg(error_message, '; ') FROM {quote_ident(rejects)} "
+            f"SELECT 'line ' || line || ': ' || string_agg(error_message, '; ' ORDER BY byte_position, column_idx, "
+            f"error_message) FROM {quote_ident(rejects)} "
             "GROUP BY line ORDER BY line LIMIT 5"
         ).fetchall()
         loaded.parse.bad_rows = bad
@@ -451,11 +452,14 @@ def flatten(
     for expr, field_name, _type in lists:
         child_name = f"{loaded.name}_{snake_case(field_name)}"
         child_raw = f"{table}__{snake_case(field_name)}__raw"
+        # Children in file order: by the parent's row (its position in `raw`, numbered as
+        # `row_no` is) and the element's ordinal. DuckDB emits a lateral unnest in whatever
+        # order its threads finish, and the profile's sample and deciles follow row order.
         con.execute(
             f"CREATE OR REPLACE TABLE {quote_ident(child_raw)} AS "
             f"SELECT p.k AS {quote_ident(key_name)}, u.ordinal, u.item FROM "
-            f"(SELECT {key_expr} AS k, {expr} AS arr FROM {quote_ident(raw)}) p, "
-            f"unnest(p.arr) WITH ORDINALITY AS u(item, ordinal)"
+            f"(SELECT row_number() OVER () AS pos, {key_expr} AS k, {expr} AS arr FROM {quote_ident(raw)}) p, "
+            f"unnest(p.arr) WITH ORDINALITY AS u(item, ordinal) ORDER BY p.pos, u.ordinal"
         )
         child = LoadedSource(
             name=child_name, path=loaded.path, format=loaded.format,
