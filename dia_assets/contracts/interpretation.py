@@ -29,6 +29,8 @@ class ParseInfo(BaseModel):
     header: bool = True
     header_row: int | None = Field(None, description="1-based row of the header (Excel).")
     encoding: str | None = None
+    encoding_confidence: float | None = Field(
+        None, ge=0, le=1, description="How sure the detection of a legacy (non-UTF-8) encoding is.")
     sheet: str | None = None
     json_path: str | None = Field(None, description="Nested array a child source came from.")
     bad_rows: int = 0
@@ -120,6 +122,8 @@ class DeclaredTable(BaseModel):
     field_terminator: str | None = None
     record_terminator: str | None = None
     header: bool | None = None
+    encoding: str | None = Field(None, description="Code page the load statement declares, as a Python codec "
+                                 "name (CODEPAGE, CHARACTER SET, ENCODING).")
 
 
 class RangePartition(BaseModel):

@@ -15,6 +15,7 @@ from dia_assets.agents.interpreter import header as headers
 from dia_assets.agents.interpreter.declared import DeclaredTable, declared_for
 from dia_assets.agents.interpreter.dialect import Dialect, measure, newline_of, sniff
 from dia_assets.agents.interpreter.discover import TextScan, scan_text
+from dia_assets.agents.interpreter.encodings import Detection, legacy_encoding
 from dia_assets.agents.interpreter.naming import snake_case, unique_names
 from dia_assets.agents.interpreter.rewrite import (
     TextStats,
@@ -44,6 +45,7 @@ class Prepared:
     rewritten: bool = False
     records_written: int | None = None  # records in the rewrite, header included
     declared: DeclaredTable | None = None
+    detection: Detection | None = None  # how the legacy encoding of a non-UTF-8 file was chosen
 
 
 class NotText(ValueError):
@@ -65,21 +67,24 @@ def prepare_csv(
         source, encoding = transcode(path, bom), bom
     scan = scan or scan_text(path)
     per_line = not bom and not scan.utf8
-    sample = sample_text(source, per_line, SAMPLE_BYTES)
+    declared = declared_for(path)
+    # only a file that is not UTF-8 pays for detection, on a bounded sample of its lines
+    detection = legacy_encoding(path, declared) if per_line else None
+    fallback = detection.encoding if detection else "cp1252"
+    sample = sample_text(source, per_line, SAMPLE_BYTES, fallback)
     if not sample.strip():
         raise NotText("file holds only blank lines")
-    declared = declared_for(path)
     dialect = _declared_dialect(sample, declared) or sniff(sample, tsv=path.suffix.lower() == ".tsv")
     size = SAMPLE_BYTES
     while len(dialect.records) < 2 and size < MAX_SAMPLE_BYTES and source.stat().st_size > size:
         size *= 16  # huge fields: sample until two whole records are seen
-        sample = sample_text(source, per_line, size)
+        sample = sample_text(source, per_line, size, fallback)
         dialect = _declared_dialect(sample, declared) or sniff(sample, tsv=path.suffix.lower() == ".tsv")
     decision, raw_names = _names(dialect, declared)
-    text = TextStats()
+    text = TextStats(fallback=fallback)
     prepared = Prepared(
         path=source, delimiter=dialect.delimiter, dialect=dialect, header=decision,
-        raw_names=raw_names, encoding=encoding, text=text, declared=declared,
+        raw_names=raw_names, encoding=encoding, text=text, declared=declared, detection=detection,
     )
     has_nul = scan.nul
     if bom:  # NUL markers are judged on the transcoded text

@@ -15,6 +15,7 @@ from pathlib import Path
 import sqlglot
 from sqlglot import exp
 
+from dia_assets.agents.interpreter.encodings import codec_name
 from dia_assets.agents.interpreter.naming import snake_case
 from dia_assets.contracts.interpretation import DeclaredColumn, DeclaredForeignKey, DeclaredTable
 
@@ -251,12 +252,16 @@ def _loads(text: str, tables: dict[str, DeclaredTable], schema_file: str) -> Non
         table.record_terminator = _option(options, "ROWTERMINATOR")
         first_row = re.search(r"FIRSTROW\s*=\s*(\d+)", options, re.I)
         table.header = bool(first_row and int(first_row.group(1)) > 1)
+        widechar = re.search(r"DATAFILETYPE\s*=\s*'widechar'", options, re.I)
+        table.encoding = _encoding("utf-16" if widechar else _option(options, "CODEPAGE"))
     for m in LOAD.finditer(text):
         table, options = entry(m.group(2)), m.group(3)
         table.data_file = m.group(1)
         table.field_terminator = _option(options, r"FIELDS\s+TERMINATED\s+BY", r"COLUMNS\s+TERMINATED\s+BY")
         table.record_terminator = _option(options, r"LINES\s+TERMINATED\s+BY")
         table.header = bool(re.search(r"IGNORE\s+[1-9]\d*\s+(LINES|ROWS)", options, re.I))
+        charset = re.search(r"CHARACTER\s+SET\s+'?(\w+)", options, re.I)
+        table.encoding = _encoding(charset.group(1) if charset else None, mysql=True)
         _column_list(table, re.search(r"\(([^()]*)\)\s*$", options.strip()))
     for m in COPY.finditer(text):
         table, options = entry(m.group(1)), m.group(4)
@@ -267,7 +272,25 @@ def _loads(text: str, tables: dict[str, DeclaredTable], schema_file: str) -> Non
         elif not table.field_terminator:
             table.field_terminator = "\t"  # PostgreSQL's text format
         table.header = bool(re.search(r"\bHEADER\b(?!\s+(false|off|0))", options, re.I))
+        table.encoding = _encoding(_option(options, "ENCODING"))
         _column_list(table, re.match(r"\(([^()]*)\)", m.group(2) or ""))
+
+
+# MySQL's names that mean something else elsewhere: its latin1 is cp1252.
+MYSQL_CHARSETS = {"latin1": "cp1252", "latin5": "iso-8859-9", "latin7": "iso-8859-13", "greek": "iso-8859-7",
+                  "ujis": "euc-jp", "euckr": "euc-kr", "utf8mb4": "utf-8", "utf8mb3": "utf-8", "binary": None}
+
+
+def _encoding(name: str | None, mysql: bool = False) -> str | None:
+    """A declared code page as a Python codec name; None when absent or unknown (then detected)."""
+    if not name:
+        return None
+    if mysql and name.lower() in MYSQL_CHARSETS:
+        return MYSQL_CHARSETS[name.lower()]
+    try:
+        return codec_name(name)
+    except LookupError:
+        return None
 
 
 def _column_list(table: DeclaredTable, match: re.Match[str] | None) -> None:

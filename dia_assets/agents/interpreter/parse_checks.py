@@ -7,6 +7,7 @@ header decided by types) and after the read (records in = rows out + rejected li
 from __future__ import annotations
 
 from dia_assets.agents.interpreter.csv_prepare import Prepared, declared_columns
+from dia_assets.agents.interpreter.encodings import Detection
 from dia_assets.agents.interpreter.header import column_type
 from dia_assets.contracts.interpretation import QualityIssue
 
@@ -91,11 +92,13 @@ def reading_issues(prep: Prepared, source: str, file: str, empty_labels: list[in
             "Name the columns in the overrides or fix the export.",
             count=len(empty_labels),
         ))
+    if prep.text.fallback_lines:
+        out.extend(encoding_issues(prep.detection, source, file))
     if prep.text.mixed:
         lines = prep.text.first_fallback or []
         out.append(_issue(
             source, "mixed_encoding",
-            f"{file}: {prep.text.fallback_lines} line(s) are not UTF-8 and were decoded as cp1252 "
+            f"{file}: {prep.text.fallback_lines} line(s) are not UTF-8 and were decoded as {prep.text.fallback} "
             f"(the rest is UTF-8); first at line(s) {lines}",
             "Check those lines; re-export the file in one encoding if they look wrong.",
             count=prep.text.fallback_lines, examples=[f"line {n}" for n in lines],
@@ -117,6 +120,26 @@ def reading_issues(prep: Prepared, source: str, file: str, empty_labels: list[in
             severity="info", count=len(padded),
         ))
     return out
+
+
+def encoding_issues(detection: Detection | None, source: str, file: str) -> list[QualityIssue]:
+    """A legacy encoding chosen without confidence: which one, how sure, what came second, and
+    the same text as both read it. A declared encoding is taken as given."""
+    d = detection
+    if d is None or d.declared_in or not d.uncertain:
+        return []
+    reads = f"reads as {d.language}, " if d.language else ""
+    runner = f"; runner-up {d.runner_up} (confidence {d.runner_up_confidence})" if d.runner_up else ""
+    broken = f"; {d.undecodable} sampled line(s) do not decode as {d.encoding}" if d.undecodable else ""
+    examples = [f"{enc}: {text}" for enc, text in zip((d.encoding, d.runner_up), d.examples, strict=False)]
+    return [_issue(
+        source, "encoding_uncertain",
+        f"{file}: not UTF-8; decoded as {d.encoding} ({reads}confidence {d.confidence}){runner}{broken}",
+        "Check its text for wrong letters (the examples show both readings); re-export it as UTF-8, or "
+        "declare its code page in a schema file (.sql) beside it: BULK INSERT ... WITH (CODEPAGE = '1250'), "
+        "COPY ... ENCODING 'WIN1250' or LOAD DATA ... CHARACTER SET cp1250.",
+        examples=examples,
+    )]
 
 
 def _split_lines(prep: Prepared) -> float:

@@ -30,10 +30,23 @@ from dia_assets.agents.interpreter.csv_lines import (
     sniff_failed,
 )
 from dia_assets.agents.interpreter.csv_prepare import NotText, final_names, prepare_csv
-from dia_assets.agents.interpreter.discover import TextScan
+from dia_assets.agents.interpreter.declared import declared_for
+from dia_assets.agents.interpreter.discover import TextScan, scan_text
+from dia_assets.agents.interpreter.encodings import Detection, legacy_encoding
 from dia_assets.agents.interpreter.naming import quote_ident, snake_case, unique_names
-from dia_assets.agents.interpreter.parse_checks import confidence, reading_issues, verify_counts
-from dia_assets.agents.interpreter.rewrite import bom_encoding
+from dia_assets.agents.interpreter.parse_checks import (
+    confidence,
+    encoding_issues,
+    reading_issues,
+    verify_counts,
+)
+from dia_assets.agents.interpreter.rewrite import (
+    TextStats,
+    bom_encoding,
+    decode_line,
+    rewrite_text,
+    stats_for,
+)
 from dia_assets.agents.locations import temp_prefix
 from dia_assets.agents.value_parsing import sql_str
 from dia_assets.contracts.interpretation import DeclaredTable, ParseInfo, QualityIssue, SourceRef
@@ -82,25 +95,19 @@ class TextFile:
     encoding: str
 
 
-def detect_encoding(path: Path, utf8_ok: bool | None = None) -> str:
-    """utf-8 when every byte decodes, else cp1252, else latin-1; BOMs decide first.
-    `utf8_ok` is the answer from a read the caller already made (hashing)."""
+def detect_encoding(path: Path, utf8_ok: bool | None = None) -> tuple[str, Detection | None]:
+    """A BOM's encoding; else utf-8 when every byte decodes; else the legacy encoding a schema
+    file declares or detection finds (with how sure it is). `utf8_ok` is the answer from a read
+    the caller already made (hashing); only a file that is not UTF-8 pays for detection."""
     bom = bom_encoding(path)
     if bom:
-        return bom
+        return bom, None
+    if utf8_ok is None:
+        utf8_ok = scan_text(path).utf8
     if utf8_ok:
-        return "utf-8"
-    for encoding in ("cp1252",) if utf8_ok is False else ("utf-8", "cp1252"):
-        decoder = codecs.getincrementaldecoder(encoding)()
-        try:
-            with path.open("rb") as fh:
-                while block := fh.read(1 << 22):
-                    decoder.decode(block)
-                decoder.decode(b"", final=True)
-            return encoding
-        except UnicodeDecodeError:
-            continue
-    return "latin-1"
+        return "utf-8", None
+    detection = legacy_encoding(path, declared_for(path))
+    return detection.encoding, detection
 
 
 def as_utf8(path: Path, encoding: str, scratch: Path) -> Path:
@@ -149,6 +156,8 @@ def read_csv_source(
     loaded.parse.header = header
     loaded.parse.rewritten = prep.rewritten
     loaded.parse.confidence = confidence(prep)
+    if prep.detection is not None and prep.text.fallback_lines:
+        loaded.parse.encoding_confidence = prep.detection.confidence
     loaded.declared = prep.declared
     raw_names = prep.raw_names
     text_path, delim = prep.path, prep.delimiter
@@ -290,11 +299,17 @@ def read_json_source(
     if nul is not None:
         return [loaded.fail(f"binary content, not JSON (NUL byte at offset {nul})")]
     # DuckDB reads JSON as UTF-8 only: any other encoding would turn lines into all-NULL rows.
-    encoding = detect_encoding(path, scan.utf8 if scan else None)
-    loaded.parse.encoding = encoding
+    encoding, detection = detect_encoding(path, scan.utf8 if scan else None)
     text_path = path
-    if encoding != "utf-8":
+    if detection is not None:  # line by line, as CSV: the UTF-8 lines of a mixed file stay UTF-8
+        stats = TextStats(fallback=encoding)
+        text_path = rewrite_text(path, scratch / f"{path.stem}.utf8{path.suffix}", stats, b"\n")
+        encoding = stats.encoding()
+        loaded.parse.encoding_confidence = detection.confidence
+        loaded.issues.extend(encoding_issues(detection, name, path.name))
+    elif encoding != "utf-8":
         text_path = as_utf8(path, encoding, scratch)
+    loaded.parse.encoding = encoding
     if fmt == "jsonl":
         bad, examples = _bad_json_lines(text_path)
         if bad:  # DuckDB reads the other lines only: one array or string line would make it
@@ -371,11 +386,31 @@ def bad_json_lines(path: Path, encoding: str | None = "utf-8") -> Iterator[tuple
 
 
 def _json_lines(path: Path, encoding: str | None) -> Iterator[tuple[int, str]]:
-    """(line number, text) of every non-blank line."""
+    """(line number, text) of every non-blank line, decoded as the reader recorded it
+    (`parse.encoding`: a BOM's encoding, utf-8, or a legacy one line by line)."""
+    if encoding and not encoding.startswith("utf"):
+        stats = stats_for(encoding)
+        with path.open("rb") as fh:
+            for number, raw in enumerate(_split_raw_lines(fh), start=1):
+                line = decode_line(raw, stats, number)
+                if line.strip():
+                    yield number, line
+        return
     with path.open("r", encoding=encoding or "utf-8", errors="replace", newline="") as fh:
         for number, line in enumerate(_split_lines(fh), start=1):
             if line.strip():
                 yield number, line
+
+
+def _split_raw_lines(fh: io.BufferedIOBase) -> Iterator[bytes]:
+    """Byte lines split on \n, each with its \n; no legacy encoding has that byte in a character."""
+    rest = b""
+    while block := fh.read(1 << 20):
+        parts = (rest + block).split(b"\n")
+        rest = parts.pop()
+        yield from (p + b"\n" for p in parts)
+    if rest:
+        yield rest
 
 
 def _split_lines(fh: io.TextIOBase) -> Iterator[str]:

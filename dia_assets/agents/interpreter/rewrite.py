@@ -1,7 +1,8 @@
 """Streaming rewrites that let DuckDB read what it cannot read as is.
 
-- Text: lines decoded one by one (UTF-8 where they decode, else cp1252, else Latin-1), NUL markers
-  dropped, written as UTF-8. One bad line never decides the encoding of the whole file.
+- Text: lines decoded one by one (UTF-8 where they decode, else the file's legacy encoding as
+  `encodings.detect` found it, cp1252 unless it found another), NUL markers dropped, written as
+  UTF-8. One bad line never decides the encoding of the whole file.
 - Records: bulk-copy files (multi-character field terminators, record terminators such as `&|` +
   newline, newlines inside unquoted values) become an RFC 4180 CSV, every value quoted so that
   embedded newlines survive; an empty field stays NULL and a field that is exactly NUL is ''.
@@ -23,8 +24,9 @@ CHUNK = 1 << 20
 @dataclass
 class TextStats:
     utf8_lines: int = 0  # lines (or whole chunks) with non-ASCII text that decoded as UTF-8
-    fallback_lines: int = 0  # lines that needed cp1252 or Latin-1
+    fallback_lines: int = 0  # lines that needed the fallback encoding
     first_fallback: list[int] | None = None  # 1-based line numbers, a few
+    fallback: str = "cp1252"  # the encoding of lines that are not UTF-8
 
     @property
     def mixed(self) -> bool:
@@ -32,8 +34,14 @@ class TextStats:
 
     def encoding(self) -> str:
         if self.mixed:
-            return "utf-8+cp1252"
-        return "cp1252" if self.fallback_lines else "utf-8"
+            return f"utf-8+{self.fallback}"
+        return self.fallback if self.fallback_lines else "utf-8"
+
+
+def stats_for(encoding: str | None) -> TextStats:
+    """The line decoder for a recorded `parse.encoding` (`cp1251`, `utf-8+cp1252`)."""
+    fallback = (encoding or "utf-8").removeprefix("utf-8+")
+    return TextStats(fallback="cp1252" if fallback == "utf-8" else fallback)
 
 
 def binary_offset(head: bytes) -> int | None:
@@ -88,9 +96,13 @@ def decode_line(raw: bytes, stats: TextStats, number: int) -> str:
         if len(stats.first_fallback) < 5:
             stats.first_fallback.append(number)
         try:
-            return raw.decode("cp1252")
+            return raw.decode(stats.fallback)
         except UnicodeDecodeError:
-            return raw.decode("latin-1")
+            # cp1252 leaves five bytes undefined: Latin-1 keeps them, as it always did; in another
+            # encoding a broken character is marked, not turned into Latin-1 mojibake
+            if stats.fallback == "cp1252":
+                return raw.decode("latin-1")
+            return raw.decode(stats.fallback, errors="replace")
 
 
 def decoded_chunks(path: Path, per_line: bool, stats: TextStats, newline: bytes = b"\n") -> Iterator[str]:
@@ -127,7 +139,7 @@ def decoded_chunks(path: Path, per_line: bool, stats: TextStats, newline: bytes 
             yield decode_line(pending, stats, number)
 
 
-def sample_text(path: Path, per_line: bool, size: int = 1 << 16) -> str:
+def sample_text(path: Path, per_line: bool, size: int = 1 << 16, fallback: str = "cp1252") -> str:
     """The decoded head of the file, cut at a line end so no character is split."""
     with path.open("rb") as fh:
         head = fh.read(size)
@@ -136,7 +148,7 @@ def sample_text(path: Path, per_line: bool, size: int = 1 << 16) -> str:
         head = head[: cut + 1] if cut > 0 else head
     if not per_line:
         return head.decode("utf-8", errors="replace")
-    stats = TextStats()
+    stats = TextStats(fallback=fallback)
     return "".join(decode_line(raw, stats, 0) + "\n" for raw in head.split(b"\n"))[:-1]
 
 
