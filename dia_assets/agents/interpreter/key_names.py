@@ -39,7 +39,7 @@ from functools import cache
 from dia_assets.agents.interpreter.naming import singular
 from dia_assets.contracts.interpretation import Source
 
-GENERIC = frozenset({"id", "key", "sk", "code", "no", "nr", "num", "number", "uuid", "guid", "ref", "pk",
+GENERIC = frozenset({"id", "key", "sk", "code", "no", "nr", "num", "number", "uuid", "guid", "ref", "pk", "sku",
                      "ident", "identifier"})
 GLUED = ("key", "sk", "id", "code", "no", "num", "nr")
 # English words that end like a glued key suffix but are not `<stem><suffix>`

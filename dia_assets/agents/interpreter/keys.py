@@ -4,20 +4,20 @@ A candidate key is a set of complete columns that is unique once exact duplicate
 removed. Among the candidates, the choice follows how schemas are written:
 
 1. The leading key. Designers put the key first: the leading run of identifier columns (an
-   identifier, then identifiers or one date: a history table keyed by entity and date) is the
-   key as far as it needs to go to be unique. When the whole run repeats, it is extended by the
-   fewest later columns that make it unique, preferring a line number (an integer that counts
-   1, 2, 3 ... within each value of the run) and then the earliest column: an order's lines are
-   (order, line), not (order, product) when both happen to be unique. A history table keeps its
-   date in the key: when the identifier run is unique before its date but entity and date are
-   unique too, the key runs through the date.
+   identifier, then identifiers or dates: a history table keyed by entity and date) is the key
+   as far as it needs to go to be unique. When the whole run repeats, the shortest start of it
+   plus a line number (an integer that counts 1, 2, 3 ... within each value of that start) is
+   the key: an order's lines are (order, line), not (order, product) when both happen to be
+   unique. Else the run is extended by the fewest later columns that make it unique,
+   identifiers first, then dates, then other integers, earliest first.
 2. Otherwise the best-scored candidate: identifier-likeness of names and values
    (`column_key_score`), a small bonus for the first column, `COMPOSITE_PENALTY` per extra
    column.
 3. After foreign keys are known (`revise_keys`): a table whose key nobody refers to while
    another of its unique identifier columns is referred to takes that column (a dimension's
    surrogate key beside its business key); link and relationship tables are keyed by their
-   references.
+   references; a history table (references, then a start date and an end date) keeps its start
+   date in the key.
 
 Row order never changes a key: a file whose rows come in blocks by month of a date column
 (exported partition by partition) gets an observation (`partitions.py`), not a new key.
@@ -275,9 +275,8 @@ def _keys_from_names(src: Source) -> None:
 
 def revise_keys(con: duckdb.DuckDBPyConnection, infos: list[TableInfo], fks: list[ForeignKey]) -> bool:
     """Keys that need the foreign keys (module docstring, rule 3); True when one changed."""
-    referenced = _referenced_key(infos, fks)
-    linked = _prefer_link_keys(infos, fks)
-    return _history_keys(con, infos, fks) or linked or referenced
+    changed = [_referenced_key(infos, fks), _prefer_link_keys(infos, fks), _history_keys(con, infos, fks)]
+    return any(changed)
 
 
 def _history_keys(con: duckdb.DuckDBPyConnection, infos: list[TableInfo], fks: list[ForeignKey]) -> bool:

@@ -52,12 +52,13 @@ PATTERNS = {
     "datelike": r"\d{1,4}[-/. ]\w{1,9}[-/. ,]+\d{2,4}.*|[A-Za-z]{3,9}\.? \d{1,2},? \d{4}",
 }
 
-ID_SUFFIXES = ("_id", "_key", "_sk", "_code", "_no", "_nr", "_num", "_number", "_uuid", "_sku", "_ref")
 ID_NAMES = {"id", "key", "code", "uuid", "sku", "guid", "ref"}
 
 
 def id_like_name(name: str) -> bool:
-    return name in ID_NAMES or name.endswith(ID_SUFFIXES) or name.endswith("id") and len(name) <= 4 or id_like(name)
+    """Named like an identifier: a key suffix (`_id`, `_sk`, `custkey`: `key_names.id_like`) or a
+    short name ending in `id` (`pid`)."""
+    return name in ID_NAMES or id_like(name) or name.endswith("id") and len(name) <= 4
 
 
 def _hint(name: str, *words: str) -> bool:
