@@ -62,10 +62,12 @@ def prepare_csv(
     if nul is not None:
         raise NotText(f"binary content, not a text CSV (NUL byte at offset {nul}); is this file really a CSV?")
     bom = bom_encoding(path)
+    scan = scan or scan_text(path)
+    if bom == "utf-8-sig" and not scan.utf8:
+        bom = None  # a UTF-8 BOM over lines in another encoding: read line by line, the BOM dropped
     source, encoding = path, "utf-8"
     if bom:
         source, encoding = transcode(path, bom), bom
-    scan = scan or scan_text(path)
     per_line = not bom and not scan.utf8
     declared = declared_for(path)
     # only a file that is not UTF-8 pays for detection, on a bounded sample of its lines

@@ -17,6 +17,7 @@ FORMATS = {
 # Documentation that travels with an export is not data.
 # A schema file (.sql) is read by `declared.py` as evidence about the data files beside it.
 IGNORED_SUFFIXES = {".md", ".rst", ".yaml", ".yml", ".pdf", ".sql"}
+SCHEMA_SUFFIX = ".sql"
 
 
 @dataclass(frozen=True)
@@ -36,7 +37,8 @@ def discover(data_dir: Path, refused: list[RawFile] | None = None) -> list[RawFi
     Only regular files inside the folder are data: a symlink resolving outside it (it could
     expose any file the process can read) and special files (FIFOs, sockets, devices) are
     left out, and appended to `refused` with the reason when the caller asks. A symlink
-    that stays inside the folder is read like the file it points to."""
+    that stays inside the folder is read like the file it points to. Schema files (`.sql`)
+    are not data, but follow the same rules: one that breaks them is refused here too."""
     if not data_dir.exists():
         raise FileNotFoundError(f"data folder {data_dir} does not exist")
     if not data_dir.is_dir():
@@ -48,10 +50,12 @@ def discover(data_dir: Path, refused: list[RawFile] | None = None) -> list[RawFi
         if any(part.startswith((".", "~$")) for part in rel.parts) or path.is_dir():
             continue
         suffix = path.suffix.lower()
-        if suffix in IGNORED_SUFFIXES:
+        if suffix in IGNORED_SUFFIXES and suffix != SCHEMA_SUFFIX:
             continue
         raw = RawFile(path=path, format=FORMATS.get(suffix))
         problem = unsafe_reason(root, path)
+        if suffix == SCHEMA_SUFFIX and not problem:
+            continue  # a schema file is read by declared.py, under the same rules
         if problem:
             if refused is not None:
                 refused.append(RawFile(path=path, format=raw.format, refused=problem))

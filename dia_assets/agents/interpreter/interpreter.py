@@ -14,7 +14,12 @@ from dia_assets.agents.interpreter import foreign_keys, keys, limits, quality
 from dia_assets.agents.interpreter.declared_keys import apply_declared
 from dia_assets.agents.interpreter.discover import RawFile, TextScan, discover, hash_and_scan
 from dia_assets.agents.interpreter.join_paths import join_paths
-from dia_assets.agents.interpreter.names import distinct_derived_names, refused_issues, source_name
+from dia_assets.agents.interpreter.names import (
+    distinct_derived_names,
+    refused_issues,
+    schema_file_issues,
+    source_name,
+)
 from dia_assets.agents.interpreter.naming import quote_ident
 from dia_assets.agents.interpreter.profile import SourceProfile, profile_table
 from dia_assets.agents.interpreter.readers import LoadedSource, read_source, scratch_dir
@@ -61,6 +66,7 @@ def interpret(data_dir: str | Path, progress: Progress | None = None,
     used: set[str] = set()
     restored: set[str] = set()  # sources whose keys were kept, not found again
     result.quality_issues.extend(refused_issues(root, refused))
+    result.quality_issues.extend(schema_file_issues(root))
     with scratch_dir() as tmp, ThreadPoolExecutor(max_workers=1) as hasher:
         limits.configure(con, Path(tmp) / "spill")
         for index, raw in enumerate(files):

@@ -9,6 +9,7 @@ import hashlib
 import re
 from pathlib import Path
 
+from dia_assets.agents.interpreter.declared import schema_file_problems
 from dia_assets.agents.interpreter.discover import RawFile
 from dia_assets.agents.interpreter.naming import snake_case
 from dia_assets.contracts.interpretation import QualityIssue
@@ -44,6 +45,19 @@ def refused_issues(root: Path, refused: list[RawFile]) -> list[QualityIssue]:
             suggested_action="Put the data itself in the data folder as a regular file.",
         )
         for raw in refused
+    ]
+
+
+def schema_file_issues(root: Path) -> list[QualityIssue]:
+    """One warning per schema file that could not be read whole (a limit or a parse failure);
+    the data files are read all the same, without what it would have declared."""
+    return [
+        QualityIssue(
+            source=snake_case(path.stem), kind="schema_file_unreadable", severity="warning",
+            message=f"{path.relative_to(root)}: schema file {problem}",
+            suggested_action="Check the schema file; keys and columns it would declare are inferred from the data.",
+        )
+        for path, problem in schema_file_problems(root)
     ]
 
 

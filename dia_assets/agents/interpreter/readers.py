@@ -462,6 +462,8 @@ def flatten(
         elif _struct_fields(type_str) and level < 4:
             for sub_name, sub_type in _struct_members(con, raw, expr):
                 walk(f"{expr}.{quote_ident(sub_name)}", f"{prefix}_{sub_name}", sub_type, level + 1)
+        elif type_str == "JSON":  # values of mixed kinds (`[1, 2, "x"]`): kept as their JSON text
+            scalar_exprs.append((f"CAST({expr} AS VARCHAR)", prefix))
         else:
             scalar_exprs.append((expr, prefix))
 

@@ -109,14 +109,12 @@ def decoded_chunks(path: Path, per_line: bool, stats: TextStats, newline: bytes 
     """The file as text, chunk by chunk; line by line decoding when the file is not all UTF-8."""
     with path.open("rb") as fh:
         if not per_line:
-            import codecs
-
             decoder = codecs.getincrementaldecoder("utf-8")("replace")
             while block := fh.read(CHUNK):
                 yield decoder.decode(block)
             yield decoder.decode(b"", final=True)
             return
-        pending, number = b"", 1
+        pending, number = fh.read(len(codecs.BOM_UTF8)).removeprefix(codecs.BOM_UTF8), 1  # a BOM is no text
         while block := fh.read(CHUNK):
             data = pending + block
             cut = data.rfind(newline) + 1
@@ -148,6 +146,7 @@ def sample_text(path: Path, per_line: bool, size: int = 1 << 16, fallback: str =
         head = head[: cut + 1] if cut > 0 else head
     if not per_line:
         return head.decode("utf-8", errors="replace")
+    head = head.removeprefix(codecs.BOM_UTF8)
     stats = TextStats(fallback=fallback)
     return "".join(decode_line(raw, stats, 0) + "\n" for raw in head.split(b"\n"))[:-1]
 
