@@ -24,6 +24,7 @@ from pathlib import Path
 import sqlglot
 from sqlglot import exp
 
+from dia_assets.agents.interpreter.compressed import data_stem, inner_name
 from dia_assets.agents.interpreter.discover import unsafe_reason
 from dia_assets.agents.interpreter.encodings import codec_name
 from dia_assets.agents.interpreter.naming import snake_case
@@ -449,10 +450,11 @@ def declared_for(data_file: Path) -> DeclaredTable | None:
     tables = declared_tables(data_file.parent)
     if not tables:
         return None
+    names = {data_file.name.lower(), inner_name(data_file).lower()}  # `orders.csv` also names `orders.csv.gz`
     for table in tables:
-        if table.data_file and re.split(r"[\\/)]", table.data_file)[-1].lower() == data_file.name.lower():
+        if table.data_file and re.split(r"[\\/)]", table.data_file)[-1].lower() in names:
             return table.model_copy(deep=True)
-    stem = snake_case(data_file.stem)
+    stem = snake_case(data_stem(data_file))
     for table in tables:
         if snake_case(table.table) == stem or snake_case(bare_name(table.table)) == stem:
             return table.model_copy(deep=True)

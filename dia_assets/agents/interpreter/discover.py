@@ -8,6 +8,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from dia_assets.agents.interpreter.compressed import READ_INSIDE, compression, data_stem
+
 FORMATS = {
     ".csv": "csv", ".tsv": "csv", ".txt": "csv", ".dat": "csv",
     ".json": "json", ".jsonl": "jsonl", ".ndjson": "jsonl",
@@ -28,7 +30,15 @@ class RawFile:
 
     @property
     def stem(self) -> str:
-        return self.path.stem
+        return data_stem(self.path)
+
+
+def file_format(path: Path) -> str | None:
+    """The format a file is read as; a compressed text file (`orders.csv.gz`) as the file inside."""
+    if compression(path):
+        inner = FORMATS.get(Path(path.stem).suffix.lower())
+        return inner if inner in READ_INSIDE else None
+    return FORMATS.get(path.suffix.lower())
 
 
 def discover(data_dir: Path, refused: list[RawFile] | None = None) -> list[RawFile]:
@@ -52,7 +62,7 @@ def discover(data_dir: Path, refused: list[RawFile] | None = None) -> list[RawFi
         suffix = path.suffix.lower()
         if suffix in IGNORED_SUFFIXES and suffix != SCHEMA_SUFFIX:
             continue
-        raw = RawFile(path=path, format=FORMATS.get(suffix))
+        raw = RawFile(path=path, format=file_format(path))
         problem = unsafe_reason(root, path)
         if suffix == SCHEMA_SUFFIX and not problem:
             continue  # a schema file is read by declared.py, under the same rules

@@ -11,6 +11,7 @@ from pathlib import Path
 import duckdb
 
 from dia_assets.agents.interpreter import foreign_keys, keys, limits, quality
+from dia_assets.agents.interpreter.compressed import compression
 from dia_assets.agents.interpreter.declared_keys import apply_declared
 from dia_assets.agents.interpreter.discover import RawFile, TextScan, discover, hash_and_scan
 from dia_assets.agents.interpreter.join_paths import join_paths
@@ -77,8 +78,9 @@ def interpret(data_dir: str | Path, progress: Progress | None = None,
             if raw.format is None:
                 result.quality_issues.append(QualityIssue(
                     source=name, kind="unsupported_format", severity="info",
-                    message=f"{rel}: format {raw.path.suffix or '(no extension)'} is not read",
-                    suggested_action="Convert to CSV, JSON, Excel or Parquet, or remove it from the folder.",
+                    message=f"{rel}: format {_suffix(raw.path)} is not read",
+                    suggested_action="Convert to CSV, JSON, Excel or Parquet (CSV and JSON may be gzip or zstd "
+                    "compressed), or remove it from the folder.",
                 ))
                 continue
             say(f"[{index + 1}/{len(files)}] reading {rel}")
@@ -236,6 +238,13 @@ def _read_file(
     if renamed and done:
         done[0][1].extend(renamed)
     return done
+
+
+def _suffix(path: Path) -> str:
+    """`.gz` alone says little: a compressed file shows both extensions (`.xlsx.gz`)."""
+    if compression(path):
+        return "".join(path.suffixes[-2:])
+    return path.suffix or "(no extension)"
 
 
 def _width(con: duckdb.DuckDBPyConnection, table: str) -> int:
