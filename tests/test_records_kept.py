@@ -23,7 +23,7 @@ import pytest
 import zstandard
 
 from dia_assets.agents.interpreter.excel_formulas import unvalued_formulas
-from dia_assets.agents.interpreter.final_record import cut_final_record
+from dia_assets.agents.interpreter.final_record import _unterminated, cut_final_record
 from dia_assets.agents.schema_creator.build import BuildResult, run
 from dia_assets.agents.schema_creator.load import LoadError
 from tests.memory_fixtures import fresh_database_url, pg_server  # noqa: F401  (fixture)
@@ -97,7 +97,8 @@ def test_a_last_record_short_of_fields_without_its_line_end_is_cut_too(tmp_path)
 
 def test_a_bulk_copy_export_cut_inside_its_last_record_is_not_accepted(tmp_path):
     rows = "".join(f"{i}+|name {i}+|{i * 7}&|\n" for i in range(1, 31))
-    result = _build(tmp_path, {"b.dat": (rows + "31+|name 31+|2").encode()})
+    other = "".join(f"{i}+|{i}&|\n" for i in range(1, 4))  # the rest of the export ends its records
+    result = _build(tmp_path, {"b.dat": (rows + "31+|name 31+|2").encode(), "c.dat": other.encode()})
     assert not result.report.accepted
     assert _counts(result, "b") == (30, 30, 1)
     assert _rows(result, "SELECT _raw_line FROM rejects.b") == [("31+|name 31+|2",)]
@@ -127,15 +128,31 @@ def test_a_json_lines_file_cut_inside_its_last_line_is_not_accepted(tmp_path):
 def test_the_final_record_check(tmp_path, content, terminator, cut):
     path = tmp_path / "f.csv"
     path.write_bytes(content)
-    found = cut_final_record(path, terminator)
+    found = _unterminated(path, terminator, "cp1252")
     assert (None if found is None else (found.offset, found.line, found.text)) == cut
 
 
 def test_a_cut_last_line_longer_than_the_tail_block_is_found(tmp_path):
     path = tmp_path / "f.csv"
     path.write_bytes(b"a,b\n1,2\n3," + b"x" * 300_000)
-    found = cut_final_record(path, "\n")
+    found = _unterminated(path, "\n", "cp1252")
     assert found is not None and (found.offset, found.line) == (8, 3) and len(found.text) == 300_002
+
+
+def test_a_complete_last_record_without_a_line_end_is_data_unless_the_export_says_otherwise(tmp_path):
+    """Many tools end a complete file without a line end: with the record's fields all there and
+    no other file of the folder to say the export ends its files with one, the record is data."""
+    (tmp_path / "f.csv").write_bytes(b"a,b\n1,2\n3,4")
+    assert cut_final_record(tmp_path / "f.csv", "\n", fields=2) is None
+    assert cut_final_record(tmp_path / "f.csv", "\n", fields=3) is not None  # short of a field
+    (tmp_path / "g.csv").write_bytes(b"a,b\n1,2\n")  # the rest of the export ends its files
+    assert cut_final_record(tmp_path / "f.csv", "\n", fields=2).text == "3,4"
+    (tmp_path / "h.csv").write_bytes(b"a,b\n1,2")
+    (tmp_path / "i.csv").write_bytes(b"a,b\n1,2")
+    assert cut_final_record(tmp_path / "f.csv", "\n", fields=2) is None  # this export does not
+    (tmp_path / "alone").mkdir()
+    result = _build(tmp_path / "alone", {"t.csv": b"id,v\n1,2\n3,4"})
+    assert result.report.accepted and _counts(result, "t") == (2, 2, 0)
 
 
 # ---------------------------------------------------------------- a declared header-skip

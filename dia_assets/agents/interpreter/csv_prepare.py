@@ -90,7 +90,7 @@ def prepare_csv(
     decision, raw_names = _names(dialect, declared)
     text = TextStats(fallback=fallback)
     stem = f"{path.stem}.{zlib.crc32(str(path).encode()):08x}"
-    cut = cut_final_record(source, dialect.terminator, fallback)
+    cut = cut_final_record(source, dialect.terminator, fallback, dialect.delimiter, dialect.fields, origin=path)
     if cut is not None:  # the readers read the file without its cut record
         source = without_cut(source, cut, scratch / f"{stem}.whole{path.suffix}")
     prepared = Prepared(

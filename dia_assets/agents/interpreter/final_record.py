@@ -1,13 +1,18 @@
 """The last record of a delimited file must end as the others do.
 
 A file read while it is being written ends inside a record: `5,2` of `5,2064`, which parses as a
-good row. When the file's other records end with a record terminator and the last one does not,
-that record is not data: the reader reads the file without it, and it goes to the reject table
-with its text and an error issue that keeps the build from being accepted while it stands.
+good row. When the file's other records end with a record terminator, the last one does not, and
+the file normally ends with one, that record is not data: the reader reads the file without it,
+and it goes to the reject table with its text and an error issue that keeps the build from being
+accepted while it stands. "Normally" is read off the evidence: the record has fewer fields than
+the others, or most other delimited files of the same folder (the same export) end with a line
+end. Many tools write a complete file without a final line end; with no such evidence its last
+record is data.
 """
 
 from __future__ import annotations
 
+import csv
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -18,6 +23,7 @@ from dia_assets.agents.interpreter.rewrite import TextStats, decode_line
 from dia_assets.contracts.interpretation import QualityIssue
 
 BLOCK = 1 << 16
+DELIMITED = {".csv", ".tsv", ".txt", ".dat", ".tbl"}
 REASON = "truncated record: the file ends inside it, without a line end (still being written?)"
 
 
@@ -30,10 +36,41 @@ class CutRecord:
     text: str
 
 
-def cut_final_record(path: Path, terminator: str, fallback: str = "cp1252") -> CutRecord | None:
+def cut_final_record(path: Path, terminator: str, fallback: str = "cp1252", delimiter: str = ",",
+                     fields: int = 0, origin: Path | None = None) -> CutRecord | None:
     """The last record when the file does not end with `terminator` (a newline, or a bulk-copy
-    terminator such as `&|` + newline) although an earlier record does; None otherwise. Its
-    text is decoded as the reader decodes lines (UTF-8, else the file's `fallback` encoding)."""
+    terminator such as `&|` + newline) although an earlier record does, and the evidence says
+    the file normally ends with one (module docstring); None otherwise. Its text is decoded as the
+    reader decodes lines (UTF-8, else the file's `fallback` encoding). `fields`: how many fields
+    the file's records have; `origin`: the file in the data folder when `path` is a decoded or
+    decompressed copy of it."""
+    cut = _unterminated(path, terminator, fallback)
+    if cut is None:
+        return None
+    if len(delimiter) == 1:
+        found = len(next(csv.reader([cut.text], delimiter=delimiter), []))
+    else:
+        found = len(cut.text.split(delimiter))
+    return cut if (fields > 1 and found < fields) or _siblings_terminated(origin or path) else None
+
+
+SIBLING_SHARE = 2 / 3  # of the other delimited files that end with a line end: "the export normally does"
+
+
+def _siblings_terminated(path: Path) -> bool:
+    """Most of the other delimited files beside `path` (at least one) end with a line end."""
+    ends = []
+    for other in path.parent.iterdir():
+        if other == path or not other.is_file() or other.suffix.lower() not in DELIMITED or other.stat().st_size == 0:
+            continue
+        with other.open("rb") as fh:
+            fh.seek(-min(4, other.stat().st_size), 2)
+            ends.append(fh.read().rstrip(b"\x00").endswith((b"\n", b"\r")))  # UTF-16 too
+    return bool(ends) and sum(ends) >= SIBLING_SHARE * len(ends)
+
+
+def _unterminated(path: Path, terminator: str, fallback: str) -> CutRecord | None:
+    """The last record when the file does not end with `terminator` though an earlier record does."""
     core = terminator.rstrip("\r\n").encode()  # `&|` of `&|\n`; empty for a plain newline
     size = path.stat().st_size
     tail = _tail(path, size, core)
