@@ -9,6 +9,7 @@ only on the structured tool calls it allows, never on text.
 from __future__ import annotations
 
 import json
+import os
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -118,13 +119,53 @@ def wrap(name: str, payload: Any) -> str:
     return f'<tool_result name="{name}">\n{body}\n</tool_result>'
 
 
-def table_payload(output: QueryOutput, limit: int = 20) -> dict[str, Any]:
-    return {
+def result_bytes() -> int:
+    """The byte cap on rows returned to a model or an MCP host (DIA_RESULT_BYTES, default 1 MB)."""
+    text = os.environ.get("DIA_RESULT_BYTES") or ""
+    try:
+        return max(1_000, int(text)) if text else 1_000_000
+    except ValueError:
+        raise ValueError(f"DIA_RESULT_BYTES must be a number of bytes (got {text!r})") from None
+
+
+def _size(value: Any) -> int:
+    return len(json.dumps(value, ensure_ascii=False).encode("utf-8"))
+
+
+def capped_rows(rows: list[tuple[Any, ...]], max_bytes: int) -> tuple[list[list[Any]], str | None]:
+    """The leading rows whose JSON fits in `max_bytes`, and a note when some were left out.
+    A first row too big on its own is kept with its long values cut, so the caller still
+    sees the columns' shape."""
+    kept: list[list[Any]] = []
+    used = 2
+    for row in rows:
+        cells = [jsonable(v) for v in row]
+        size = _size(cells) + 1
+        if used + size <= max_bytes:
+            kept.append(cells)
+            used += size
+            continue
+        if kept:
+            return kept, (f"rows cut at {max_bytes:,} bytes (DIA_RESULT_BYTES): {len(kept)} of "
+                          f"{len(rows)} rows shown; aggregate or select fewer columns")
+        share = max(16, max_bytes // (2 * max(1, len(cells))))
+        cut = [v[:share] + "…" if isinstance(v, str) and len(v) > share else v for v in cells]
+        return [cut], (f"values longer than {share:,} characters cut to stay within {max_bytes:,} "
+                       "bytes (DIA_RESULT_BYTES); select a shorter expression (left(x, n)) or aggregate")
+    return kept, None
+
+
+def table_payload(output: QueryOutput, limit: int = 20, max_bytes: int | None = None) -> dict[str, Any]:
+    rows, note = capped_rows(output.rows[:limit], max_bytes or result_bytes())
+    payload: dict[str, Any] = {
         "columns": output.columns,
-        "rows": [list(r) for r in output.rows[:limit]],
+        "rows": rows,
         "row_count": output.row_count if not output.truncated else f">{output.row_count}",
-        "shown": min(limit, output.row_count),
+        "shown": len(rows),
     }
+    if note:
+        payload["cut"] = note
+    return payload
 
 
 class Explorer:
