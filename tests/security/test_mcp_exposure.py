@@ -144,6 +144,18 @@ def test_run_sql_byte_cap_is_configurable(ws: Path, monkeypatch: pytest.MonkeyPa
     assert len(json.dumps(out["rows"])) <= 5000 and out["shown"] == 1
 
 
+@pytest.mark.parametrize("rows", [
+    [("é" * 2_000_000,)],  # two bytes a character
+    [("\x00" * 1_000_000, "a")],  # six bytes a character once escaped
+    [(list(range(500_000)),)],  # a list value
+])
+def test_the_byte_cap_holds_whatever_the_values(rows: list[tuple[Any, ...]]) -> None:
+    from dia_assets.agents.query.tools import capped_rows
+
+    kept, note = capped_rows(rows, 100_000)
+    assert len(json.dumps(kept, ensure_ascii=False).encode()) <= 100_000 and note and len(kept) == 1
+
+
 @pytest.mark.parametrize(("tool", "args", "field"), [
     ("lineage", {"target": "x" * 200_000}, "target"),
     ("run_sql", {"sql": "SELECT 1 " + "-" * 200_000}, "sql"),

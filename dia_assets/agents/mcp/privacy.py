@@ -20,6 +20,7 @@ from typing import Any
 
 import sqlglot
 from sqlglot import exp
+from sqlglot.errors import ErrorLevel
 
 from dia_assets.agents.query.redaction import HIDDEN, redact_text
 
@@ -58,7 +59,7 @@ def sql_without_literals(sql: str, dialect: str | None, words: set[str] | frozen
                 if not _kept_number(node):
                     return exp.Placeholder()
             return node
-        out.append(tree.transform(blank).sql(dialect=dialect))
+        out.append(tree.transform(blank).sql(dialect=dialect, unsupported_level=ErrorLevel.IGNORE))
     return ";\n".join(out)
 
 

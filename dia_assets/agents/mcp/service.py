@@ -280,19 +280,22 @@ class DiaService:
         path = self.workspace / relative
         if not path.exists():
             raise ToolRefused(f"no {name} yet at {path}: run `dia build DIR` (or make demo) first")
-        data = json.loads(path.read_text(encoding="utf-8"))
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as err:
+            raise ToolRefused(f"cannot read {path}: {type(err).__name__}; rebuild with `dia build DIR`") from None
         if not shows_values(self.privacy):
-            names = self._names()
-            data = artifact_view(data, self.privacy, names["dialect"], names["words"])
+            dialect, names = self._names()
+            data = artifact_view(data, self.privacy, dialect, names)
         return json.dumps(data, indent=2)
 
-    def _names(self) -> dict[str, Any]:
-        """The warehouse's table and column names and dialect, from the last build's manifest:
+    def _names(self) -> tuple[str | None, frozenset[str]]:
+        """The warehouse's dialect and table and column names, from the last build's manifest:
         quoted text that is one of these names may stay in a redacted resource."""
         path = self.workspace / "schema" / "manifest.json"
         try:
             manifest = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            return {"dialect": None, "words": frozenset()}
-        schema = {t["name"]: {c["name"]: "" for c in t.get("columns", [])} for t in manifest.get("tables", [])}
-        return {"dialect": manifest.get("dialect"), "words": frozenset(schema_words(schema))}
+            schema = {t["name"]: {c["name"]: "" for c in t.get("columns", [])} for t in manifest.get("tables", [])}
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            return None, frozenset()
+        return manifest.get("dialect"), frozenset(schema_words(schema))

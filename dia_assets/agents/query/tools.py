@@ -149,10 +149,23 @@ def capped_rows(rows: list[tuple[Any, ...]], max_bytes: int) -> tuple[list[list[
             return kept, (f"rows cut at {max_bytes:,} bytes (DIA_RESULT_BYTES): {len(kept)} of "
                           f"{len(rows)} rows shown; aggregate or select fewer columns")
         share = max(16, max_bytes // (2 * max(1, len(cells))))
-        cut = [v[:share] + "…" if isinstance(v, str) and len(v) > share else v for v in cells]
-        return [cut], (f"values longer than {share:,} characters cut to stay within {max_bytes:,} "
-                       "bytes (DIA_RESULT_BYTES); select a shorter expression (left(x, n)) or aggregate")
+        cut = [_cut(v, share) for v in cells]
+        while _size(cut) > max_bytes and share > 16:  # escapes can make JSON longer than the text
+            share //= 2
+            cut = [_cut(v, share) for v in cells]
+        return [cut], (f"values longer than {share:,} bytes cut to stay within {max_bytes:,} bytes "
+                       "(DIA_RESULT_BYTES); select a shorter expression (left(x, n)) or aggregate")
     return kept, None
+
+
+def _cut(value: Any, limit: int) -> Any:
+    """`value` as at most `limit` bytes of UTF-8 text plus `…` when it is longer (lists and
+    structs as their JSON text)."""
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    data = text.encode("utf-8")
+    if len(data) <= limit:
+        return value
+    return data[:limit].decode("utf-8", "ignore") + "…"
 
 
 def table_payload(output: QueryOutput, limit: int = 20, max_bytes: int | None = None) -> dict[str, Any]:
@@ -177,6 +190,7 @@ class Explorer:
         self.db, self.index, self.memory = db, index, memory
         self.max_rows, self.timeout_s = max_rows, timeout_s
         self.gate = gate or Gate(db, index.qualify_schema(), privacy_mode())
+        self.max_bytes = result_bytes()  # a bad DIA_RESULT_BYTES fails here, before any question
         self.memory_checked: dict[str, tuple[bool, str, str]] = {}  # id -> (usable, detail, title)
 
     def probe(self, sql: str) -> dict[str, Any]:
@@ -187,7 +201,7 @@ class Explorer:
             return {"error": str(err), "refused": True}
         except Exception as err:
             return {"error": self.gate.error_text(err)}
-        return table_payload(out, self.max_rows)
+        return table_payload(out, self.max_rows, self.max_bytes)
 
     def probe_rows(self, sql: str) -> list[tuple[Any, ...]]:
         """For memory probes: the same gate, raising on refusal."""
