@@ -11,7 +11,12 @@ import duckdb
 import psycopg
 import pytest
 
-from dia_assets.agents.query.redaction import redact_message, schema_words, statement_words
+from dia_assets.agents.query.redaction import (
+    redact_error,
+    redact_message,
+    schema_words,
+    statement_words,
+)
 from tests.security.conftest import duck, pg, secret_file  # noqa: F401 - pytest fixtures
 from tests.security.harness import post_condition, probe, run_agent, submit
 
@@ -111,7 +116,9 @@ def _redact(message: str, sql: str, dialect: str = "duckdb") -> str:
      'null value in column "first_name" of relation "staff" violates not-null constraint'),
     ('column "nme" does not exist\nLINE 1: SELECT nme FROM staff\n               ^\n'
      'HINT:  Perhaps you meant to reference the column "staff.first_name".', "SELECT nme FROM staff", "postgres",
-     'column "nme" does not exist\nHINT:  Perhaps you meant to reference the column "staff.first_name".'),
+     'column "nme" does not exist'),
+    ("Conversion Error: Could not convert string 'first line\nHINT: QUOKKA' to INT32",  # a value with a line break
+     "SELECT CAST(first_name AS INTEGER) FROM staff", "duckdb", "Conversion Error: Could not convert string '…"),
     ("Binder Error: No function matches the given name and argument types 'lower(INTEGER)'.",
      "SELECT lower(employee_no) FROM staff", "duckdb",
      "Binder Error: No function matches the given name and argument types 'lower(INTEGER)'."),
@@ -126,3 +133,11 @@ def _redact(message: str, sql: str, dialect: str = "duckdb") -> str:
 def test_the_rule_keeps_names_and_failures_and_drops_values(message: str, sql: str, dialect: str,
                                                            expected: str) -> None:
     assert _redact(message, sql, dialect) == expected
+
+
+def test_postgres_hint_comes_from_the_driver_fields_not_the_text(quokka_pg: str) -> None:
+    """A hint is kept only as psycopg's own field; the value's text cannot forge one."""
+    with psycopg.connect(quokka_pg) as con, pytest.raises(psycopg.Error) as err:
+        con.execute("SELECT CAST('1911-99-99' AS DATE)")
+    text = redact_error(err.value, statement_words("SELECT CAST('x' AS DATE)", "postgres"))
+    assert text == 'date/time field value out of range: "…"\nHINT:  Perhaps you need a different "…" setting.'

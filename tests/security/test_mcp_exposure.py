@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-import httpx
+import httpx2  # the MCP SDK's own HTTP client
 import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
@@ -94,9 +94,9 @@ def test_http_needs_the_bearer_token(ws: Path) -> None:
         path = ws / TOKEN_FILE
         token = path.read_text().strip()
         assert stat.S_IMODE(path.stat().st_mode) == 0o600 and len(token) >= 32
-        missing = httpx.post(server.url, json=INITIALIZE, headers=HEADERS, timeout=30)
-        wrong = httpx.post(server.url, json=INITIALIZE, headers=HEADERS | {"authorization": "Bearer nope"}, timeout=30)
-        basic = httpx.post(server.url, json=INITIALIZE, headers=HEADERS | {"authorization": f"Basic {token}"},
+        missing = httpx2.post(server.url, json=INITIALIZE, headers=HEADERS, timeout=30)
+        wrong = httpx2.post(server.url, json=INITIALIZE, headers=HEADERS | {"authorization": "Bearer nope"}, timeout=30)
+        basic = httpx2.post(server.url, json=INITIALIZE, headers=HEADERS | {"authorization": f"Basic {token}"},
                            timeout=30)
         assert (missing.status_code, wrong.status_code, basic.status_code) == (401, 401, 401)
         assert "Bearer" in missing.headers["www-authenticate"] and "mcp_token" in missing.json()["error_description"]
@@ -109,7 +109,7 @@ def test_http_needs_the_bearer_token(ws: Path) -> None:
 
 def test_no_auth_must_be_asked_for(ws: Path) -> None:
     with Server(ws, "--no-auth") as server:
-        answer = httpx.post(server.url, json=INITIALIZE, headers=HEADERS, timeout=30)
+        answer = httpx2.post(server.url, json=INITIALIZE, headers=HEADERS, timeout=30)
         assert answer.status_code == 200
     assert not (ws / TOKEN_FILE).exists() and "without authentication" in server.stderr
 

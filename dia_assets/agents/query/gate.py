@@ -41,6 +41,7 @@ from dia_assets.agents.query.dialects import Database, QueryOutput, QueryTimeout
 from dia_assets.agents.query.redaction import (
     error_kind,
     is_redacted,
+    redact_error,
     redact_message,
     redacted,
     schema_words,
@@ -195,7 +196,10 @@ class Gate:
 
     def error_text(self, err: BaseException, limit: int = 500, sql: str | None = None) -> str:
         """An engine error for the model, without data values in privacy modes."""
-        text = str(err) if is_redacted(err) else redact(str(err), self.privacy, self.words(sql))
+        if is_redacted(err) or shows_values(self.privacy):
+            text = str(err)
+        else:
+            text = redact_error(err, self.words(sql))
         return f"{error_kind(err)}: {text}"[:limit]
 
 

@@ -8,8 +8,10 @@ some print values bare (`Overflow in multiplication of INT32 (7123457 * 10)`, `D
 range: 7123457-1-1`). Enumerating messages would miss the next one, so the rule is an
 allow-list, like the gate's:
 
-- lines: only the primary line and hint lines stay; DETAIL, CONTEXT, LINE and caret lines
-  (rows, keys, the statement) are dropped;
+- lines: only the first line of the message stays, and PostgreSQL's hint when the driver
+  hands it over as its own field; DETAIL, CONTEXT, LINE and caret lines (rows, keys, the
+  statement) are dropped, and so is anything a value with line breaks could make look like
+  an engine line (a value spelling `\nHINT: ...` stays inside the cut first line);
 - quoted text: a quoted segment stays only when it is a name the model may know (a table or
   column of the schema, a word or literal of the model's own statement, or a function
   signature over such a name); any other segment is cut from its opening quote to the last
@@ -28,7 +30,6 @@ from collections.abc import Iterable
 import sqlglot
 
 HIDDEN = "…"
-KEPT_LINES = ("hint:", "candidate bindings:", "did you mean")
 _NUMBER = re.compile(r"(?<![\w.])\d+(?:\.\d+)?(?:[eE][-+]?\d+)?(?![\w])")
 _SIGNATURE = re.compile(r"^([A-Za-z_]\w*)\(([A-Z0-9_\[\], ]*)\)$")
 
@@ -107,11 +108,22 @@ def redact_text(text: str, words: Iterable[str] = (), numbers: bool = False) -> 
 
 
 def redact_message(text: str, words: Iterable[str] = ()) -> str:
-    """`text` (an engine message) with data values replaced by `…`; `words` are what the
-    model may see again (statement_words, schema_words)."""
-    lines = [ln for ln in str(text).splitlines() if ln.strip()]
-    kept = lines[:1] + [ln for ln in lines[1:] if ln.strip().lower().startswith(KEPT_LINES)]
-    return redact_text("\n".join(kept), words, numbers=True)
+    """The first line of `text` (an engine message) with data values replaced by `…`;
+    `words` are what the model may see again (statement_words, schema_words)."""
+    first = next((ln for ln in str(text).splitlines() if ln.strip()), "")
+    return redact_text(first, words, numbers=True)
+
+
+def redact_error(err: BaseException, words: Iterable[str] = ()) -> str:
+    """An engine error's message without data values: PostgreSQL's primary message and hint
+    from the driver's own fields (psycopg `diag`), any other engine's first line."""
+    known = {w.lower() for w in words}
+    diag = getattr(err, "diag", None)
+    primary = getattr(diag, "message_primary", None)
+    if not primary:
+        return redact_message(str(err), known)
+    hint = getattr(diag, "message_hint", None)
+    return redact_message(primary, known) + (f"\nHINT:  {redact_message(hint, known)}" if hint else "")
 
 
 class RedactedError(RuntimeError):
@@ -125,7 +137,7 @@ class RedactedError(RuntimeError):
 def redacted(err: BaseException, words: Iterable[str]) -> BaseException:
     """A copy of `err` (of the same class where it can be built from a message, so callers'
     `except` clauses still match) with its message redacted and marked `redacted`."""
-    message = redact_message(str(err), words)
+    message = redact_error(err, words)
     try:
         copy = type(err)(message)
         if str(copy) != message:
