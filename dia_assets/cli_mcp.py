@@ -1,4 +1,5 @@
-"""`dia mcp`: serve DIA to MCP hosts (stdio, or streamable HTTP on a loopback address)."""
+"""`dia mcp`: serve DIA to MCP hosts (stdio, or streamable HTTP on a loopback address with a
+bearer token)."""
 
 from __future__ import annotations
 
@@ -11,14 +12,18 @@ def mcp(
     http: Annotated[bool, typer.Option("--http", help="Streamable HTTP instead of stdio.")] = False,
     host: Annotated[str, typer.Option(help="HTTP address; loopback only (127.0.0.1, localhost, ::1).")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="HTTP port.")] = 8765,
+    no_auth: Annotated[bool, typer.Option(
+        "--no-auth", help="HTTP without the bearer token (any local user can then call every tool).")] = False,
 ) -> None:
     """Serve the warehouse in DIA_WAREHOUSE (default <DIA_WORKSPACE>/warehouse.duckdb) over MCP:
     tools list_tables, describe_table, ask, run_sql, lineage, search_memory; resources
-    dia://interpretation, dia://manifest, dia://validation."""
+    dia://interpretation, dia://manifest, dia://validation. Over HTTP every request needs
+    `Authorization: Bearer <token>`: the token is generated on the first start, printed once
+    and kept in <DIA_WORKSPACE>/mcp_token (mode 0600)."""
     from dia_assets.mcp_server import serve
 
     try:
-        serve("http" if http else "stdio", host=host, port=port)
+        serve("http" if http else "stdio", host=host, port=port, auth=not no_auth)
     except ValueError as err:
         typer.echo(f"error: {err}", err=True)
         raise typer.Exit(2) from None

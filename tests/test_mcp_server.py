@@ -18,6 +18,8 @@ import anyio
 import duckdb
 import pytest
 from mcp import Client, MCPError, StdioServerParameters
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
 
 from dia_assets.agents.mcp.service import DiaService
 from dia_assets.mcp_server import build_server
@@ -45,9 +47,16 @@ def service(ws: Path, privacy: str = "samples", **kwargs: Any) -> DiaService:
                       use_memory=kwargs.pop("use_memory", False), **kwargs)
 
 
-def session(target: Any, steps: list[tuple[str, str, dict[str, Any]]]) -> list[Any]:
-    """Run (kind, name, arguments) steps in one client session; kind is tool, resource or list."""
+def session(target: Any, steps: list[tuple[str, str, dict[str, Any]]], token: str | None = None) -> list[Any]:
+    """Run (kind, name, arguments) steps in one client session; kind is tool, resource or list.
+    `token`: the bearer token of an HTTP server."""
     async def main() -> list[Any]:
+        if token is None:
+            return await run(target)
+        async with create_mcp_http_client(headers={"Authorization": f"Bearer {token}"}) as http:
+            return await run(streamable_http_client(target, http_client=http))
+
+    async def run(target: Any) -> list[Any]:
         out: list[Any] = []
         async with Client(target, read_timeout_seconds=120) as client:
             for kind, name, args in steps:
@@ -300,12 +309,13 @@ def http_server(built: Path) -> Iterator[str]:
             proc.wait()
 
 
-def test_streamable_http_transport_on_loopback(http_server: str) -> None:
+def test_streamable_http_transport_on_loopback(http_server: str, built: Path) -> None:
+    token = (built / "mcp_token").read_text().strip()  # the server's bearer token (tests/security: without it, 401)
     tools, counted, refused = session(http_server, [
         ("tools", "", {}),
         ("tool", "run_sql", {"sql": "SELECT COUNT(*) AS n FROM staff"}),
         ("tool", "run_sql", {"sql": "INSERT INTO staff (badge) VALUES ('x')"}),
-    ])
+    ], token=token)
     assert tools == TOOLS
     assert payload(counted)["rows"][0][0] > 0
     assert "refused" in error(refused)

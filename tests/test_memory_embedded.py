@@ -112,7 +112,8 @@ def test_a_crashed_server_is_restarted_on_next_use(pgdata: Path) -> None:
     # stopped cleanly behind our back (an operator's pg_ctl stop): started again too
     from pgserver._commands import pg_ctl
 
-    pg_ctl(["-w", "stop"], pgdata=pgdata, user=store.target._embedded._server.system_user)
+    # the real folder: as root a private parent puts the data under DIA_PGDATA_HOME (placement.py)
+    pg_ctl(["-w", "stop"], pgdata=pgdata.resolve(), user=store.target._embedded._server.system_user)
     assert _postmaster_pid(pgdata) is None
     assert store.insert(_lesson(3)).action == "inserted"
     assert _postmaster_pid(pgdata) is not None

@@ -195,7 +195,8 @@ class AnalysisSession:
         except duckdb.Error as err:
             if fired.is_set():
                 raise PipelineError(f"step {name!r} exceeded {self.timeout_s:g} s and was interrupted") from err
-            raise PipelineError(f"{type(err).__name__}: {str(err).splitlines()[0]}"[:500]) from err
+            # the model reads this: no data value in it outside `samples` (gate.error_text)
+            raise PipelineError(gate.error_text(err, 500, sql=checked.text).splitlines()[0]) from err
         finally:
             timer.cancel()
 

@@ -48,7 +48,7 @@ def lineage_of(target: str, workspace: Path, schema: dict[str, dict[str, str]], 
     tables = warehouse_lineage(workspace)
     text = target.strip()
     answer = workspace / "queries" / text / "result.json"
-    if text and "/" not in text and answer.exists():
+    if 0 < len(text) <= 200 and "/" not in text and answer.exists():  # question ids are short names
         from dia_assets.contracts.query_result import QueryResult
 
         result = QueryResult.read(answer)
@@ -62,11 +62,13 @@ def lineage_of(target: str, workspace: Path, schema: dict[str, dict[str, str]], 
         cols = {c: [] for c in schema[table.lower()]}
     if cols is None:
         known = sorted(set(tables) | set(schema))
-        raise ValueError(f"no saved answer, table or SQL {target!r}; tables: {', '.join(known) or '(none)'}")
+        shown = target if len(target) <= 80 else target[:80] + "…"
+        raise ValueError(f"no saved answer, table or SQL {shown!r}; tables: {', '.join(known) or '(none)'}")
     if column:
         match = next((c for c in cols if c.lower() == column.lower()), None)
         if match is None:
-            raise ValueError(f"table {table} has no column {column!r}; columns: {', '.join(cols)}")
+            shown = column if len(column) <= 80 else column[:80] + "…"
+            raise ValueError(f"table {table} has no column {shown!r}; columns: {', '.join(cols)}")
         return {"kind": "column", "table": table, "column": match, "sources": cols[match],
                 "read_by": _read_by(workspace, table, match)}
     return {"kind": "table", "table": table, "columns": cols, "read_by": _read_by(workspace, table, None)}

@@ -11,8 +11,14 @@ An MCP host is a model: everything returned here is shown to one, so the privacy
 - `describe_table` carries sample values only in `samples` mode;
 - `ask` returns result rows only in `samples` mode (otherwise the SQL, verification, row
   count and chart without rows; the user reads the rows in `queries/<id>/`);
-- the interpretation and validation report resources lose their value-bearing fields
-  (top values, examples, min/max, category maps, ...) outside `samples` mode.
+- engine errors come back redacted (agents/query/redaction.py): the error class, the failure
+  and the column, never the value that failed;
+- the interpretation, manifest and validation report resources are shown through
+  `privacy.artifact_view` outside `samples` mode: no value-bearing fields (top values,
+  examples, min/max, category maps, ...), SQL without its literals, quoted text cut.
+
+Every tool checks the size of its inputs (INPUT_LIMITS) and answers with a message, and rows
+are capped in bytes as well as in number (DIA_RESULT_BYTES, default 1 MB).
 """
 
 from __future__ import annotations
@@ -25,18 +31,18 @@ from pathlib import Path
 from typing import Any
 
 from dia_assets.agents.locations import default_warehouse, is_postgres, workspace_root
+from dia_assets.agents.mcp.privacy import artifact_view
 from dia_assets.agents.query.gate import Gate, privacy_mode, shows_values
 from dia_assets.agents.query.llm import NO_MODEL_MESSAGE, ChatFn
 from dia_assets.agents.query.loop import AgentSettings
+from dia_assets.agents.query.redaction import schema_words
 from dia_assets.agents.query.run import checked_question_id
 from dia_assets.agents.query.safety import SQLRefused
+from dia_assets.agents.query.tools import capped_rows, result_bytes
 
-# fields of the workspace artifacts that hold data values (interpretation, report, result)
-VALUE_FIELDS = frozenset({
-    "min", "max", "quantiles", "top_values", "patterns", "examples", "unparseable_examples",
-    "bad_row_examples", "orphan_examples", "true_values", "false_values", "category_map",
-    "normalizations", "preview", "sample_values", "values",
-})
+# the longest input each tool takes, in characters (a SELECT or a lineage target may be long)
+INPUT_LIMITS = {"name": 512, "sql": 100_000, "question": 8_000, "question_id": 200, "target": 100_000,
+                "query": 2_000}
 
 
 RESOURCES = {
@@ -50,12 +56,13 @@ class ToolRefused(ValueError):
     """A tool call refused or failed with a message for the host; never a traceback."""
 
 
-def redact(value: Any) -> Any:
-    """A copy without the fields that hold data values (VALUE_FIELDS), at any depth."""
-    if isinstance(value, dict):
-        return {k: redact(v) for k, v in value.items() if k not in VALUE_FIELDS}
-    if isinstance(value, list):
-        return [redact(v) for v in value]
+def bounded(field_name: str, value: Any) -> str:
+    """A tool's text input, refused with a message when it is not text or too long."""
+    if not isinstance(value, str):
+        raise ToolRefused(f"{field_name} must be text (got {type(value).__name__})")
+    limit = INPUT_LIMITS[field_name]
+    if len(value) > limit:
+        raise ToolRefused(f"{field_name} is {len(value):,} characters long; at most {limit:,} are accepted")
     return value
 
 
@@ -117,6 +124,8 @@ class DiaService:
 
     def describe_table(self, name: str) -> dict[str, Any]:
         """Columns, types, keys; sample values only in `samples` mode."""
+        name = bounded("name", name)
+
         def run(db: Any, index: Any) -> dict[str, Any]:
             info = index.describe(name)
             if info is None:
@@ -131,6 +140,8 @@ class DiaService:
         """One read-only SELECT through the agent's gate, on the agent's connection, with the
         agent's probe row cap and timeout; refused statements raise ToolRefused."""
         from dia_assets.agents.query.tools import Explorer
+
+        sql = bounded("sql", sql)
 
         def run(db: Any, index: Any) -> dict[str, Any]:
             explorer = Explorer(db, index, None, self.settings.probe_rows, self.settings.timeout_s,
@@ -147,10 +158,11 @@ class DiaService:
         from dia_assets.agents.query.llm import litellm_chat
         from dia_assets.agents.query.run import answer_question
 
-        question = question.strip()
+        question = bounded("question", question).strip()
         if not question:
             raise ToolRefused("the question is empty")
         if question_id is not None:
+            bounded("question_id", question_id)
             try:
                 checked_question_id(question_id)
             except ValueError as exc:
@@ -178,7 +190,9 @@ class DiaService:
             out["chart"] = {"kind": result.chart.kind, "reason": result.chart.reason,
                             "chosen_by": result.chart.chosen_by, "files": result.chart.files}
         if shows_values(self.privacy):
-            out["rows"] = result.preview
+            out["rows"], cut = capped_rows([tuple(r) for r in result.preview], result_bytes())
+            if cut:
+                out["rows_cut"] = cut
         else:
             out["rows_withheld"] = f"DIA_PRIVACY={self.privacy}: rows are not shown to a model; see {out['folder']}"
         return out
@@ -195,16 +209,20 @@ class DiaService:
         """Column lineage of a saved answer (question id), a table or table.column, or a SELECT."""
         from dia_assets.agents.mcp.lineage import lineage_of
 
+        text = bounded("target", target).strip()
+        if not text:
+            raise ToolRefused("the lineage target is empty: give a question id, a table, table.column or a SELECT")
+
         def run(db: Any, index: Any) -> dict[str, Any]:
             schema = index.qualify_schema()
-            text = target.strip()
+            checked = text
             if text.lower().startswith(("select", "with", "(")):
                 try:  # the same gate as every model-influenced statement (nothing runs)
-                    text = Gate(db, schema, self.privacy).check(text).text
+                    checked = Gate(db, schema, self.privacy).check(text).text
                 except SQLRefused as err:
                     raise ToolRefused(f"refused: {err}") from err
             try:
-                return lineage_of(text, self.workspace, schema, db.dialect)
+                return lineage_of(checked, self.workspace, schema, db.dialect)
             except ValueError as err:
                 raise ToolRefused(str(err)) from err
         return self._with_db(run)
@@ -212,11 +230,17 @@ class DiaService:
     def search_memory(self, query: str, k: int = 5) -> dict[str, Any]:
         """Lessons and examples from shared memory for this warehouse (hybrid retrieval), each
         with its rule and whether its precondition probe holds on the warehouse now."""
+        query = bounded("query", query)
+        try:
+            k = max(1, min(int(k), 20))
+        except (TypeError, ValueError):
+            raise ToolRefused(f"k must be a whole number from 1 to 20 (got {k!r})") from None
         memory = self._query_memory(required=True)
+
         def run(db: Any, index: Any) -> dict[str, Any]:
             gate = Gate(db, index.qualify_schema(), self.privacy)
             items = []
-            for ref in memory.recall(query, max(1, min(int(k), 20))):
+            for ref in memory.recall(query, k):
                 item = memory.pull(ref.id)
                 entry: dict[str, Any] = {"id": ref.id, "title": ref.title, "kind": ref.kind, "score": ref.score}
                 if item is not None:
@@ -256,7 +280,22 @@ class DiaService:
         path = self.workspace / relative
         if not path.exists():
             raise ToolRefused(f"no {name} yet at {path}: run `dia build DIR` (or make demo) first")
-        data = json.loads(path.read_text(encoding="utf-8"))
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as err:
+            raise ToolRefused(f"cannot read {path}: {type(err).__name__}; rebuild with `dia build DIR`") from None
         if not shows_values(self.privacy):
-            data = redact(data)
+            dialect, names = self._names()
+            data = artifact_view(data, self.privacy, dialect, names)
         return json.dumps(data, indent=2)
+
+    def _names(self) -> tuple[str | None, frozenset[str]]:
+        """The warehouse's dialect and table and column names, from the last build's manifest:
+        quoted text that is one of these names may stay in a redacted resource."""
+        path = self.workspace / "schema" / "manifest.json"
+        try:
+            manifest = json.loads(path.read_text(encoding="utf-8"))
+            schema = {t["name"]: {c["name"]: "" for c in t.get("columns", [])} for t in manifest.get("tables", [])}
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            return None, frozenset()
+        return manifest.get("dialect"), frozenset(schema_words(schema))

@@ -11,7 +11,8 @@ module adds what a long-lived, multi-process user needs on top:
 
 Single-user development default: as root, pgserver runs PostgreSQL as a `pgserver` system
 user, widens traverse permissions on the data folder's parents and trusts local sockets.
-`harden` narrows that on every start: the data folder is kept at mode 0700, PostgreSQL
+`placement.py` keeps the data folder where that widening changes nothing (a private
+workspace and its parent keep their modes), and `harden` narrows the rest on every start: the data folder is kept at mode 0700, PostgreSQL
 listens on no TCP address (pgserver starts it with `-h ""`), and `pg_hba.conf` keeps only
 `local` (Unix socket) lines, so trust authentication reaches no further than the socket
 in the data folder. Production points `DIA_MEMORY_URL` at a PostgreSQL with authentication.
@@ -29,6 +30,8 @@ from pathlib import Path
 from typing import Any
 
 import psutil
+
+from dia_assets.agents.memory.placement import guard_modes, parent_modes, place
 
 _log = logging.getLogger(__name__)
 
@@ -135,7 +138,8 @@ class EmbeddedServer:
     """A handle on the pgserver instance for one data folder, restarted when found down."""
 
     def __init__(self, pgdata: Path | str) -> None:
-        self.pgdata = Path(pgdata).expanduser().resolve()
+        self.requested = Path(pgdata).expanduser().absolute()
+        self.pgdata = place(self.requested)  # the real folder (a symlink's target when relocated)
         self._server: Any = None
         self._mutex = threading.Lock()
 
@@ -152,11 +156,13 @@ class EmbeddedServer:
                     wait_for_orphans(self.pgdata)
                     with self._lock():
                         remove_stale_files(self.pgdata)
+                modes = parent_modes(self.requested)
                 self._server = self._start_with_retry(
                     lambda: pg.get_server(self.pgdata, cleanup_mode="stop")
                 )
                 atexit_prune(self.pgdata)
                 harden(self.pgdata, self._server.get_uri())
+                guard_modes(modes, self.pgdata)
             elif not self._running():
                 _log.warning("embedded PostgreSQL at %s is down; starting it again", self.pgdata)
                 self._start_with_retry(self._restart)

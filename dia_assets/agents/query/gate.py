@@ -15,6 +15,12 @@ Privacy (`DIA_PRIVACY`):
 - `schema-only`: no data value at all: only counts (COUNT, COUNT DISTINCT, COUNT_IF and
   expressions over them, such as `COUNT(*) > 0`). Prompts carry names, types and row counts.
 
+In both restricted modes an engine error that reaches the model (or an MCP host) is
+redacted first (`redaction.py`): it keeps the error class, the failure and the column
+names, never the value that failed. `aggregates` therefore shows numbers computed by an
+aggregate over the data (COUNT, SUM, AVG, STDDEV, ...), never a raw value of any type: no
+text, no date, no single number read from a row.
+
 Counts and aggregates computed under a filter the model chose can still narrow down a
 value by repeated questions; the modes stop raw values from being shown, they do not make
 the data anonymous.
@@ -24,7 +30,6 @@ from __future__ import annotations
 
 import datetime as dt
 import os
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from decimal import Decimal
@@ -32,7 +37,16 @@ from typing import Any
 
 from sqlglot import exp
 
-from dia_assets.agents.query.dialects import Database, QueryOutput
+from dia_assets.agents.query.dialects import Database, QueryOutput, QueryTimeout
+from dia_assets.agents.query.redaction import (
+    error_kind,
+    is_redacted,
+    redact_error,
+    redact_message,
+    redacted,
+    schema_words,
+    statement_words,
+)
 from dia_assets.agents.query.safety import CheckedSQL, SQLRefused, check_sql, clean_sql
 
 PRIVACY_MODES = ("schema-only", "aggregates", "samples")
@@ -58,11 +72,10 @@ def shows_values(mode: str) -> bool:
     return mode == "samples"
 
 
-def redact(text: str, mode: str) -> str:
-    """Quoted text in an engine message may be a data value (`could not convert 'Ana'`)."""
-    if shows_values(mode):
-        return text
-    return re.sub(r"'(?:[^']|'')*'|\"(?:[^\"]|\"\")*\"", "'…'", text)
+def redact(text: str, mode: str, words: set[str] | frozenset[str] = frozenset()) -> str:
+    """An engine message as the model may see it in `mode` (redaction.py); `words` are names
+    and statement tokens that may stay."""
+    return text if shows_values(mode) else redact_message(text, words)
 
 
 def _outer_selects(tree: exp.Expression) -> list[exp.Select]:
@@ -154,7 +167,15 @@ class Gate:
             raise SQLRefused("only a read-only SELECT may run here", "write_refused")
         if shown:
             check_privacy(checked.qualified if checked.qualified is not None else checked.tree, self.privacy)
-        output = (db or self.db).query(checked.text, max_rows, timeout_s)
+        try:
+            output = (db or self.db).query(checked.text, max_rows, timeout_s)
+        except (QueryTimeout, MemoryError):
+            raise  # our own messages: limits, never data
+        except Exception as err:
+            if shows_values(self.privacy):
+                raise
+            # every caller formats the error for the model: hand them one without values
+            raise redacted(err, self.words(checked.text, schema)) from None
         if shown:
             check_result_privacy(output, self.privacy)
         return checked, output
@@ -169,9 +190,17 @@ class Gate:
         """The warehouse as verification sees it: every probe through this gate."""
         return GatedDatabase(self)
 
-    def error_text(self, err: BaseException, limit: int = 500) -> str:
+    def words(self, sql: str | None = None, schema: dict[str, dict[str, str]] | None = None) -> set[str]:
+        """What an error message may still name: the schema's names, the statement's tokens."""
+        return schema_words(self.schema if schema is None else schema) | statement_words(sql, self.db.dialect)
+
+    def error_text(self, err: BaseException, limit: int = 500, sql: str | None = None) -> str:
         """An engine error for the model, without data values in privacy modes."""
-        return redact(f"{type(err).__name__}: {err}", self.privacy)[:limit]
+        if is_redacted(err) or shows_values(self.privacy):
+            text = str(err)
+        else:
+            text = redact_error(err, self.words(sql))
+        return f"{error_kind(err)}: {text}"[:limit]
 
 
 class GatedDatabase:

@@ -36,15 +36,18 @@ from dia_assets.agents.query.policies import (
     apply_carryover,
     carryover_prompt,
 )
+from dia_assets.agents.query.redaction import error_kind
 from dia_assets.agents.query.safety import SQLRefused, clean_sql, normalize_name
 from dia_assets.agents.query.schema import SchemaIndex
 from dia_assets.agents.query.tools import (
     AGENT_TOOLS,
     Explorer,
+    capped_rows,
     data_text,
     fill,
     jsonable,
     prompts,
+    result_bytes,
     tool_specs,
     wrap,
 )
@@ -437,8 +440,8 @@ class QueryAgent:
         try:  # the result goes to the user, not the model: shown=False
             _, output = gate.read(checked, max_rows=s.result_rows, timeout_s=max(s.timeout_s, 30.0), shown=False)
         except Exception as err:
-            return self._fail(call, state, f"execution_error:{type(err).__name__}",
-                              {"execution_error": gate.error_text(err, 600)})
+            return self._fail(call, state, f"execution_error:{error_kind(err)}",
+                              {"execution_error": gate.error_text(err, 600, sql=checked.text)})
         assert checked.qualified is not None
         verification = verify_result(contract, checked.text, checked.qualified, output, self.db, self.index,
                                      s.timeout_s, gate=gate)
@@ -447,7 +450,7 @@ class QueryAgent:
         if not verification.passed:
             result: dict[str, Any] = {"columns": output.columns, "row_count": output.row_count}
             if shows_values(self.privacy):
-                result["first_rows"] = [list(r) for r in output.rows[:5]]
+                result["first_rows"] = capped_rows(output.rows[:5], result_bytes())[0]
             state.last_failed = [c.name for c in verification.failed()]
             return self._fail(call, state, signature(verification), {
                 "result": result,

@@ -34,7 +34,7 @@ def _run(gate: Gate, db: Any, statements: list[CheckedSQL], post_condition_sql: 
         return False, f"post-condition refused: {err}"[:500]
     except Exception as err:
         _rollback(db)
-        return False, gate.error_text(err)
+        return False, gate.error_text(err, sql="\n".join(c.text for c in statements))
     holds = probe_confirms(rows)
     first = repr(rows[0][0]) if rows and rows[0] else "no rows"
     return holds, f"post-condition {'holds' if holds else 'fails'} (first value {first})"

@@ -9,6 +9,7 @@ only on the structured tool calls it allows, never on text.
 from __future__ import annotations
 
 import json
+import os
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -118,13 +119,66 @@ def wrap(name: str, payload: Any) -> str:
     return f'<tool_result name="{name}">\n{body}\n</tool_result>'
 
 
-def table_payload(output: QueryOutput, limit: int = 20) -> dict[str, Any]:
-    return {
+def result_bytes() -> int:
+    """The byte cap on rows returned to a model or an MCP host (DIA_RESULT_BYTES, default 1 MB)."""
+    text = os.environ.get("DIA_RESULT_BYTES") or ""
+    try:
+        return max(1_000, int(text)) if text else 1_000_000
+    except ValueError:
+        raise ValueError(f"DIA_RESULT_BYTES must be a number of bytes (got {text!r})") from None
+
+
+def _size(value: Any) -> int:
+    return len(json.dumps(value, ensure_ascii=False).encode("utf-8"))
+
+
+def capped_rows(rows: list[tuple[Any, ...]], max_bytes: int) -> tuple[list[list[Any]], str | None]:
+    """The leading rows whose JSON fits in `max_bytes`, and a note when some were left out.
+    A first row too big on its own is kept with its long values cut, so the caller still
+    sees the columns' shape."""
+    kept: list[list[Any]] = []
+    used = 2
+    for row in rows:
+        cells = [jsonable(v) for v in row]
+        size = _size(cells) + 1
+        if used + size <= max_bytes:
+            kept.append(cells)
+            used += size
+            continue
+        if kept:
+            return kept, (f"rows cut at {max_bytes:,} bytes (DIA_RESULT_BYTES): {len(kept)} of "
+                          f"{len(rows)} rows shown; aggregate or select fewer columns")
+        share = max(16, max_bytes // (2 * max(1, len(cells))))
+        cut = [_cut(v, share) for v in cells]
+        while _size(cut) > max_bytes and share > 16:  # escapes can make JSON longer than the text
+            share //= 2
+            cut = [_cut(v, share) for v in cells]
+        return [cut], (f"values longer than {share:,} bytes cut to stay within {max_bytes:,} bytes "
+                       "(DIA_RESULT_BYTES); select a shorter expression (left(x, n)) or aggregate")
+    return kept, None
+
+
+def _cut(value: Any, limit: int) -> Any:
+    """`value` as at most `limit` bytes of UTF-8 text plus `…` when it is longer (lists and
+    structs as their JSON text)."""
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    data = text.encode("utf-8")
+    if len(data) <= limit:
+        return value
+    return data[:limit].decode("utf-8", "ignore") + "…"
+
+
+def table_payload(output: QueryOutput, limit: int = 20, max_bytes: int | None = None) -> dict[str, Any]:
+    rows, note = capped_rows(output.rows[:limit], max_bytes or result_bytes())
+    payload: dict[str, Any] = {
         "columns": output.columns,
-        "rows": [list(r) for r in output.rows[:limit]],
+        "rows": rows,
         "row_count": output.row_count if not output.truncated else f">{output.row_count}",
-        "shown": min(limit, output.row_count),
+        "shown": len(rows),
     }
+    if note:
+        payload["cut"] = note
+    return payload
 
 
 class Explorer:
@@ -136,6 +190,7 @@ class Explorer:
         self.db, self.index, self.memory = db, index, memory
         self.max_rows, self.timeout_s = max_rows, timeout_s
         self.gate = gate or Gate(db, index.qualify_schema(), privacy_mode())
+        self.max_bytes = result_bytes()  # a bad DIA_RESULT_BYTES fails here, before any question
         self.memory_checked: dict[str, tuple[bool, str, str]] = {}  # id -> (usable, detail, title)
 
     def probe(self, sql: str) -> dict[str, Any]:
@@ -146,7 +201,7 @@ class Explorer:
             return {"error": str(err), "refused": True}
         except Exception as err:
             return {"error": self.gate.error_text(err)}
-        return table_payload(out, self.max_rows)
+        return table_payload(out, self.max_rows, self.max_bytes)
 
     def probe_rows(self, sql: str) -> list[tuple[Any, ...]]:
         """For memory probes: the same gate, raising on refusal."""
