@@ -75,9 +75,13 @@ def apply_carryover(sql: str, previous: PreviousAnswer | None, dialect: str) -> 
     if previous is None or len(sql) > MAX_SQL_CHARS:
         return sql
     try:
-        tree = sqlglot.parse_one(sql, read=dialect)
+        return _with_previous(sql, previous, dialect)
     except Exception:  # noqa: BLE001 - unparseable or too deep: the gate refuses it with a reason
         return sql
+
+
+def _with_previous(sql: str, previous: PreviousAnswer, dialect: str) -> str:
+    tree = sqlglot.parse_one(sql, read=dialect)
     defined = {cte.alias_or_name.lower() for cte in tree.find_all(exp.CTE)}
     reads = {t.name.lower() for t in tree.find_all(exp.Table)}
     if CARRYOVER_NAME not in reads or CARRYOVER_NAME in defined:
