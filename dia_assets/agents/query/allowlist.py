@@ -1,4 +1,4 @@
-"""What model-written SQL may call: the gate's allow-list (DESIGN §8).
+"""What model-written SQL may call and cast to: the gate's allow-lists (DESIGN §8).
 
 sqlglot parses the functions it knows into typed classes (`exp.Upper`, `exp.Count`, ...);
 those are allowed unless listed in `DENIED_TYPED` (they reach outside the data: files,
@@ -6,6 +6,12 @@ settings, the session, the server). Everything sqlglot does not know becomes
 `exp.Anonymous`, and is allowed only when its normalised name is in `ANONYMOUS` for the
 dialect: pure functions over values, vetted one by one. A function not on either list is
 refused, so a new engine function is unavailable until someone vets it.
+
+Data types follow the same rule strictly: a cast, a typed literal or a column definition may
+name only a type in `TYPES` for the dialect (numbers, text, booleans, dates and times,
+intervals, JSON, UUID and containers of those). Everything else is refused, above all
+PostgreSQL's object-identifier types (`oid`, `regclass`, `regnamespace`, `regrole`, ... which
+turn numbers or names into catalog lookups), pseudo-types and user-defined types.
 """
 
 from __future__ import annotations
@@ -78,7 +84,8 @@ _COMMON = {
 
 ANONYMOUS: dict[str, frozenset[str]] = {
     "duckdb": frozenset(_COMMON),
-    "postgres": frozenset(_COMMON | {
+    # pg_typeof returns a regtype: an object identifier, compared with text it looks names up
+    "postgres": frozenset(_COMMON - {"pg_typeof"} | {
         "date_trunc", "extract", "make_date", "make_time", "to_number", "div", "scale",
         "min_scale", "trim_scale", "width_bucket", "string_to_array", "array_to_string",
         "regexp_count", "regexp_instr", "regexp_substr", "regexp_match", "overlay",
@@ -88,6 +95,37 @@ ANONYMOUS: dict[str, frozenset[str]] = {
         "quote", "soundex", "strftime", "date", "time", "datetime",
         "julianday", "unixepoch", "printf", "format", "total", "iif", "sign",
     }),
+}
+
+_T = exp.DataType.Type
+_PORTABLE = {
+    _T.SMALLINT, _T.INT, _T.BIGINT, _T.DECIMAL, _T.FLOAT, _T.DOUBLE, _T.VARCHAR, _T.CHAR,
+    _T.NCHAR, _T.NVARCHAR, _T.TEXT, _T.BPCHAR, _T.BOOLEAN, _T.DATE, _T.TIME, _T.TIMESTAMP,
+    _T.DATETIME, _T.VARBINARY, _T.BINARY, _T.BLOB,
+}
+# The data types a statement may name, per dialect: value types only, by list.
+TYPES: dict[str, frozenset[exp.DataType.Type]] = {
+    "duckdb": frozenset(_PORTABLE | {
+        _T.TINYINT, _T.INT128, _T.UTINYINT, _T.USMALLINT, _T.UINT, _T.UBIGINT, _T.UINT128,
+        _T.BIGNUM, _T.BIT, _T.TIMETZ, _T.TIMESTAMPNTZ, _T.TIMESTAMPTZ, _T.TIMESTAMP_S,
+        _T.TIMESTAMP_MS, _T.TIMESTAMP_NS, _T.TIME_NS, _T.INTERVAL, _T.UUID, _T.JSON, _T.ARRAY,
+        _T.LIST, _T.STRUCT, _T.MAP, _T.UNION, _T.ENUM,
+    }),
+    "postgres": frozenset(_PORTABLE | {
+        _T.MONEY, _T.BIT, _T.TIMETZ, _T.TIMESTAMPTZ, _T.INTERVAL, _T.UUID, _T.JSON, _T.JSONB,
+        _T.ARRAY, _T.INT4RANGE, _T.INT8RANGE, _T.NUMRANGE, _T.DATERANGE, _T.TSRANGE,
+        _T.TSTZRANGE, _T.INET,
+    }),
+    "sqlite": frozenset(_PORTABLE),
+}
+
+# Columns every row has without the table declaring them: row addresses, transaction ids and
+# the table's own catalog oid (`tableoid::regclass` names it). Refused unless a table of the
+# warehouse really has a column by that name.
+SYSTEM_COLUMNS: dict[str, frozenset[str]] = {
+    "duckdb": frozenset({"rowid"}),
+    "postgres": frozenset({"ctid", "xmin", "xmax", "cmin", "cmax", "tableoid", "oid"}),
+    "sqlite": frozenset({"rowid", "oid", "_rowid_"}),
 }
 
 # Qualifiers a function may carry that still name the engine's built-ins.

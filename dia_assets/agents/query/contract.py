@@ -9,10 +9,8 @@ from pydantic import ValidationError
 
 from dia_assets.agents.query.safety import (
     SQLRefused,
-    check_allowed,
-    check_functions,
+    check_static,
     closest_columns,
-    parse_one_statement,
 )
 from dia_assets.contracts.query_result import OutputContract
 
@@ -86,9 +84,7 @@ def parse_contract(args: dict[str, Any], schema: dict[str, dict[str, str]], dial
             # the gate's statement and function rules now; its tables when it runs, against
             # the tables the declared statements leave behind
             try:
-                tree = parse_one_statement(contract.post_condition_sql, dialect)
-                check_allowed(tree, allow_write=False)
-                check_functions(tree, dialect)
+                check_static(contract.post_condition_sql, dialect)
             except SQLRefused as err:
                 problems.append(f"post_condition_sql must be one read-only SELECT: {err}")
     for flt in contract.filters:

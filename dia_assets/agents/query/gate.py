@@ -47,7 +47,7 @@ from dia_assets.agents.query.redaction import (
     schema_words,
     statement_words,
 )
-from dia_assets.agents.query.safety import CheckedSQL, SQLRefused, check_sql, clean_sql
+from dia_assets.agents.query.safety import CheckedSQL, SQLRefused, check_sql, clean_sql, guarded
 
 PRIVACY_MODES = ("schema-only", "aggregates", "samples")
 COUNTS: tuple[type[exp.Expression], ...] = (exp.Count, exp.CountIf, exp.ApproxDistinct)
@@ -98,7 +98,7 @@ def _value_free(node: exp.Expression, allowed: tuple[type[exp.Expression], ...],
             f"only {'counts' if mode == 'schema-only' else 'aggregate statistics (COUNT, SUM, AVG, ...)'} may be shown",
             "privacy",
         )
-    if isinstance(node, (exp.Column, exp.Star)):
+    if isinstance(node, (exp.Column, exp.Star, exp.TableColumn, exp.Columns)):  # s, (s).x, COLUMNS(...)
         raise SQLRefused(
             f"privacy mode {mode}: column {node.sql()[:60]} would show row-level values; "
             f"return only {'counts' if mode == 'schema-only' else 'aggregates'}",
@@ -113,6 +113,7 @@ def _value_free(node: exp.Expression, allowed: tuple[type[exp.Expression], ...],
         _value_free(child, allowed, mode)
 
 
+@guarded
 def check_privacy(tree: exp.Expression, mode: str) -> None:
     """Refuse a statement whose result, shown to the model, would carry data values."""
     if shows_values(mode):

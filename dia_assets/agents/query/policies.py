@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 import sqlglot
 from sqlglot import exp
 
-from dia_assets.agents.query.safety import normalize_sql
+from dia_assets.agents.query.safety import MAX_SQL_CHARS, normalize_sql
 
 CARRYOVER_NAME = "previous"
 
@@ -72,12 +72,16 @@ def carryover_prompt(previous: PreviousAnswer) -> str:
 
 def apply_carryover(sql: str, previous: PreviousAnswer | None, dialect: str) -> str:
     """Prepend `WITH previous AS (...)` when the SQL reads `previous` without defining it."""
-    if previous is None:
+    if previous is None or len(sql) > MAX_SQL_CHARS:
         return sql
     try:
-        tree = sqlglot.parse_one(sql, read=dialect)
-    except sqlglot.errors.SqlglotError:
+        return _with_previous(sql, previous, dialect)
+    except Exception:  # noqa: BLE001 - unparseable or too deep: the gate refuses it with a reason
         return sql
+
+
+def _with_previous(sql: str, previous: PreviousAnswer, dialect: str) -> str:
+    tree = sqlglot.parse_one(sql, read=dialect)
     defined = {cte.alias_or_name.lower() for cte in tree.find_all(exp.CTE)}
     reads = {t.name.lower() for t in tree.find_all(exp.Table)}
     if CARRYOVER_NAME not in reads or CARRYOVER_NAME in defined:

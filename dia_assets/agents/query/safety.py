@@ -12,10 +12,17 @@ An allow-list, not a deny-list:
    dialect. Names are normalised first (quotes removed, Unicode NFKC, case folded), and a
    schema qualifier other than the engine's built-in one is refused, so
    `"pg_catalog"."pg_read_file"(...)` and `"current_setting"(...)` are both refused.
-4. Tables: the warehouse's refined tables, CTEs and number/date spines only: no table
+4. Types: every type a cast (`CAST`, `TRY_CAST`, `::`, `type 'literal'`) or definition names
+   is on the dialect's list (`allowlist.TYPES`), however it is quoted or qualified, so
+   `CAST(n AS oid)`, `x::"regclass"` and `pg_catalog.regnamespace` are refused.
+5. Tables: the warehouse's refined tables, CTEs and number/date spines only: no table
    functions, file paths, catalogs, `information_schema`, `pg_catalog` or other schemas.
-5. Every column is qualified against the schema (sqlglot `qualify`); an unknown column is
+   System columns (`ctid`, `xmin`, `tableoid`, `rowid`, ...) only where a table really has one.
+6. Every column is qualified against the schema (sqlglot `qualify`); an unknown column is
    refused, with the closest candidates, before execution.
+
+A statement the checker cannot finish (too long, too deep, a construct sqlglot trips over) is
+refused with "could not check this statement", never passed on as an exception's text.
 
 The statement that runs is the one sqlglot regenerated from the checked tree, never the
 raw text, so a comment or quoting trick the engine reads differently cannot slip through.
@@ -26,9 +33,13 @@ The least-privileged connection is the second line of defence (see dialects.py),
 from __future__ import annotations
 
 import difflib
+import functools
+import logging
 import re
 import unicodedata
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import ParamSpec, TypeVar
 
 import sqlglot
 from sqlglot import exp
@@ -40,8 +51,12 @@ from dia_assets.agents.query.allowlist import (
     ANONYMOUS_TABLE_FUNCTIONS,
     BUILTIN_SCHEMAS,
     DENIED_TYPED,
+    SYSTEM_COLUMNS,
     TABLE_FUNCTIONS,
+    TYPES,
 )
+
+log = logging.getLogger(__name__)
 
 READ_STATEMENTS: tuple[type[exp.Expression], ...] = (exp.Select, exp.SetOperation)
 WRITE_STATEMENTS: tuple[type[exp.Expression], ...] = (
@@ -58,6 +73,12 @@ FORBIDDEN_NODES: tuple[type[exp.Expression], ...] = (
     exp.Comment, exp.Declare, exp.Execute, exp.SessionParameter,
 )
 MAIN_SCHEMAS = {"", "main", "public"}
+# Bounds on what the checker takes on: sqlglot's parser and optimizer recurse and some of
+# their passes grow faster than the tree, so a giant statement would stall or crash the gate.
+MAX_SQL_CHARS = 100_000
+MAX_NODES = 10_000
+MAX_DEPTH = 200
+UNCHECKED = "refused: could not check this statement ({}); write it more simply"
 
 
 class SQLRefused(ValueError):
@@ -66,6 +87,27 @@ class SQLRefused(ValueError):
     def __init__(self, message: str, signature: str) -> None:
         super().__init__(message)
         self.signature = signature
+
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def guarded(check: Callable[P, R]) -> Callable[P, R]:
+    """Whatever goes wrong inside a check is a refusal: the model never gets exception text."""
+    @functools.wraps(check)
+    def run(*args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return check(*args, **kwargs)
+        except SQLRefused:
+            raise
+        except RecursionError as err:
+            raise SQLRefused(UNCHECKED.format("it is nested too deeply"), "unchecked") from err
+        except Exception as err:
+            log.warning("the SQL gate could not check a statement", exc_info=True)
+            raise SQLRefused(UNCHECKED.format("it uses a construct the checker does not support"),
+                             "unchecked") from err
+    return run
 
 
 @dataclass
@@ -94,6 +136,9 @@ def clean_sql(sql: str) -> str:
 
 
 def parse_one_statement(sql: str, dialect: str) -> exp.Expression:
+    if len(sql) > MAX_SQL_CHARS:
+        raise SQLRefused(UNCHECKED.format(f"{len(sql):,} characters; the limit is {MAX_SQL_CHARS:,}"),
+                         "too_complex")
     try:
         statements = [s for s in sqlglot.parse(sql, read=dialect) if s is not None]
     except SqlglotError as err:
@@ -106,13 +151,27 @@ def parse_one_statement(sql: str, dialect: str) -> exp.Expression:
 def normalize_sql(sql: str, dialect: str) -> str:
     """Canonical text for resubmission control: parsed and re-generated (keywords, identifier
     case, whitespace and comments normalized; literals kept)."""
-    try:
-        tree = sqlglot.parse_one(sql, read=dialect)
-        text = tree.sql(dialect=dialect, normalize=True, comments=False)
-    except SqlglotError:
-        text = sql
+    text = sql
+    if len(sql) <= MAX_SQL_CHARS:  # longer: compared as text; the gate refuses it anyway
+        try:
+            text = sqlglot.parse_one(sql, read=dialect).sql(dialect=dialect, normalize=True, comments=False)
+        except Exception:  # noqa: BLE001 - unparseable or too deep: compare the text; the gate refuses it
+            text = sql
     # identifiers are case-folded by `normalize`; string literals keep their case
     return re.sub(r"\s+", " ", text).strip().rstrip(";")
+
+
+def check_size(tree: exp.Expression) -> None:
+    """Refuse a tree too large or too deep to check in bounded time and stack."""
+    count, stack = 0, [(tree, 1)]
+    while stack:
+        node, depth = stack.pop()
+        count += 1
+        if depth > MAX_DEPTH:
+            raise SQLRefused(UNCHECKED.format(f"it is nested more than {MAX_DEPTH} levels deep"), "too_complex")
+        if count > MAX_NODES:
+            raise SQLRefused(UNCHECKED.format(f"it has more than {MAX_NODES:,} parts"), "too_complex")
+        stack.extend((child, depth + 1) for child in node.iter_expressions())
 
 
 def _statement_kind(tree: exp.Expression) -> str:
@@ -180,18 +239,83 @@ def check_functions(tree: exp.Expression, dialect: str) -> None:
             raise SQLRefused(f"function {name}() is not allowed: it is not on this warehouse's allow-list "
                              "(anything that reads outside the database or discloses settings, the "
                              "catalog or the server is refused)", "forbidden_function")
-    for dtype in tree.find_all(exp.DataType):
-        if normalize_name(dtype.sql(dialect=dialect)).startswith("reg"):
-            raise SQLRefused(f"cast to {dtype.sql()} reads the catalog and is not allowed", "forbidden_function")
+
+
+_TYPE_NAME = re.compile(r"[a-z_][a-z0-9_ ]*")
+
+
+def _canonical_type(dtype: exp.DataType, dialect: str) -> tuple[str, exp.DataType]:
+    """(name, type) with a user-written name resolved: quotes, case and the built-in schema
+    qualifier go (`"pg_catalog"."INT4"` is INT); anything else stays user-defined."""
+    if dtype.this != exp.DataType.Type.USERDEFINED:
+        return str(getattr(dtype.this, "name", dtype.this)).lower(), dtype
+    parts = [normalize_name(p) for p in str(dtype.args.get("kind") or "").split(".")]
+    name = ".".join(parts)
+    if all(p in BUILTIN_SCHEMAS for p in parts[:-1]) and _TYPE_NAME.fullmatch(parts[-1]):
+        name = parts[-1]
+        try:
+            built = sqlglot.parse_one(f"CAST(NULL AS {name})", read=dialect).args["to"]
+        except SqlglotError:
+            return name, dtype
+        if built.this != exp.DataType.Type.USERDEFINED:
+            if dtype.expressions:  # numeric(10, 2), varchar(3): the parameters stay
+                built.set("expressions", [e.copy() for e in dtype.expressions])
+            return name, built
+    return name, dtype
+
+
+def check_types(tree: exp.Expression, dialect: str) -> None:
+    """Every type named anywhere (casts, typed literals, definitions, nested element types) is
+    on the dialect's list; a qualified or quoted spelling of a listed type is rewritten to the
+    plain one, so what runs names only listed types."""
+    allowed = TYPES.get(dialect, TYPES["duckdb"])
+    for dtype in list(tree.find_all(exp.DataType)):
+        if isinstance(dtype, exp.IntervalSpan):  # INTERVAL '1' DAY TO HOUR: a unit, not a type
+            continue
+        name, canonical = _canonical_type(dtype, dialect)
+        if type(canonical) is not exp.DataType or canonical.this not in allowed:
+            raise SQLRefused(
+                f"type {name or '(no name)'} is not allowed: casts and definitions may name only this "
+                "warehouse's data types (numbers, text, booleans, dates and times, intervals, JSON, UUID, arrays); "
+                "object identifiers such as oid or regclass read the catalog, and system, pseudo and "
+                "user-defined types are refused", "forbidden_type",
+            )
+        if canonical is not dtype:
+            dtype.replace(canonical)
+
+
+def check_system_columns(tree: exp.Expression, schema: dict[str, dict[str, str]], dialect: str) -> None:
+    """Row addresses, transaction ids and `tableoid` are not data: refused unless a table of the
+    warehouse has a real column by that name."""
+    real = {normalize_name(c) for cols in schema.values() for c in cols}
+    hidden = SYSTEM_COLUMNS.get(dialect, frozenset()) - real
+    for node in tree.find_all(exp.Column, exp.Dot):
+        name = normalize_name(node.name)
+        if name in hidden:
+            raise SQLRefused(f"{name} is a system column, not data of this warehouse, and is not allowed",
+                             "forbidden_column")
+
+
+@guarded
+def check_static(sql: str, dialect: str, allow_write: bool = False) -> tuple[exp.Expression, bool]:
+    """The checks that need no schema: one statement of bounded size, allowed statement
+    kinds, functions and types. Returns the tree and whether it writes."""
+    tree = parse_one_statement(sql, dialect)
+    check_size(tree)
+    is_write = check_allowed(tree, allow_write)
+    check_functions(tree, dialect)
+    check_types(tree, dialect)
+    return tree, is_write
 
 
 def check_objects(tree: exp.Expression, tables: set[str], dialect: str = "duckdb") -> None:
-    """Only allowed functions, and known tables or CTEs."""
-    check_functions(tree, dialect)
+    """Only known tables, CTEs and number/date spines."""
     cte_names = {normalize_name(cte.alias_or_name) for cte in tree.find_all(exp.CTE)}
     known = {normalize_name(t) for t in tables}
     for table in tree.find_all(exp.Table):
         source = table.this
+        if source is None and table.args.get("rows_from"):
+            continue  # ROWS FROM (f(...), g(...)): each function is a table of its own, checked here too
         if isinstance(source, exp.Func):
             if isinstance(source, TABLE_FUNCTIONS) or (
                 isinstance(source, exp.Anonymous) and normalize_name(source.name) in ANONYMOUS_TABLE_FUNCTIONS
@@ -204,7 +328,7 @@ def check_objects(tree: exp.Expression, tables: set[str], dialect: str = "duckdb
             )
         if not isinstance(source, exp.Identifier):
             raise SQLRefused(
-                f"table source {source.sql()[:80]} is not a table of this warehouse "
+                f"table source {table.sql()[:80]} is not a table of this warehouse "
                 "(table functions and file paths are not allowed)",
                 "forbidden_table",
             )
@@ -264,13 +388,14 @@ def qualify_columns(tree: exp.Expression, schema: dict[str, dict[str, str]], dia
         raise SQLRefused(f"the SQL does not resolve against the schema: {message[:300]}", "unresolved") from err
 
 
+@guarded
 def check_sql(
     sql: str, dialect: str, schema: dict[str, dict[str, str]], allow_write: bool = False
 ) -> CheckedSQL:
-    """Parse, statement allow-list, function and object allow-list, column qualification."""
-    tree = parse_one_statement(sql, dialect)
-    is_write = check_allowed(tree, allow_write)
+    """Parse, statement, function and type allow-lists, tables, column qualification."""
+    tree, is_write = check_static(sql, dialect, allow_write)
     check_objects(tree, set(schema) | _created_tables(tree), dialect)
+    check_system_columns(tree, schema, dialect)
     qualified = None
     if not is_write or isinstance(tree, (exp.Update, exp.Delete)):
         qualified = qualify_columns(tree, schema, dialect)
