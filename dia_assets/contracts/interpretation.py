@@ -251,6 +251,10 @@ class QualityIssue(BaseModel):
     examples: list[str] = []
     message: str
     suggested_action: str
+    blocking: bool = Field(False, description=(
+        "A record of the file was lost or altered on the way in (a record cut short at the end of the "
+        "file, a formula cell without a value, a JSON key given twice): no build is accepted while it "
+        "stands. Copied to the manifest table (`blocking_issues`) and failed by load_integrity."))
 
 
 class Interpretation(Artifact):

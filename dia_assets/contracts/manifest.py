@@ -111,6 +111,9 @@ class ManifestTable(BaseModel):
     max_reject_fraction: float = 0.05
     staging_table: str
     reject_table: str
+    blocking_issues: list[str] = Field(default_factory=list, description=(
+        "The interpreter's blocking issues about this table's records (a record cut short, a formula "
+        "without a value, a JSON key given twice): load_integrity fails while any stands."))
 
     def column(self, name: str) -> ManifestColumn:
         for col in self.columns:

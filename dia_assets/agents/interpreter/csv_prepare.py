@@ -16,6 +16,7 @@ from dia_assets.agents.interpreter.declared import DeclaredTable, declared_for
 from dia_assets.agents.interpreter.dialect import Dialect, measure, newline_of, sniff
 from dia_assets.agents.interpreter.discover import TextScan, scan_text
 from dia_assets.agents.interpreter.encodings import Detection, legacy_encoding
+from dia_assets.agents.interpreter.final_record import CutRecord, cut_final_record, without_cut
 from dia_assets.agents.interpreter.naming import snake_case, unique_names
 from dia_assets.agents.interpreter.rewrite import (
     TextStats,
@@ -46,6 +47,7 @@ class Prepared:
     records_written: int | None = None  # records in the rewrite, header included
     declared: DeclaredTable | None = None
     detection: Detection | None = None  # how the legacy encoding of a non-UTF-8 file was chosen
+    cut: CutRecord | None = None  # an unterminated last record, left out of `path`
 
 
 class NotText(ValueError):
@@ -53,21 +55,26 @@ class NotText(ValueError):
 
 
 def prepare_csv(
-    path: Path, scratch: Path, scan: TextScan | None, transcode: Callable[[Path, str], Path]
+    path: Path, scratch: Path, scan: TextScan | None, transcode: Callable[[Path, str], Path],
+    origin: Path | None = None,
 ) -> Prepared:
-    """Sniff and, when needed, rewrite `path`. `transcode(path, encoding)` handles BOM files."""
+    """Sniff and, when needed, rewrite `path`. `transcode(path, encoding)` handles BOM files.
+    `origin`: the file in the data folder when `path` is its plain copy (a schema file beside
+    it may declare it)."""
     with path.open("rb") as fh:
         head = fh.read(SAMPLE_BYTES)
     nul = binary_offset(head)
     if nul is not None:
         raise NotText(f"binary content, not a text CSV (NUL byte at offset {nul}); is this file really a CSV?")
     bom = bom_encoding(path)
+    scan = scan or scan_text(path)
+    if bom == "utf-8-sig" and not scan.utf8:
+        bom = None  # a UTF-8 BOM over lines in another encoding: read line by line, the BOM dropped
     source, encoding = path, "utf-8"
     if bom:
         source, encoding = transcode(path, bom), bom
-    scan = scan or scan_text(path)
     per_line = not bom and not scan.utf8
-    declared = declared_for(path)
+    declared = declared_for(origin or path)
     # only a file that is not UTF-8 pays for detection, on a bounded sample of its lines
     detection = legacy_encoding(path, declared) if per_line else None
     fallback = detection.encoding if detection else "cp1252"
@@ -82,22 +89,27 @@ def prepare_csv(
         dialect = _declared_dialect(sample, declared) or sniff(sample, tsv=path.suffix.lower() == ".tsv")
     decision, raw_names = _names(dialect, declared)
     text = TextStats(fallback=fallback)
+    stem = f"{path.stem}.{zlib.crc32(str(path).encode()):08x}"
+    cut = cut_final_record(source, dialect.terminator, fallback, dialect.delimiter, dialect.fields, origin=path)
+    if cut is not None:  # the readers read the file without its cut record
+        source = without_cut(source, cut, scratch / f"{stem}.whole{path.suffix}")
     prepared = Prepared(
         path=source, delimiter=dialect.delimiter, dialect=dialect, header=decision,
-        raw_names=raw_names, encoding=encoding, text=text, declared=declared, detection=detection,
+        raw_names=raw_names, encoding=encoding, text=text, declared=declared, detection=detection, cut=cut,
     )
     has_nul = scan.nul
     if bom:  # NUL markers are judged on the transcoded text
         with source.open("rb") as fh:
             has_nul = b"\x00" in fh.read(SAMPLE_BYTES)
-    stem = f"{path.stem}.{zlib.crc32(str(path).encode()):08x}"
+    # An unquoted file with NUL bytes is a bulk-copy export (bcp never quotes): its lone NUL
+    # fields are empty strings. In a quoted CSV a NUL is data, read as it is.
     if not dialect.standard or (has_nul and not dialect.quoted):
         target = scratch / f"{stem}.records.csv"
         prepared.records_written = rewrite_records(source, target, dialect, per_line, text)
         prepared.path, prepared.delimiter, prepared.rewritten = target, ",", True
-    elif per_line or has_nul:
+    elif per_line:
         newline = b"\r" if dialect.terminator == "\r" else b"\n"
-        prepared.path = rewrite_text(source, scratch / f"{stem}.utf8.csv", text, newline, dialect.delimiter)
+        prepared.path = rewrite_text(source, scratch / f"{stem}.utf8.csv", text, newline)
         prepared.rewritten = True
     if per_line:
         prepared.encoding = text.encoding() if text.fallback_lines or text.utf8_lines else "utf-8"
@@ -129,6 +141,15 @@ def _names(dialect: Dialect, declared: DeclaredTable | None) -> tuple[headers.He
         source = f"column names from {declared.schema_file}"
         if [snake_case(v) for v in first] == [snake_case(n) for n in names]:
             return headers.HeaderDecision(True, True, f"first row repeats the {source}"), names
+        if declared.header:  # a declared header-skip is checked: a first line that is data is data
+            decision = _decide(records, width)
+            if not decision.header and decision.certain:
+                return headers.HeaderDecision(False, True, f"{decision.reason}; {source}",
+                                              overruled=f"{declared.schema_file} declares a header line "
+                                              f"to skip, but the first line is data ({decision.reason})"), names
+            # as declared; unsettled unless its values read as labels (they are not the declared names)
+            return headers.HeaderDecision(True, decision.header and decision.certain,
+                                          f"{source}; header as declared ({decision.reason})"), names
         if declared.header is not None:
             return headers.HeaderDecision(declared.header, True, f"{source}; header as declared"), names
         decision = _decide(records, width)

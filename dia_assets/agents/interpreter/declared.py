@@ -3,18 +3,29 @@
 It names the columns of headerless files, gives the declared terminators, and its declared keys
 win over inferred ones (`source: declared`). DDL is parsed with sqlglot in whichever dialect
 reads it; load statements, which sqlglot reads only in part, with regular expressions.
+
+A schema file is input like any other, and may be hostile: it follows the data files' rules
+(a regular file inside the folder, `discover.unsafe_reason`), and its parse is bounded:
+`MAX_SCHEMA_TEXT` bytes of statements, `MAX_STATEMENT` bytes per statement for sqlglot (longer
+ones are read by the regular expressions only), parentheses nested `MAX_DEPTH` deep at most,
+`MAX_SECONDS` in all. What goes past a limit, or fails, is a problem reported for the file
+(`schema_file_problems`); the data files are read all the same.
 """
 
 from __future__ import annotations
 
 import logging
 import re
+import time
+from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
 import sqlglot
 from sqlglot import exp
 
+from dia_assets.agents.interpreter.compressed import data_stem, inner_name
+from dia_assets.agents.interpreter.discover import unsafe_reason
 from dia_assets.agents.interpreter.encodings import codec_name
 from dia_assets.agents.interpreter.naming import snake_case
 from dia_assets.contracts.interpretation import DeclaredColumn, DeclaredForeignKey, DeclaredTable
@@ -35,7 +46,10 @@ _COLS = r"\(([^()]*)\)"
 PK = re.compile(rf"PRIMARY\s+KEY\s*(?:CLUSTERED|NONCLUSTERED)?\s*{_COLS}", re.I)
 FK = re.compile(rf"FOREIGN\s+KEY\s*{_COLS}\s*REFERENCES\s+{_NAME}\s*(?:{_COLS})?", re.I)
 STDIN_COPY = re.compile(r"COPY\b.*\bFROM\s+stdin\s*;", re.I)
-MAX_SCHEMA_TEXT = 32 << 20
+MAX_SCHEMA_TEXT = 8 << 20  # bytes of statements read (pg_dump's inline rows are skipped, not counted)
+MAX_STATEMENT = 256 << 10  # a longer statement is read by the regular expressions only
+MAX_DEPTH = 100  # parentheses nested deeper than this: the statement is not read
+MAX_SECONDS = 10.0  # for one schema file
 ESCAPES = {"\\n": "\n", "\\r": "\r", "\\t": "\t", "\\0": "\x00", "\\\\": "\\"}
 
 
@@ -302,9 +316,10 @@ def _column_list(table: DeclaredTable, match: re.Match[str] | None) -> None:
     table.columns = [DeclaredColumn(name=n, type=types.get(n.lower())) for n in names]
 
 
-def _schema_text(path: Path) -> str:
-    """The statements of a schema file, streamed: pg_dump's inline rows (COPY ... FROM stdin
-    up to `\\.`) are skipped, so a dump with data costs one pass and little memory."""
+def _schema_text(path: Path) -> tuple[str, bool]:
+    """The statements of a schema file, streamed, and whether they went past `MAX_SCHEMA_TEXT`:
+    pg_dump's inline rows (COPY ... FROM stdin up to `\\.`) are skipped, so a dump with data costs
+    one pass and little memory."""
     out, size, in_data = [], 0, False
     with path.open(encoding="utf-8", errors="replace") as fh:
         for line in fh:
@@ -317,53 +332,117 @@ def _schema_text(path: Path) -> str:
             out.append(line)
             size += len(line)
             if size > MAX_SCHEMA_TEXT:
-                break
-    return "".join(out)
+                return "".join(out), True
+    return "".join(out), False
+
+
+def _depth(statement: str) -> int:
+    deepest = depth = 0
+    for ch in statement:
+        if ch == "(":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif ch == ")":
+            depth -= 1
+    return deepest
+
+
+@dataclass
+class SchemaFile:
+    """What one schema file declares, and what could not be read of it."""
+
+    tables: dict[str, DeclaredTable] = field(default_factory=dict)
+    problems: list[str] = field(default_factory=list)
+
+
+class _Budget:
+    def __init__(self, schema: SchemaFile) -> None:
+        self.schema, self.deadline, self.over = schema, time.monotonic() + MAX_SECONDS, False
+
+    def spent(self) -> bool:
+        if not self.over and time.monotonic() > self.deadline:
+            self.over = True
+            self.schema.problems.append(f"reading took over {MAX_SECONDS:.0f} s; the statements after that point "
+                                        "were not read")
+        return self.over
+
+    def readable(self, statement: str) -> bool:
+        if _depth(statement) > MAX_DEPTH:
+            self.schema.problems.append(f"a statement nests parentheses over {MAX_DEPTH} deep and was not read "
+                                        f"({statement.strip()[:60]!r}...)")
+            return False
+        return True
 
 
 def parse_schema_file(path: Path) -> dict[str, DeclaredTable]:
     """Declared tables by lower-cased full name (`sales.customer`)."""
-    text = re.sub(r"--[^\n]*", "", _schema_text(path))
-    tables: dict[str, DeclaredTable] = {}
-    for statement in _statements(text):
-        if not CREATE.match(statement):
+    return read_schema_file(path).tables
+
+
+def read_schema_file(path: Path) -> SchemaFile:
+    """Declared tables, and the problems met, within the limits (module docstring)."""
+    schema = SchemaFile()
+    raw, cut = _schema_text(path)
+    if cut:
+        schema.problems.append(f"over {MAX_SCHEMA_TEXT >> 20} MB of statements; only the first "
+                               f"{MAX_SCHEMA_TEXT >> 20} MB were read")
+    text = re.sub(r"--[^\n]*", "", raw)
+    budget = _Budget(schema)
+    tables = schema.tables
+    statements = _statements(text)
+    for statement in statements:
+        if not CREATE.match(statement) or budget.spent() or not budget.readable(statement):
             continue
-        tree = _parse_ddl(statement)
+        tree = _parse_ddl(statement) if len(statement) <= MAX_STATEMENT else None
         table = _create(tree, path.name) if isinstance(tree, exp.Create) else _create_by_regex(statement, path.name)
         if table:
             previous = tables.get(table.table.lower())
             tables[table.table.lower()] = table
             if previous:  # a load statement seen first
                 table.data_file = previous.data_file
-    for statement in _statements(text):
-        tree = _parse_ddl(statement) if re.match(r"\s*ALTER\s+TABLE\b", statement, re.I) else None
+    for statement in statements:
+        if not re.match(r"\s*ALTER\s+TABLE\b", statement, re.I) or not re.search(r"\bKEY\b", statement, re.I):
+            continue  # only keys are read from ALTER TABLE (pg_dump's OWNER TO and the like are not)
+        if budget.spent() or not budget.readable(statement):
+            continue
+        tree = _parse_ddl(statement) if len(statement) <= MAX_STATEMENT else None
         if isinstance(tree, exp.Alter):
             _alter(tree, tables)
-        elif re.match(r"\s*ALTER\s+TABLE\b", statement, re.I):
+        else:
             _alter_by_regex(statement, tables)
-    _loads(text, tables, path.name)
-    return tables
+    if not budget.spent():
+        _loads(text, tables, path.name)
+    return schema
 
 
 @lru_cache(maxsize=64)
-def _cached(path: str, mtime: float, size: int) -> tuple[DeclaredTable, ...]:
+def _cached(path: str, mtime: float, size: int) -> SchemaFile:
     try:
-        return tuple(parse_schema_file(Path(path)).values())
-    except (OSError, ValueError):
-        return ()
+        return read_schema_file(Path(path))
+    except Exception as exc:  # noqa: BLE001 - one bad schema file never stops the data files from being read
+        first = (str(exc).strip().splitlines() or [""])[0][:200]
+        return SchemaFile(problems=[f"could not be read: {type(exc).__name__}: {first}"])
 
 
 def schema_files(folder: Path) -> list[Path]:
-    return sorted(p for p in folder.glob("*") if p.suffix.lower() == ".sql" and p.is_file())
+    """The schema files of `folder` that follow the data files' rules: regular files inside it."""
+    return sorted(p for p in folder.glob("*") if p.suffix.lower() == ".sql" and unsafe_reason(folder, p) is None)
+
+
+def _read(path: Path) -> SchemaFile:
+    stat = path.stat()
+    return _cached(str(path), stat.st_mtime, stat.st_size)
 
 
 def declared_tables(folder: Path) -> list[DeclaredTable]:
     """Every table the schema files in `folder` declare (shared, cached: copy before changing)."""
-    out: list[DeclaredTable] = []
-    for path in schema_files(folder):
-        stat = path.stat()
-        out.extend(_cached(str(path), stat.st_mtime, stat.st_size))
-    return out
+    return [t for path in schema_files(folder) for t in _read(path).tables.values()]
+
+
+def schema_file_problems(root: Path) -> list[tuple[Path, str]]:
+    """(schema file, problem) for every schema file under `root` that was not read whole."""
+    folders = sorted({p.parent for p in root.rglob("*.sql")} | {root})
+    return [(path, problem) for folder in folders for path in schema_files(folder) for problem in _read(path).problems]
 
 
 def declared_for(data_file: Path) -> DeclaredTable | None:
@@ -371,10 +450,11 @@ def declared_for(data_file: Path) -> DeclaredTable | None:
     tables = declared_tables(data_file.parent)
     if not tables:
         return None
+    names = {data_file.name.lower(), inner_name(data_file).lower()}  # `orders.csv` also names `orders.csv.gz`
     for table in tables:
-        if table.data_file and re.split(r"[\\/)]", table.data_file)[-1].lower() == data_file.name.lower():
+        if table.data_file and re.split(r"[\\/)]", table.data_file)[-1].lower() in names:
             return table.model_copy(deep=True)
-    stem = snake_case(data_file.stem)
+    stem = snake_case(data_stem(data_file))
     for table in tables:
         if snake_case(table.table) == stem or snake_case(bare_name(table.table)) == stem:
             return table.model_copy(deep=True)

@@ -8,6 +8,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from dia_assets.agents.interpreter.compressed import READ_INSIDE, compression, data_stem
+
 FORMATS = {
     ".csv": "csv", ".tsv": "csv", ".txt": "csv", ".dat": "csv",
     ".json": "json", ".jsonl": "jsonl", ".ndjson": "jsonl",
@@ -17,6 +19,7 @@ FORMATS = {
 # Documentation that travels with an export is not data.
 # A schema file (.sql) is read by `declared.py` as evidence about the data files beside it.
 IGNORED_SUFFIXES = {".md", ".rst", ".yaml", ".yml", ".pdf", ".sql"}
+SCHEMA_SUFFIX = ".sql"
 
 
 @dataclass(frozen=True)
@@ -27,7 +30,15 @@ class RawFile:
 
     @property
     def stem(self) -> str:
-        return self.path.stem
+        return data_stem(self.path)
+
+
+def file_format(path: Path) -> str | None:
+    """The format a file is read as; a compressed text file (`orders.csv.gz`) as the file inside."""
+    if compression(path):
+        inner = FORMATS.get(Path(path.stem).suffix.lower())
+        return inner if inner in READ_INSIDE else None
+    return FORMATS.get(path.suffix.lower())
 
 
 def discover(data_dir: Path, refused: list[RawFile] | None = None) -> list[RawFile]:
@@ -36,7 +47,8 @@ def discover(data_dir: Path, refused: list[RawFile] | None = None) -> list[RawFi
     Only regular files inside the folder are data: a symlink resolving outside it (it could
     expose any file the process can read) and special files (FIFOs, sockets, devices) are
     left out, and appended to `refused` with the reason when the caller asks. A symlink
-    that stays inside the folder is read like the file it points to."""
+    that stays inside the folder is read like the file it points to. Schema files (`.sql`)
+    are not data, but follow the same rules: one that breaks them is refused here too."""
     if not data_dir.exists():
         raise FileNotFoundError(f"data folder {data_dir} does not exist")
     if not data_dir.is_dir():
@@ -48,10 +60,12 @@ def discover(data_dir: Path, refused: list[RawFile] | None = None) -> list[RawFi
         if any(part.startswith((".", "~$")) for part in rel.parts) or path.is_dir():
             continue
         suffix = path.suffix.lower()
-        if suffix in IGNORED_SUFFIXES:
+        if suffix in IGNORED_SUFFIXES and suffix != SCHEMA_SUFFIX:
             continue
-        raw = RawFile(path=path, format=FORMATS.get(suffix))
+        raw = RawFile(path=path, format=file_format(path))
         problem = unsafe_reason(root, path)
+        if suffix == SCHEMA_SUFFIX and not problem:
+            continue  # a schema file is read by declared.py, under the same rules
         if problem:
             if refused is not None:
                 refused.append(RawFile(path=path, format=raw.format, refused=problem))

@@ -30,6 +30,7 @@ class HeaderDecision:
     header: bool
     certain: bool
     reason: str
+    overruled: str | None = None  # a schema file's header-skip the file contradicts, and why
 
 
 def value_types(value: str) -> set[str]:

@@ -11,10 +11,16 @@ from pathlib import Path
 import duckdb
 
 from dia_assets.agents.interpreter import foreign_keys, keys, limits, one_table, quality
+from dia_assets.agents.interpreter.compressed import compression
 from dia_assets.agents.interpreter.declared_keys import apply_declared
 from dia_assets.agents.interpreter.discover import RawFile, TextScan, discover, hash_and_scan
 from dia_assets.agents.interpreter.join_paths import join_paths
-from dia_assets.agents.interpreter.names import distinct_derived_names, refused_issues, source_name
+from dia_assets.agents.interpreter.names import (
+    distinct_derived_names,
+    refused_issues,
+    schema_file_issues,
+    source_name,
+)
 from dia_assets.agents.interpreter.naming import quote_ident
 from dia_assets.agents.interpreter.profile import SourceProfile, profile_table
 from dia_assets.agents.interpreter.readers import LoadedSource, read_source, scratch_dir
@@ -65,6 +71,7 @@ def interpret(data_dir: str | Path, progress: Progress | None = None,
     used: set[str] = set()
     restored: set[str] = set()  # sources whose keys were kept, not found again
     result.quality_issues.extend(refused_issues(root, refused))
+    result.quality_issues.extend(schema_file_issues(root))
     with scratch_dir() as tmp, ThreadPoolExecutor(max_workers=1) as hasher:
         limits.configure(con, Path(tmp) / "spill")
         for index, raw in enumerate(files):
@@ -75,8 +82,9 @@ def interpret(data_dir: str | Path, progress: Progress | None = None,
             if raw.format is None:
                 result.quality_issues.append(QualityIssue(
                     source=name, kind="unsupported_format", severity="info",
-                    message=f"{rel}: format {raw.path.suffix or '(no extension)'} is not read",
-                    suggested_action="Convert to CSV, JSON, Excel or Parquet, or remove it from the folder.",
+                    message=f"{rel}: format {_suffix(raw.path)} is not read",
+                    suggested_action="Convert to CSV, JSON, Excel or Parquet (CSV and JSON may be gzip or zstd "
+                    "compressed), or remove it from the folder.",
                 ))
                 continue
             say(f"[{index + 1}/{len(files)}] reading {rel}")
@@ -237,6 +245,13 @@ def _read_file(
     if renamed and done:
         done[0][1].extend(renamed)
     return done
+
+
+def _suffix(path: Path) -> str:
+    """`.gz` alone says little: a compressed file shows both extensions (`.xlsx.gz`)."""
+    if compression(path):
+        return "".join(path.suffixes[-2:])
+    return path.suffix or "(no extension)"
 
 
 def _width(con: duckdb.DuckDBPyConnection, table: str) -> int:

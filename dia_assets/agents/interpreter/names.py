@@ -9,6 +9,8 @@ import hashlib
 import re
 from pathlib import Path
 
+from dia_assets.agents.interpreter.compressed import data_stem
+from dia_assets.agents.interpreter.declared import schema_file_problems
 from dia_assets.agents.interpreter.discover import RawFile
 from dia_assets.agents.interpreter.naming import snake_case
 from dia_assets.contracts.interpretation import QualityIssue
@@ -16,10 +18,10 @@ from dia_assets.contracts.interpretation import QualityIssue
 
 def source_name(root: Path, path: Path, used: set[str]) -> tuple[str, QualityIssue | None]:
     """A name for `path` not in `used` (which it joins), and an issue if it had to change."""
-    base = snake_case(path.stem)
+    base = snake_case(data_stem(path))
     wanted = base
     if base in used and path.parent != root:
-        base = snake_case(f"{path.parent.name}_{path.stem}")
+        base = snake_case(f"{path.parent.name}_{data_stem(path)}")
     name, n = base, 1
     while name in used:
         n += 1
@@ -39,11 +41,24 @@ def refused_issues(root: Path, refused: list[RawFile]) -> list[QualityIssue]:
     """One error per file that was not read for safety or because it is not a regular file."""
     return [
         QualityIssue(
-            source=snake_case(raw.path.stem), kind="refused_file", severity="error",
+            source=snake_case(raw.stem), kind="refused_file", severity="error",
             message=f"{raw.path.relative_to(root)}: not read: {raw.refused}",
             suggested_action="Put the data itself in the data folder as a regular file.",
         )
         for raw in refused
+    ]
+
+
+def schema_file_issues(root: Path) -> list[QualityIssue]:
+    """One warning per schema file that could not be read whole (a limit or a parse failure);
+    the data files are read all the same, without what it would have declared."""
+    return [
+        QualityIssue(
+            source=snake_case(path.stem), kind="schema_file_unreadable", severity="warning",
+            message=f"{path.relative_to(root)}: schema file {problem}",
+            suggested_action="Check the schema file; keys and columns it would declare are inferred from the data.",
+        )
+        for path, problem in schema_file_problems(root)
     ]
 
 

@@ -33,12 +33,13 @@ import re
 from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from pathlib import PurePosixPath
+from pathlib import Path, PurePosixPath
 from typing import NamedTuple
 
 import duckdb
 
 from dia_assets.agents.interpreter import quality
+from dia_assets.agents.interpreter.compressed import data_stem
 from dia_assets.agents.interpreter.naming import quote_ident, snake_case
 from dia_assets.agents.interpreter.profile import profile_table
 from dia_assets.agents.interpreter.scanned_read import forget_read
@@ -88,7 +89,8 @@ def file_name(rel: str) -> FileName:
     apart by a plain number (`orders_1`, `cities_iso_8859_2`) is numbered: as likely another
     table (an encoding, a level) as a batch, so never united without the expert."""
     path = PurePosixPath(rel)
-    stem, name = snake_case(path.stem), path.stem.lower()
+    raw = data_stem(Path(rel))  # `kinds.csv.gz` is `kinds`
+    stem, name = snake_case(raw), raw.lower()
     folder = path.parent.as_posix()
     if _PART.fullmatch(stem) and path.parent.name:
         return FileName(folder, snake_case(path.parent.name), name, False)

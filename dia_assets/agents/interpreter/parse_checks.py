@@ -71,6 +71,12 @@ def reading_issues(prep: Prepared, source: str, file: str, empty_labels: list[in
             "Name the columns in the overrides, or put a schema file (.sql) beside the data.",
             severity="info",
         ))
+    if prep.header.overruled:
+        out.append(_issue(
+            source, "declared_header_is_data",
+            f"{file}: {prep.header.overruled}; line 1 is read as a record, not skipped",
+            "None needed if line 1 is a record; if it is a header after all, fix the schema file or the export.",
+        ))
     if not prep.header.header and not prep.header.certain:
         out.append(_issue(
             source, "parse_uncertain",

@@ -19,20 +19,30 @@ from dataclasses import dataclass, field
 from datetime import date, datetime, time
 from decimal import Decimal
 from pathlib import Path
+from xml.etree import ElementTree
 
 import duckdb
 import pyarrow as pa
 
+from dia_assets.agents.interpreter.compressed import DecompressError, compression, decompress
 from dia_assets.agents.interpreter.csv_lines import (
     UNCLOSED,
     load_by_lines,
     needs_line_reader,
     sniff_failed,
 )
-from dia_assets.agents.interpreter.csv_prepare import NotText, final_names, prepare_csv
+from dia_assets.agents.interpreter.csv_prepare import NotText, Prepared, final_names, prepare_csv
 from dia_assets.agents.interpreter.declared import declared_for
 from dia_assets.agents.interpreter.discover import TextScan, scan_text
 from dia_assets.agents.interpreter.encodings import Detection, legacy_encoding
+from dia_assets.agents.interpreter.excel_formulas import formula_issues, unvalued_formulas
+from dia_assets.agents.interpreter.final_record import REASON, cut_issue, set_aside
+from dia_assets.agents.interpreter.json_keys import (
+    DuplicateKeys,
+    document_duplicates,
+    duplicate_issue,
+    loads_noting_repeats,
+)
 from dia_assets.agents.interpreter.naming import quote_ident, snake_case, unique_names
 from dia_assets.agents.interpreter.parse_checks import (
     confidence,
@@ -71,6 +81,7 @@ class LoadedSource:
     parent: SourceRef | None = None
     issues: list[QualityIssue] = field(default_factory=list)
     declared: DeclaredTable | None = None
+    read_path: Path | None = None  # the plain copy read in place of `path` (a compressed file's)
 
     def fail(self, message: str) -> LoadedSource:
         self.parse.ok = False
@@ -138,14 +149,17 @@ def looks_binary(path: Path) -> int | None:
 
 def read_csv_source(
     con: duckdb.DuckDBPyConnection, path: Path, name: str, table: str, scratch: Path,
-    scan: TextScan | None = None,
+    scan: TextScan | None = None, origin: Path | None = None,
 ) -> LoadedSource:
-    loaded = LoadedSource(name=name, path=path, format="csv", table=table, parse=ParseInfo())
+    """`origin`: the file the user has, when `path` is its plain copy (a compressed file's)."""
+    loaded = LoadedSource(name=name, path=origin or path, format="csv", table=table, parse=ParseInfo(),
+                          read_path=path if origin else None)
+    file = loaded.path.name
     size = path.stat().st_size
     if size == 0:
         return loaded.fail("empty file (0 bytes): no header and no rows")
     try:
-        prep = prepare_csv(path, scratch, scan, lambda p, enc: as_utf8(p, enc, scratch))
+        prep = prepare_csv(path, scratch, scan, lambda p, enc: as_utf8(p, enc, scratch), origin)
     except NotText as exc:
         return loaded.fail(str(exc))
     header = prep.header.header
@@ -167,14 +181,14 @@ def read_csv_source(
             QualityIssue(
                 source=name, kind="duplicate_column_names", severity="warning",
                 count=len(dupes), examples=dupes,
-                message=f"{path.name}: header repeats column name(s) {', '.join(map(repr, dupes))}; "
+                message=f"{file}: header repeats column name(s) {', '.join(map(repr, dupes))}; "
                 "later copies were renamed with a numeric suffix",
                 suggested_action="Rename the columns in the overrides or fix the export.",
             )
         )
     names, empty_labels = final_names(raw_names)
     loaded.original_columns = [cell.strip() or names[i] for i, cell in enumerate(raw_names)]
-    loaded.issues.extend(reading_issues(prep, name, path.name, empty_labels))
+    loaded.issues.extend(reading_issues(prep, name, file, empty_labels))
     rejects = f"{table}__rejects"
     options = {
         "delim": delim, "quote": '"', "escape": '"', "header": header,
@@ -193,7 +207,7 @@ def read_csv_source(
             )
         except duckdb.Error as exc:
             if sniff_failed(exc):  # typically an unclosed quote: read what can be read, line by line
-                return read_by_lines(con, loaded, text_path, table, names, delim, header)
+                return keep_cut(con, read_by_lines(con, loaded, text_path, table, names, delim, header), prep)
             if "maximum line size" in str(exc).lower() and "max_line_size" not in attempt:
                 continue
             return loaded.fail(f"cannot parse as CSV: {_first_line(exc)}")
@@ -204,7 +218,7 @@ def read_csv_source(
             break
         con.execute(f"DELETE FROM {quote_ident(rejects)}")  # retried with room for huge fields
     if needs_line_reader(con, rejects):  # an unclosed quote swallowed the lines after it
-        return read_by_lines(con, loaded, text_path, table, names, delim, header)
+        return keep_cut(con, read_by_lines(con, loaded, text_path, table, names, delim, header), prep)
     bad = con.execute(  # one line can carry several errors
         f"SELECT count(DISTINCT line) FROM {quote_ident(rejects)}"
     ).fetchall()[0][0]
@@ -220,20 +234,31 @@ def read_csv_source(
             QualityIssue(
                 source=name, kind="ragged_rows", severity="warning", count=bad,
                 examples=loaded.parse.bad_row_examples,
-                message=f"{path.name}: {bad} line(s) do not have {len(names)} fields",
+                message=f"{file}: {bad} line(s) do not have {len(names)} fields",
                 suggested_action="Route these lines to the reject table; fix the export if they matter.",
             )
         )
     rows = con.execute(f"SELECT count(*) FROM {quote_ident(table)}").fetchall()[0][0]
-    loaded.issues.extend(verify_counts(prep, name, path.name, rows, bad))
+    loaded.issues.extend(verify_counts(prep, name, file, rows, bad))
     if header and rows == 0:
         loaded.issues.append(
             QualityIssue(
                 source=name, kind="header_only", severity="info",
-                message=f"{path.name}: header only, no data rows",
+                message=f"{file}: header only, no data rows",
                 suggested_action="Keep the table; keys are inferred from column names alone.",
             )
         )
+    return keep_cut(con, loaded, prep)
+
+
+def keep_cut(con: duckdb.DuckDBPyConnection, loaded: LoadedSource, prep: Prepared) -> LoadedSource:
+    """A record cut short at the end of the file (read without it) joins the rejected lines."""
+    if prep.cut is None or not loaded.table:
+        return loaded
+    set_aside(con, f"{loaded.table}__rejects", prep.cut)
+    loaded.parse.bad_rows += 1
+    loaded.parse.bad_row_examples.append(f"line {prep.cut.line}: {REASON}: {prep.cut.text[:80]}")
+    loaded.issues.append(cut_issue(loaded.name, loaded.path.name, prep.cut.line, prep.cut.text))
     return loaded
 
 
@@ -289,10 +314,13 @@ def csv_options_sql(opts: dict[str, object]) -> str:
 
 def read_json_source(
     con: duckdb.DuckDBPyConnection, path: Path, name: str, table: str, fmt: str,
-    scratch: Path, scan: TextScan | None = None,
+    scratch: Path, scan: TextScan | None = None, origin: Path | None = None,
 ) -> list[LoadedSource]:
-    """JSON or JSON Lines in any encoding the CSV path reads; transcoded copies go to `scratch`."""
-    loaded = LoadedSource(name=name, path=path, format=fmt, table=table, parse=ParseInfo())
+    """JSON or JSON Lines in any encoding the CSV path reads; transcoded copies go to `scratch`.
+    `origin`: the file the user has, when `path` is its plain copy (a compressed file's)."""
+    loaded = LoadedSource(name=name, path=origin or path, format=fmt, table=table, parse=ParseInfo(),
+                          read_path=path if origin else None)
+    file = loaded.path.name
     if path.stat().st_size == 0:
         return [loaded.fail("empty file (0 bytes)")]
     nul = looks_binary(path)
@@ -306,12 +334,15 @@ def read_json_source(
         text_path = rewrite_text(path, scratch / f"{path.stem}.utf8{path.suffix}", stats, b"\n")
         encoding = stats.encoding()
         loaded.parse.encoding_confidence = detection.confidence
-        loaded.issues.extend(encoding_issues(detection, name, path.name))
+        loaded.issues.extend(encoding_issues(detection, name, file))
     elif encoding != "utf-8":
         text_path = as_utf8(path, encoding, scratch)
     loaded.parse.encoding = encoding
     if fmt == "jsonl":
-        bad, examples = _bad_json_lines(text_path)
+        check = _check_json_lines(text_path)
+        bad, examples, repeats = check.bad, check.examples, check.repeats
+        if check.cut:
+            loaded.issues.append(cut_issue(name, file, *check.cut))
         if bad:  # DuckDB reads the other lines only: one array or string line would make it
             # read every line as a JSON value, and a broken line would become an all-NULL row
             text_path = _objects_only(text_path, scratch)
@@ -321,10 +352,14 @@ def read_json_source(
                 QualityIssue(
                     source=name, kind="malformed_records", severity="warning", count=bad,
                     examples=examples,
-                    message=f"{path.name}: {bad} line(s) are not valid JSON objects",
+                    message=f"{file}: {bad} line(s) are not valid JSON objects",
                     suggested_action="Route these lines to the reject table; fix the export if they matter.",
                 )
             )
+    else:
+        repeats = document_duplicates(text_path)
+    if repeats.records:
+        loaded.issues.append(duplicate_issue(name, file, repeats))
     json_format = "newline_delimited" if fmt == "jsonl" else "auto"
     raw = f"{table}__raw"
     options = (f"format='{json_format}', ignore_errors=true, maximum_object_size=536870912, "
@@ -431,13 +466,35 @@ def _is_json_object(line: str) -> bool:
         return False
 
 
-def _bad_json_lines(path: Path, limit: int = 5) -> tuple[int, list[str]]:
-    bad, examples = 0, []
-    for number, line in bad_json_lines(path):
-        bad += 1
-        if len(examples) < limit:
-            examples.append(f"line {number}: {line.strip()[:80]}")
-    return bad, examples
+@dataclass
+class JsonLinesCheck:
+    """One pass over JSON Lines: lines that are not objects, objects that give a key twice, and a
+    last line cut short (no line end, and not JSON: the file was read while being written)."""
+
+    bad: int = 0
+    examples: list[str] = field(default_factory=list)
+    repeats: DuplicateKeys = field(default_factory=DuplicateKeys)
+    cut: tuple[int, str] | None = None
+
+
+def _check_json_lines(path: Path, limit: int = 5) -> JsonLinesCheck:
+    out = JsonLinesCheck()
+    last: tuple[int, str, bool] | None = None
+    for number, line in _json_lines(path, "utf-8"):
+        try:
+            value, repeated = loads_noting_repeats(line)
+        except ValueError:
+            value, repeated = None, []
+        last = (number, line, isinstance(value, dict))
+        if not isinstance(value, dict):
+            out.bad += 1
+            if len(out.examples) < limit:
+                out.examples.append(f"line {number}: {line.strip()[:80]}")
+        elif repeated:
+            out.repeats.add(f"line {number}", repeated)
+    if last is not None and not last[2] and not last[1].endswith("\n") and last[0] > 1:
+        out.cut = (last[0], last[1].strip())
+    return out
 
 
 def _struct_fields(type_str: str) -> bool:
@@ -462,6 +519,8 @@ def flatten(
         elif _struct_fields(type_str) and level < 4:
             for sub_name, sub_type in _struct_members(con, raw, expr):
                 walk(f"{expr}.{quote_ident(sub_name)}", f"{prefix}_{sub_name}", sub_type, level + 1)
+        elif type_str == "JSON":  # values of mixed kinds (`[1, 2, "x"]`): kept as their JSON text
+            scalar_exprs.append((f"CAST({expr} AS VARCHAR)", prefix))
         else:
             scalar_exprs.append((expr, prefix))
 
@@ -593,6 +652,11 @@ def read_excel_sources(
         return [base.fail(f"cannot read Excel workbook: {type(exc).__name__}: {exc}")]
     out: list[LoadedSource] = []
     try:
+        unvalued = unvalued_formulas(path)
+    except (zipfile.BadZipFile, KeyError, OSError, ValueError, ElementTree.ParseError) as exc:
+        workbook.close()
+        return [base.fail(f"cannot read the formulas of the Excel workbook: {type(exc).__name__}: {exc}")]
+    try:
         for index, sheet in enumerate(workbook.worksheets):
             name = f"{stem_name}_{snake_case(sheet.title)}"
             loaded = LoadedSource(
@@ -643,6 +707,8 @@ def read_excel_sources(
                 )
             names = unique_names(labels)
             loaded.original_columns = labels
+            loaded.issues.extend(formula_issues(name, path.name, sheet.title, unvalued.get(sheet.title, []),
+                                                header_index + 1, names))
             body = [
                 (row + [None] * width)[:width]
                 for row in rows[header_index + 1 :]
@@ -686,6 +752,8 @@ def read_source(
 ) -> list[LoadedSource]:
     """Dispatch on format; always returns at least one entry naming the file."""
     try:
+        if compression(path):
+            return read_compressed(con, path, fmt, name, table, scratch)
         if fmt == "csv":
             return [read_csv_source(con, path, name, table, scratch, scan)]
         if fmt in ("json", "jsonl"):
@@ -698,6 +766,19 @@ def read_source(
         loaded = LoadedSource(name=name, path=path, format=fmt, table=None, parse=ParseInfo())
         return [loaded.fail(f"{type(exc).__name__}: {str(exc).splitlines()[0]}")]
     raise ValueError(f"unknown format {fmt}")
+
+
+def read_compressed(
+    con: duckdb.DuckDBPyConnection, path: Path, fmt: str, name: str, table: str, scratch: Path
+) -> list[LoadedSource]:
+    """A gzip or zstd file, read as the CSV or JSON it holds (its plain copy goes to `scratch`)."""
+    try:
+        plain = decompress(path, scratch)
+    except DecompressError as exc:
+        return [LoadedSource(name=name, path=path, format=fmt, table=None, parse=ParseInfo()).fail(str(exc))]
+    if fmt == "csv":
+        return [read_csv_source(con, plain, name, table, scratch, origin=path)]
+    return read_json_source(con, plain, name, table, fmt, scratch, origin=path)
 
 
 def scratch_dir() -> tempfile.TemporaryDirectory[str]:

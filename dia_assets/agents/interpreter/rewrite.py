@@ -1,17 +1,20 @@
 """Streaming rewrites that let DuckDB read what it cannot read as is.
 
 - Text: lines decoded one by one (UTF-8 where they decode, else the file's legacy encoding as
-  `encodings.detect` found it, cp1252 unless it found another), NUL markers dropped, written as
-  UTF-8. One bad line never decides the encoding of the whole file.
+  `encodings.detect` found it, cp1252 unless it found another), written as UTF-8. One bad line
+  never decides the encoding of the whole file.
 - Records: bulk-copy files (multi-character field terminators, record terminators such as `&|` +
-  newline, newlines inside unquoted values) become an RFC 4180 CSV, every value quoted so that
-  embedded newlines survive; an empty field stays NULL and a field that is exactly NUL is ''.
+  newline, newlines inside unquoted values, or unquoted fields holding NUL bytes) become an RFC 4180
+  CSV, every value quoted so that embedded newlines survive; an empty field stays NULL and a field
+  that is exactly NUL is '' (bcp's empty-string marker).
+
+A NUL byte is never dropped: inside a value it is data (DuckDB keeps it), and only a bulk-copy
+file's lone NUL field means the empty string.
 """
 
 from __future__ import annotations
 
 import codecs
-import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -109,14 +112,12 @@ def decoded_chunks(path: Path, per_line: bool, stats: TextStats, newline: bytes 
     """The file as text, chunk by chunk; line by line decoding when the file is not all UTF-8."""
     with path.open("rb") as fh:
         if not per_line:
-            import codecs
-
             decoder = codecs.getincrementaldecoder("utf-8")("replace")
             while block := fh.read(CHUNK):
                 yield decoder.decode(block)
             yield decoder.decode(b"", final=True)
             return
-        pending, number = b"", 1
+        pending, number = fh.read(len(codecs.BOM_UTF8)).removeprefix(codecs.BOM_UTF8), 1  # a BOM is no text
         while block := fh.read(CHUNK):
             data = pending + block
             cut = data.rfind(newline) + 1
@@ -148,17 +149,16 @@ def sample_text(path: Path, per_line: bool, size: int = 1 << 16, fallback: str =
         head = head[: cut + 1] if cut > 0 else head
     if not per_line:
         return head.decode("utf-8", errors="replace")
+    head = head.removeprefix(codecs.BOM_UTF8)
     stats = TextStats(fallback=fallback)
     return "".join(decode_line(raw, stats, 0) + "\n" for raw in head.split(b"\n"))[:-1]
 
 
-def rewrite_text(path: Path, target: Path, stats: TextStats, newline: bytes, delimiter: str = ",") -> Path:
-    """A UTF-8 copy, decoded line by line; a field that is exactly NUL becomes `""` (the empty
-    string), any other NUL is dropped."""
-    marker = re.compile(rf"(?:(?<=^)|(?<=[{re.escape(delimiter)}\r\n]))\x00(?=[{re.escape(delimiter)}\r\n]|$)", re.M)
+def rewrite_text(path: Path, target: Path, stats: TextStats, newline: bytes) -> Path:
+    """A UTF-8 copy, decoded line by line (NUL bytes kept: they are data)."""
     with target.open("w", encoding="utf-8", newline="") as out:
         for chunk in decoded_chunks(path, True, stats, newline):
-            out.write(marker.sub('""', chunk).replace("\x00", "") if "\x00" in chunk else chunk)
+            out.write(chunk)
     return target
 
 
@@ -167,7 +167,7 @@ def _quote(value: str) -> str:
         return ""  # an empty field is NULL
     if value == "\x00":
         return '""'  # the bulk-copy empty-string marker
-    return '"' + value.replace("\x00", "").replace('"', '""') + '"'
+    return '"' + value.replace('"', '""') + '"'
 
 
 def rewrite_records(

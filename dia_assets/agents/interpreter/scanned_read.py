@@ -17,6 +17,7 @@ from pathlib import Path
 
 import duckdb
 
+from dia_assets.agents.interpreter.compressed import compression
 from dia_assets.agents.interpreter.discover import CLEAN, TextScan, looks_clean, scan_text
 from dia_assets.agents.interpreter.naming import quote_ident
 from dia_assets.agents.interpreter.readers import LoadedSource, read_source
@@ -50,7 +51,7 @@ def read_scanned(
 ) -> list[LoadedSource]:
     """`read_source` of a file, its text scan made beside the read (workbooks and Parquet
     need none)."""
-    if fmt not in ("csv", "json", "jsonl"):
+    if fmt not in ("csv", "json", "jsonl") or compression(path):  # a compressed file's copy is scanned
         return read_source(con, path, fmt, name, table, scratch)
     with ThreadPoolExecutor(max_workers=1) as pool:
         scanning = pool.submit(scan_text, path)

@@ -304,7 +304,7 @@ def _unparsed_lines(
             f"first(csv_line), false FROM {rejects} GROUP BY line"
         )
     elif file.format == "jsonl" and reader.parse.bad_rows and reader.parent is None:
-        for number, line in bad_json_lines(reader.path, reader.parse.encoding):
+        for number, line in bad_json_lines(reader.read_path or reader.path, reader.parse.encoding):
             _run(con,
                 head + f"VALUES ({sql_str(file.ref)}, ?, TIMESTAMP {sql_str(loaded_at)}, "
                 f"{sqlgen.row_hash_sql(['CAST(? AS VARCHAR)'])}, "

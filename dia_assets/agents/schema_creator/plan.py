@@ -101,6 +101,7 @@ def plan_manifest(
             continue
         table = _plan_table(source, tov, ov, manifest, _previous_table(previous, source.name))
         table.reader_stem = _reader_stem(interp, source)
+        table.blocking_issues = _blocking_issues(interp, source, table)
         names[source.name] = table.name
         for col in table.columns:
             col_names[(source.name, col.source_column)] = col.name
@@ -528,6 +529,14 @@ def _order_and_enforce(manifest: Manifest) -> None:
 def _types(table: ManifestTable, columns: list[str]) -> list[str | None]:
     by_name = {c.name: c.type for c in table.columns}
     return [by_name.get(c) for c in columns]
+
+
+def _blocking_issues(interp: Interpretation, source: Source, table: ManifestTable) -> list[str]:
+    """The interpreter's blocking issues about this source's records; one about a column the
+    expert excluded no longer applies."""
+    excluded = {e.source_column for e in table.excluded_columns}
+    return [i.message for i in interp.quality_issues
+            if i.blocking and i.source == source.name and i.column not in excluded]
 
 
 def _reader_stem(interp: Interpretation, source: Source) -> str:

@@ -6,14 +6,18 @@ from __future__ import annotations
 
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import duckdb
 
 from dia_assets.agents.interpreter.naming import quote_ident as q
 from dia_assets.agents.locations import temp_prefix
 from dia_assets.agents.schema_creator import sqlgen
-from dia_assets.agents.schema_creator.load import LoadResult, StepHook, build_into
+from dia_assets.agents.schema_creator.load import LoadError, LoadResult, StepHook, build_into
 from dia_assets.contracts.manifest import Manifest, ManifestTable
+
+if TYPE_CHECKING:
+    import psycopg
 
 BATCH = 10_000
 
@@ -51,6 +55,26 @@ def _fk_sql(table: ManifestTable, fk) -> str:
             f"REFERENCES public.{q(fk.ref_table)} ({', '.join(q(c) for c in fk.ref_columns)})")
 
 
+def _copy(con: duckdb.DuckDBPyConnection, cur: psycopg.Cursor, table: ManifestTable, duck_name: str,
+          pg_name: str, names: str) -> None:
+    """One layer of a table into PostgreSQL. A NUL byte, which DuckDB keeps in a value (it is data),
+    cannot be stored in PostgreSQL text: the load stops, saying so, and nothing is altered."""
+    import psycopg
+
+    rel = con.execute(f"SELECT {names} FROM {duck_name}")
+    try:
+        with cur.copy(f"COPY {pg_name} ({names}) FROM STDIN") as copy:
+            while rows := rel.fetchmany(BATCH):
+                for row in rows:
+                    copy.write_row(row)
+    except psycopg.DataError as exc:
+        if "NUL" not in str(exc):
+            raise
+        raise LoadError(f"{table.source_path}: a value of table {table.name!r} holds a NUL byte, which PostgreSQL "
+                        "text cannot store; nothing was loaded (load it into DuckDB, or remove the NUL from the "
+                        "export)") from exc
+
+
 def load_postgres(
     manifest: Manifest, data_dir: str | Path, url: str, hook: StepHook | None = None
 ) -> LoadResult:
@@ -71,11 +95,7 @@ def load_postgres(
                     for duck_name, pg_name, columns, pk in _layers(table, stats.primary_key_enforced):
                         cur.execute(pg_table_ddl(pg_name, columns, pk))
                         names = ", ".join(q(c) for c, _ in columns)
-                        rel = con.execute(f"SELECT {names} FROM {duck_name}")
-                        with cur.copy(f"COPY {pg_name} ({names}) FROM STDIN") as copy:
-                            while rows := rel.fetchmany(BATCH):
-                                for row in rows:
-                                    copy.write_row(row)
+                        _copy(con, cur, table, duck_name, pg_name, names)
                     if hook:
                         hook(f"postgres:{table.name}")
                 for table in manifest.tables:

@@ -240,7 +240,7 @@ def check_load_integrity(target: Target, manifest: Manifest) -> list[TableReject
         )
         kept = _n(target, f"SELECT count(*) FROM {rej} WHERE _row_kept")
         entry.values_nulled = kept
-        problems = []
+        problems = list(table.blocking_issues)  # records lost or altered on the way in
         if blind:
             problems.append(f"{blind} rejects without reason or provenance")
         if fraction > table.max_reject_fraction:
