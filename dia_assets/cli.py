@@ -45,6 +45,7 @@ def interpret(
     """Profile every source in DATA_DIR and write the interpretation."""
     from dia_assets.agents.interpreter.render import summary
     from dia_assets.agents.interpreter.run import interpret_to_files
+    from dia_assets.agents.schema_creator.build import expert_files
 
     if not data_dir.is_dir():
         _echo(f"error: {data_dir} is not a folder")
@@ -55,7 +56,7 @@ def interpret(
     complete, model = _llm()
     interp = interpret_to_files(
         data_dir, json_path, md_path, complete=complete, model=model,
-        progress=(lambda m: None) if quiet else _echo,
+        progress=(lambda m: None) if quiet else _echo, decisions=expert_files(workspace),
     )
     typer.echo(summary(interp))
     typer.echo(f"wrote {json_path} and {md_path}")

@@ -34,7 +34,7 @@ from dia_assets.agents.interpreter.render import (
     sources_table,
 )
 from dia_assets.agents.interpreter.run import interpret_to_files
-from dia_assets.agents.schema_creator.build import previous_interpretation
+from dia_assets.agents.schema_creator.build import expert_files, previous_interpretation
 from resources import LLMResource, WorkspaceResource
 from resources.workspace import default_data_dir
 
@@ -134,6 +134,7 @@ def _interpret(context: AssetExecutionContext, workspace: WorkspaceResource, llm
     interp = interpret_to_files(
         workspace.data_path, json_path, md_path, complete=complete, model=llm.model,
         progress=context.log.info, previous=previous_interpretation(workspace.root_path),
+        decisions=expert_files(workspace.root_path),
     )
     metadata: dict[str, object] = {
         "sources": len(interp.sources),
@@ -154,6 +155,6 @@ def _interpret(context: AssetExecutionContext, workspace: WorkspaceResource, llm
             for c in src.columns
         ])
     # the data version follows the files, so an identical rebuild is not new data downstream
-    files = sorted({(s.path, s.content_hash) for s in interp.sources})
+    files = sorted({(f.path, f.content_hash) for s in interp.sources for f in s.file_list()})
     version = hashlib.sha256(json.dumps(files).encode()).hexdigest()[:16]
     return MaterializeResult(metadata=metadata, data_version=DataVersion(version))

@@ -124,8 +124,8 @@ def warehouse_metadata(manifest: Manifest, counts: dict[str, int]) -> dict:
     for table in manifest.tables:
         lineage = table_lineage(table)
         cols = [
-            TableColumn(name=c.name, type=c.type, description=f"{table.source_ref} (raw_files partition "
-                        f"{raw_partition(table.source_path)}): {c.source_column}",
+            TableColumn(name=c.name, type=c.type, description=f"{table.files_label()} (raw_files partition "
+                        f"{', '.join(raw_partition(f.path) for f in table.files())}): {c.source_column}",
                         constraints=None)
             for c in table.columns
         ]

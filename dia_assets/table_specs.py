@@ -102,8 +102,8 @@ def table_metadata(table: ManifestTable, interp: Interpretation | None) -> dict:
         "dagster/column_schema": column_schema(table, interp),
         "dagster/column_lineage": column_lineage(table),
         "column_lineage": MetadataValue.md(lineage_markdown(table)),
-        "source_file": table.source_ref or table.source_path,
-        "raw_files_partition": raw_partition(table.source_path),
+        "source_file": table.files_label(),
+        "raw_files_partition": ", ".join(raw_partition(f.path) for f in table.files()),
         "primary_key": ", ".join(table.primary_key) or "none",
     }
 
@@ -111,13 +111,14 @@ def table_metadata(table: ManifestTable, interp: Interpretation | None) -> dict:
 def table_description(table: ManifestTable) -> str:
     keys = f"key ({', '.join(table.primary_key)})" if table.primary_key else "no primary key"
     refs = ", ".join(sorted({fk.ref_table for fk in table.foreign_keys}))
-    return (f"Warehouse table `{table.name}`: the rows of {table.source_ref or table.source_path}, typed and "
+    return (f"Warehouse table `{table.name}`: the rows of {table.files_label()}, typed and "
             f"de-duplicated, {keys}" + (f", referencing {refs}" if refs else "") + ".")
 
 
 def table_spec(table: ManifestTable, interp: Interpretation | None) -> AssetSpec:
     """The spec of one refined table: depends on the plan and on `raw_files` (every partition: one
-    multi-asset cannot map `raw_files` differently per spec; `raw_files_partition` names the file)."""
+    multi-asset cannot map `raw_files` differently per spec; `raw_files_partition` names the file,
+    or the files of a table loaded from several)."""
     return AssetSpec(
         key=table_key(table.name), group_name=WAREHOUSE_GROUP, kinds={"duckdb", "table"},
         description=table_description(table), skippable=True,

@@ -102,10 +102,28 @@ def overrides_fingerprint(path: Path) -> str | None:
     return hashlib.sha256(meaningful.encode()).hexdigest()[:16]
 
 
-@sensor(job=schema_job, minimum_interval_seconds=SENSOR_INTERVAL_S, default_status=DefaultSensorStatus.RUNNING,
-        description="An edit to review/interpretation_overrides.yaml re-plans the schema and everything downstream.")
+def overrides_job(workspace: Path, overrides: Path) -> str:
+    """`schema_job` re-plans from the interpretation; a `files` decision the interpretation was
+    made without (files that may be one table) needs it made again: `build_job`."""
+    from dia_assets.agents.interpreter.one_table import undone_decisions
+    from dia_assets.agents.schema_creator.overrides import file_decisions
+    from dia_assets.contracts.interpretation import Interpretation
+
+    decisions = file_decisions(overrides)
+    try:
+        groups = Interpretation.read(workspace / "interpretation.json").file_groups if decisions else []
+    except (OSError, ValueError):  # no readable interpretation: the build makes one
+        return build_job.name
+    return build_job.name if undone_decisions(groups, decisions) else schema_job.name
+
+
+@sensor(jobs=[schema_job, build_job], minimum_interval_seconds=SENSOR_INTERVAL_S,
+        default_status=DefaultSensorStatus.RUNNING,
+        description="An edit to review/interpretation_overrides.yaml re-plans the schema and everything downstream "
+        "(from a new interpretation when it decides whether files are one table).")
 def review_gate_sensor(context: SensorEvaluationContext) -> SensorResult | SkipReason:
-    path = Path(default_workspace()) / "review" / "interpretation_overrides.yaml"
+    workspace = Path(default_workspace())
+    path = workspace / "review" / "interpretation_overrides.yaml"
     current = overrides_fingerprint(path)
     if current is None:
         return SkipReason(f"{path} does not exist yet")
@@ -116,7 +134,8 @@ def review_gate_sensor(context: SensorEvaluationContext) -> SensorResult | SkipR
         # the workspace already read the file; remember it and react to later edits
         return SensorResult(cursor=current)
     return SensorResult(
-        run_requests=[RunRequest(run_key=f"overrides-{current}", tags={"dia/trigger": "overrides edited"})],
+        run_requests=[RunRequest(run_key=f"overrides-{current}", job_name=overrides_job(workspace, path),
+                                 tags={"dia/trigger": "overrides edited"})],
         cursor=current,
     )
 

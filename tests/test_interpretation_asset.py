@@ -7,6 +7,7 @@ import json
 from dagster import AssetKey, AutomationCondition, DagsterInstance, materialize
 
 from dia_assets.agents.interpreter.discover import content_hash
+from dia_assets.contracts.interpretation import INTERPRETATION_VERSION
 from dia_assets.interpretation_assets import interpretation_asset, observe_folder, raw_file_assets
 from resources import LLMResource, WorkspaceResource
 from tests.conftest import EXAMPLES
@@ -23,7 +24,7 @@ def test_materialize_interpretation_on_example_data(tmp_path):
     )
     assert result.success
     written = json.loads((tmp_path / "interpretation.json").read_text())
-    assert written["version"] == 1 and len(written["sources"]) == 6
+    assert written["version"] == INTERPRETATION_VERSION and len(written["sources"]) == 6
     assert "# Data interpretation" in (tmp_path / "interpretation.md").read_text()
     meta = result.asset_materializations_for_node("interpretation")[0].metadata
     assert meta["sources"].value == 6 and meta["rows"].value == 14396

@@ -9,7 +9,9 @@ from pydantic import BaseModel, Field
 
 from dia_assets.contracts.artifact import Artifact
 
-INTERPRETATION_VERSION = 1
+# 2: a source may be read from several files (`Source.files`), and `file_groups` says which
+# files were taken for one table; a reader of version 1 would see only a union's first file.
+INTERPRETATION_VERSION = 2
 
 SemanticType = Literal[
     "id", "categorical", "boolean", "integer", "decimal", "currency", "percentage",
@@ -147,13 +149,35 @@ class FoundKeys(BaseModel):
     range_partition: RangePartition | None = None
 
 
-class Source(BaseModel):
-    name: str
+Format = Literal["csv", "json", "jsonl", "excel", "parquet"]
+
+
+class SourceFile(BaseModel):
+    """One of the files a source is the union of (`Source.files`)."""
+
     path: str
-    format: Literal["csv", "json", "jsonl", "excel", "parquet"]
+    format: Format
+    sheet: str | None = Field(None, description="The workbook sheet the file's rows come from.")
     content_hash: str
     size_bytes: int
     row_count: int = 0
+    bad_rows: int = 0
+    columns: list[str] = Field([], description="The file's own columns (snake case): a column of the source "
+                               "that a file lacks is NULL in that file's rows.")
+
+
+class Source(BaseModel):
+    name: str
+    path: str
+    format: Format
+    content_hash: str
+    size_bytes: int
+    row_count: int = 0
+    files: list[SourceFile] = Field([], description=(
+        "The files of a source read from several (one table in batches or in several formats), in path order: "
+        "the source is their union, each record keeping its file. Empty for a source of one file. With files, "
+        "`path` and `format` are the first file's, `content_hash` a hash over every file's path and hash, "
+        "`size_bytes` and `row_count` the totals."))
     parse: ParseInfo = ParseInfo()
     parent: SourceRef | None = Field(None, description="Parent key of a flattened child source.")
     declared: DeclaredTable | None = Field(None, description="The schema file's declaration of this source.")
@@ -172,6 +196,28 @@ class Source(BaseModel):
             if col.name == name:
                 return col
         raise KeyError(f"{self.name} has no column {name!r}")
+
+    def file_list(self) -> list[SourceFile]:
+        """Every file the source is read from: `files`, or its one file."""
+        return self.files or [SourceFile(
+            path=self.path, format=self.format, sheet=self.parse.sheet, content_hash=self.content_hash,
+            size_bytes=self.size_bytes, row_count=self.row_count, bad_rows=self.parse.bad_rows,
+            columns=[c.name for c in self.columns])]
+
+
+class FileGroup(BaseModel):
+    """Files of one folder whose names say they may hold one table: the same name in several formats
+    (`kinds.csv`, `kinds.json`), batches (`orders_2024_01.csv`, `orders_2024_02.csv`) or part files
+    (`orders/part-0001.parquet`). How they were read, and why."""
+
+    name: str = Field(description="The table they would form: the key of the expert's `files` decision in the "
+                      "overrides, and the source's name when they are united.")
+    files: list[str]
+    sources: list[str] = Field(description="The sources they were read as: one when united.")
+    status: Literal["united", "question", "separate"] = Field(description=(
+        "united: one source, their union; question: read apart until the expert decides (the build is not "
+        "accepted meanwhile); separate: separate sources, by the expert's decision or for lack of common columns."))
+    reason: str
 
 
 class ForeignKey(BaseModel):
@@ -221,6 +267,7 @@ class Interpretation(Artifact):
     foreign_keys: list[ForeignKey] = []
     join_paths: list[JoinPath] = []
     quality_issues: list[QualityIssue] = []
+    file_groups: list[FileGroup] = Field([], description="Files that may be one table, and how they were read.")
     llm_model: str | None = None
 
     def source(self, name: str) -> Source:

@@ -13,7 +13,8 @@ from pydantic import BaseModel, Field
 from dia_assets.contracts.artifact import Artifact
 from dia_assets.contracts.interpretation import ValueFormat
 
-MANIFEST_VERSION = 1
+# 2: a table may load several files (`ManifestTable.source_files`); `questions` block acceptance.
+MANIFEST_VERSION = 2
 
 
 class ManifestColumn(BaseModel):
@@ -61,12 +62,37 @@ class ManifestForeignKey(BaseModel):
     not_enforced_reason: str | None = None
 
 
+class ManifestFile(BaseModel):
+    """One of the files a table is the union of."""
+
+    path: str = Field(description="Raw file, relative to the data folder.")
+    ref: str = Field(description="File plus sheet, as written to _source_file.")
+    format: str
+    content_hash: str
+    rows: int = Field(0, description="Rows the interpreter read from this file.")
+    bad_rows: int = 0
+    columns: list[str] = Field(default_factory=list, description="The file's own columns; others are NULL in its rows.")
+
+
+class OpenQuestion(BaseModel):
+    """Files that may be one table, not decided by the expert: the build is not accepted until
+    `files: union` or `files: separate` is set for `name` in the overrides."""
+
+    name: str
+    files: list[str]
+    tables: list[str] = Field(description="The tables the files are loaded into meanwhile.")
+    message: str
+
+
 class ManifestTable(BaseModel):
     name: str
     sources: list[str]
     source_path: str = Field(description="Raw file, relative to the data folder.")
     source_ref: str = Field("", description="File plus sheet or JSON path, as written to _source_file.")
     source_format: str
+    source_files: list[ManifestFile] = Field(
+        default_factory=list, description="Every file of a table loaded from several (a union), in load order; "
+        "empty for one file. `source_path`, `source_ref` and `source_format` are then the first file's.")
     reader_stem: str = Field("", description="Name the reader gives the file's main source.")
     content_hash: str
     source_rows: int = Field(0, description="Rows the interpreter read (duplicates included).")
@@ -94,6 +120,17 @@ class ManifestTable(BaseModel):
             if col.name == name:
                 return col
         raise KeyError(f"{self.name} has no column {name!r}")
+
+    def files(self) -> list[ManifestFile]:
+        """Every file the table loads: `source_files`, or its one file."""
+        return self.source_files or [ManifestFile(
+            path=self.source_path, ref=self.source_ref or self.source_path, format=self.source_format,
+            content_hash=self.content_hash, rows=self.source_rows, bad_rows=self.bad_rows,
+            columns=list(self.source_columns))]
+
+    def files_label(self) -> str:
+        """The table's file(s), for messages: `a.csv` or `a.csv + b.json`."""
+        return " + ".join(f.ref for f in self.files())
 
 
 class StaleOverride(BaseModel):
@@ -132,6 +169,9 @@ class Manifest(Artifact):
     decisions: list[Decision] = []
     stale_overrides: list[StaleOverride] = Field(
         default_factory=list, description="Active overrides that name what the data no longer has.")
+    questions: list[OpenQuestion] = Field(
+        default_factory=list, description="Files that may be one table, awaiting the expert's decision: "
+        "no build is accepted until each is decided.")
 
     def table(self, name: str) -> ManifestTable:
         for tbl in self.tables:

@@ -10,6 +10,20 @@ from dia_assets.contracts.manifest import StaleOverride
 REPORT_VERSION = 1
 
 
+class FileRowCounts(BaseModel):
+    """One file's share of a table loaded from several files."""
+
+    file: str = Field(description="As written to _source_file.")
+    interpreted_rows: int
+    staged: int
+    unparsed_lines: int = 0
+    rejected: int = 0
+    duplicates_removed: int = Field(0, description="Exact copies of a row of an earlier file or row.")
+    refined: int = 0
+    passed: bool = True
+    message: str = ""
+
+
 class TableRowCounts(BaseModel):
     table: str
     source_rows: int = Field(description="Rows in the file: staged + unparseable lines.")
@@ -19,6 +33,7 @@ class TableRowCounts(BaseModel):
     rejected: int = Field(description="Rows routed to rejects after staging (cast failures).")
     unparsed_lines: int = Field(0, description="Lines that never reached staging (also in rejects).")
     duplicates_removed: int = 0
+    files: list[FileRowCounts] = Field(default_factory=list, description="Per file, for a table of several files.")
     passed: bool = True
     message: str = ""
 
@@ -117,6 +132,9 @@ class ValidationReport(Artifact):
     planted_problems: list[str] = Field(default_factory=list, description="What the load did about each quality issue.")
     stale_overrides: list[StaleOverride] = Field(
         default_factory=list, description="Overrides naming a table or column the data no longer has (ignored).")
+    open_questions: list[str] = Field(
+        default_factory=list, description="Files that may be one table, awaiting the expert's `files` decision: "
+        "their tables fail row-count reconciliation until then.")
     reload: ReloadRecord | None = Field(None, description="Full or incremental build, and retired tables.")
     stale_reason: str | None = Field(
         None, description="Set when a later build failed: the warehouse in place does not match the current "

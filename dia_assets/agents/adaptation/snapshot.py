@@ -67,4 +67,4 @@ def interpreted_snapshot(workspace: Path, data_dir: Path) -> dict[str, str]:
         return {}
     if Path(interp.data_dir).resolve() != data_dir.resolve():
         return {}
-    return {s.path: s.content_hash for s in interp.sources}
+    return {f.path: f.content_hash for s in interp.sources for f in s.file_list()}

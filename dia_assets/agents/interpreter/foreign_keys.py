@@ -173,8 +173,10 @@ class Finder:
     """Finds foreign keys over a set of sources; measurements are kept, so running it again
     after primary keys changed (`keys.revise_keys`) queries only what is new."""
 
-    def __init__(self, con: duckdb.DuckDBPyConnection, infos: list[TableInfo]) -> None:
-        self.con, self.infos = con, infos
+    def __init__(self, con: duckdb.DuckDBPyConnection, infos: list[TableInfo],
+                 apart: set[frozenset[str]] | None = None) -> None:
+        """`apart`: pairs of sources that are files of one table (`one_table.py`): no key between them."""
+        self.con, self.infos, self.apart = con, infos, apart or set()
         self.names = SchemaNames([i.source for i in infos])
         self._measured: dict[tuple, Measure] = {}
 
@@ -257,6 +259,8 @@ class Finder:
     def _candidate(self, info: TableInfo, cols: list[Column], target: Target, name: NameEvidence,
                    structural: bool) -> Candidate | None:
         child, parent = info.source, target.source
+        if frozenset((child.name, parent.name)) in self.apart:
+            return None
         evidence = [name.reason] if name.reason else []
         measure = None
         if child.row_count == 0 or all(_all_null(c) for c in cols):

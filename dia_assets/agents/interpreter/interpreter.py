@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
 
 import duckdb
 
-from dia_assets.agents.interpreter import foreign_keys, keys, limits, quality
+from dia_assets.agents.interpreter import foreign_keys, keys, limits, one_table, quality
 from dia_assets.agents.interpreter.compressed import compression
 from dia_assets.agents.interpreter.declared_keys import apply_declared
 from dia_assets.agents.interpreter.discover import RawFile, TextScan, discover, hash_and_scan
@@ -41,12 +41,16 @@ Progress = Callable[[str], None]
 # Issues found after profiling (keys, foreign keys, a schema file's keys): recomputed on
 # every run, never carried over from a previous interpretation.
 RECOMPUTED_KINDS = {"duplicate_keys", "no_primary_key", "orphan_foreign_keys", "declared_key_violated",
-                    "declared_key_unused", "source_renamed", "range_partitioned"}
+                    "declared_key_unused", "source_renamed", "range_partitioned", "one_table_question",
+                    "files_united", "files_kept_separate", "duplicate_rows_across_files"}
 
 
 def interpret(data_dir: str | Path, progress: Progress | None = None,
-              previous: Interpretation | None = None) -> Interpretation:
+              previous: Interpretation | None = None, decisions: Mapping[str, str] | None = None) -> Interpretation:
     """Profile every source under `data_dir`. One bad file never fails the run.
+
+    Files that are one table become one source, or a question for the expert (`one_table.py`);
+    `decisions`: the expert's (file group name -> union | separate, the overrides' `files`).
 
     With `previous` (the last interpretation of the same folder), a file whose content hash
     is unchanged keeps its profile, so one changed file costs one profile. A file that gives
@@ -116,6 +120,8 @@ def interpret(data_dir: str | Path, progress: Progress | None = None,
                 result.quality_issues.extend(issues)
                 if info is not None:
                     infos.append(info)
+        grouping = one_table.unite(con, result, infos, decisions or {}, say)
+        restored -= grouping.united
         say(f"finding keys in {len(infos) - len(restored)} sources")
         for info in infos:
             try:
@@ -125,7 +131,7 @@ def interpret(data_dir: str | Path, progress: Progress | None = None,
                 result.quality_issues.append(_failure_issue(info.source.name, info.source.path, "finding its keys", exc))
                 continue
             result.quality_issues.extend(quality.key_issues(info.source))
-        finder = foreign_keys.Finder(con, infos)
+        finder = foreign_keys.Finder(con, infos, grouping.apart)
         result.foreign_keys = finder.find()
         if keys.revise_keys(con, infos, result.foreign_keys):  # keys other tables refer to, link tables
             result.foreign_keys = finder.find()
@@ -147,7 +153,8 @@ def _reusable(previous: Interpretation | None, root: Path) -> dict[tuple[str, st
         return {}
     out: dict[tuple[str, str], Kept] = {}
     for src in previous.sources:
-        out.setdefault((src.path, src.content_hash), ([], []))[0].append(src)
+        if not src.files:  # a union is made again from its files' reads
+            out.setdefault((src.path, src.content_hash), ([], []))[0].append(src)
     for (_rel, _digest), (sources, issues) in list(out.items()):
         if not all(s.parse.ok and s.columns for s in sources):
             del out[(_rel, _digest)]

@@ -11,6 +11,13 @@ from dia_assets.agents.interpreter.profile import SourceProfile
 from dia_assets.agents.value_parsing import present, sql_str
 from dia_assets.contracts.interpretation import ForeignKey, QualityIssue, Source
 
+# The kinds `column_issues` reports: issues about a source's rows as profiled, which a new
+# profile of the same rows (a union of files, `one_table.py`) replaces.
+PROFILE_KINDS = frozenset({
+    "duplicate_rows", "unparseable_values", "blank_strings", "null_tokens", "mixed_formats", "numbers_as_text",
+    "huge_field", "inconsistent_categories", "outliers", "non_finite_numbers",
+})
+
 
 def column_issues(
     con: duckdb.DuckDBPyConnection, source: Source, table: str, profile: SourceProfile

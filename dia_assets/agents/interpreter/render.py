@@ -16,7 +16,8 @@ def sources_table(interp: Interpretation) -> str:
     for s in interp.sources:
         pk = f"({', '.join(s.primary_key.columns)}) {s.primary_key.confidence:.2f}" if s.primary_key else "-"
         status = "ok" if s.parse.ok else "error: " + "; ".join(s.parse.errors)
-        lines.append(f"| {s.name} | {_cell(s.path)} | {s.format} | {s.row_count} | {len(s.columns)} | {pk} | {_cell(status)} |")
+        files = " + ".join(f.path for f in s.file_list())
+        lines.append(f"| {s.name} | {_cell(files)} | {s.format} | {s.row_count} | {len(s.columns)} | {pk} | {_cell(status)} |")
     return "\n".join(lines)
 
 
@@ -70,6 +71,11 @@ def to_markdown(interp: Interpretation) -> str:
     ]
     for q in interp.quality_issues:
         out.append(f"| {q.source} | {q.column or ''} | {q.kind} | {q.count} | {_cell(q.message)} | {_cell(q.suggested_action)} |")
+    if interp.file_groups:
+        out += ["", "## Files that may be one table", "", "| table | files | read as | status | why |",
+                "|---|---|---|---|---|"]
+        out += [f"| {g.name} | {_cell(', '.join(g.files))} | {', '.join(g.sources)} | {g.status} | {_cell(g.reason)} |"
+                for g in interp.file_groups]
     if interp.join_paths:
         out += ["", "## Join paths", ""]
         out += [f"- {' -> '.join(p.sources)}: `{' AND '.join(p.joins)}`" for p in interp.join_paths if len(p.sources) > 2]
@@ -80,6 +86,8 @@ def to_markdown(interp: Interpretation) -> str:
             out += [f"{src.description} _(LLM)_", ""]
         parse = src.parse
         facts = [f"format {src.format}", f"{src.row_count} rows", f"{src.duplicate_rows} exact duplicate rows"]
+        if src.files:
+            facts.append("the union of " + ", ".join(f"{f.path} ({f.row_count} rows)" for f in src.files))
         if parse.encoding:
             facts.append(f"encoding {parse.encoding}")
         if parse.delimiter:

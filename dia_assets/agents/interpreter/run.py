@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from pathlib import Path
 
 from dia_assets.agents.interpreter.enrich import Complete, enrich
@@ -21,9 +22,11 @@ def interpret_to_files(
     model: str | None = None,
     progress: Progress | None = None,
     previous: Interpretation | None = None,
+    decisions: Mapping[str, str] | None = None,
 ) -> Interpretation:
-    """`previous`: the last interpretation; its unchanged files keep their profiles."""
-    interp = interpret(data_dir, progress=progress, previous=previous)
+    """`previous`: the last interpretation; its unchanged files keep their profiles. `decisions`: the
+    expert's decisions on files that may be one table (`overrides.file_decisions`)."""
+    interp = interpret(data_dir, progress=progress, previous=previous, decisions=decisions)
     if complete is not None and model:
         try:
             changes = enrich(interp, complete, model)

@@ -61,7 +61,7 @@ def table_origin(table: ManifestTable, interp: Interpretation | None) -> TableOr
         parse = {k: v for k, v in source.parse.model_dump().items() if k in keep and v not in (None, [], "")}
     return TableOrigin(
         table=table.name, source=table.sources[0], source_path=table.source_path,
-        source_ref=table.source_ref or table.source_path, source_format=table.source_format,
+        source_ref=table.files_label(), source_format=table.source_format,
         content_hash=table.content_hash, parse=parse, staging_table=f"staging.{table.name}",
         reject_table=f"rejects.{table.name}",
         columns=[ColumnOrigin(
@@ -145,5 +145,5 @@ def value_origin(manifest: Manifest, warehouse: str, table: str, column: str, va
         numbers = [r[0] for r in target.rows(f"SELECT _source_row FROM {staging} {where} ORDER BY 1 LIMIT 20")]
         raws = [r[0] for r in target.rows(
             f"SELECT DISTINCT CAST({q(col.source_column)} AS VARCHAR) FROM {staging} {where} ORDER BY 1 LIMIT 5")]
-    return ValueOrigin(table=mt.name, column=col.name, value=value, source_ref=mt.source_ref or mt.source_path,
+    return ValueOrigin(table=mt.name, column=col.name, value=value, source_ref=mt.files_label(),
                        rows=row_range.rows, row_range=row_range, row_numbers=numbers, raw_texts=raws)

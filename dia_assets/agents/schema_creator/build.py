@@ -12,7 +12,11 @@ from dia_assets.agents.schema_creator import sqlgen
 from dia_assets.agents.schema_creator.er import er_diagram
 from dia_assets.agents.schema_creator.lineage import manifest_lineage
 from dia_assets.agents.schema_creator.load import LoadResult, StepHook, load_duckdb
-from dia_assets.agents.schema_creator.overrides import load_overrides, write_template
+from dia_assets.agents.schema_creator.overrides import (
+    file_decisions,
+    load_overrides,
+    write_template,
+)
 from dia_assets.agents.schema_creator.plan import plan_manifest
 from dia_assets.agents.schema_creator.swap import content_hash, file_identity
 from dia_assets.agents.schema_creator.target import Target
@@ -27,6 +31,13 @@ OVERRIDES = ("review", "interpretation_overrides.yaml")
 
 def overrides_path(workspace: str | Path) -> Path:
     return Path(workspace).joinpath(*OVERRIDES)
+
+
+def expert_files(workspace: str | Path, seed: str | Path | None = None) -> dict[str, str]:
+    """The expert's `files` decisions for the interpreter: from the workspace's overrides, or
+    from the file that will seed them."""
+    path = overrides_path(workspace)
+    return file_decisions(path if path.exists() or seed is None else seed)
 
 
 def prepare_overrides(interp: Interpretation, workspace: str | Path, seed: str | Path | None = None) -> Path:
@@ -260,7 +271,8 @@ def run(data_dir: str | Path, workspace: str | Path, warehouse: str | None = Non
     if interp is None:
         from dia_assets.agents.interpreter import interpret
 
-        interp = interpret(data_dir, previous=previous_interpretation(ws) if incremental else None)
+        interp = interpret(data_dir, previous=previous_interpretation(ws) if incremental else None,
+                           decisions=expert_files(ws, overrides_seed))
         (ws / "interpretation.json").write_text(interp.to_json(), encoding="utf-8")
     target = warehouse or default_warehouse(ws)
     dialect = "postgres" if is_postgres(target) else "duckdb"
@@ -294,6 +306,8 @@ def summary(report: ValidationReport) -> str:
         lines.append(f"  STALE: {report.stale_reason}")
     for s in report.stale_overrides:
         lines.append(f"  stale override, line {s.line or '?'} {s.where}: {s.reason}")
+    for question in report.open_questions:
+        lines.append(f"  QUESTION: {question}")
     if not report.installed:
         lines.append(f"  NOT INSTALLED: the previous warehouse is still in place; this build is kept at "
                      f"{report.rejected_build} (use --replace-anyway to install it regardless)")
@@ -312,4 +326,5 @@ def summary(report: ValidationReport) -> str:
                      f" + {r.duplicates_removed} duplicates" + (f" + {r.unparsed_lines} bad lines" if r.unparsed_lines else "")
                      + (f" ({nulled[r.table]} rows kept with a bad value NULLed, raw value in rejects)"
                         if nulled.get(r.table) else ""))
+        lines += [f"    {f.message}" for f in r.files]
     return "\n".join(lines)

@@ -32,7 +32,7 @@ from dia_assets.agents.schema_creator.load import (
 from dia_assets.agents.schema_creator.target import Target
 from dia_assets.agents.schema_creator.validate import decide, validate
 from dia_assets.contracts.interpretation import Interpretation
-from dia_assets.contracts.manifest import Manifest
+from dia_assets.contracts.manifest import Manifest, ManifestTable
 from dia_assets.contracts.report import ReloadRecord, RetiredTable, ValidationReport
 
 INSTALLED = ("schema", "installed_manifest.json")
@@ -75,16 +75,29 @@ def retired_tables(previous: Manifest | None, manifest: Manifest) -> list[Retire
         return []
     names = {t.name for t in manifest.tables}
     data = Path(manifest.data_dir)
+    read_by = {f.path: t.name for t in manifest.tables for f in t.files()}
     out = []
     for table in previous.tables:
         if table.name in names:
             continue
-        gone = not (data / table.source_path).exists()
+        label = " + ".join(f.path for f in table.files())
+        gone = not any((data / f.path).exists() for f in table.files())
+        now = sorted({read_by[f.path] for f in table.files() if f.path in read_by})
         out.append(RetiredTable(table=table.name, source_path=table.source_path,
-                                reason=f"{table.source_path} was deleted" if gone else
-                                f"{table.source_path} no longer yields source {table.sources[0]!r} "
+                                reason=f"{label} was deleted" if gone else
+                                f"{label} is now read as part of table(s) {', '.join(now)}" if now else
+                                f"{label} no longer yields source {table.sources[0]!r} "
                                 "(excluded, renamed or unreadable)"))
     return out
+
+
+def changed_files(old: ManifestTable, new: ManifestTable) -> str:
+    """Which of a table's files changed, came or went."""
+    before = {f.path: f.content_hash for f in old.files()}
+    after = {f.path: f.content_hash for f in new.files()}
+    return ", ".join([f"{p} changed" for p in after if p in before and before[p] != after[p]]
+                     + [f"{p} added" for p in after if p not in before]
+                     + [f"{p} removed" for p in before if p not in after]) + " (content hash)"
 
 
 def plan_reload(previous: Manifest, manifest: Manifest) -> ReloadPlan:
@@ -94,9 +107,9 @@ def plan_reload(previous: Manifest, manifest: Manifest) -> ReloadPlan:
     for table in manifest.tables:
         old = before.get(table.name)
         if old is None:
-            plan.reasons[table.name] = f"new table from {table.source_path}"
+            plan.reasons[table.name] = f"new table from {table.files_label()}"
         elif old.content_hash != table.content_hash:
-            plan.reasons[table.name] = f"{table.source_path} changed (content hash)"
+            plan.reasons[table.name] = changed_files(old, table)
         elif old.model_dump() != table.model_dump():
             plan.reasons[table.name] = "its plan changed (columns, keys or options)"
     # DuckDB will not drop a table another one's declared foreign key references: such a child

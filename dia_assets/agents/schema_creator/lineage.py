@@ -43,7 +43,7 @@ def manifest_lineage(manifest: Manifest, known: Lineage | None = None) -> Lineag
             out[table.name] = known[table.name]
             continue
         out[table.name] = {
-            col: [{"source": table.sources[0], "file": table.source_ref, "column": dep} for dep in deps]
+            col: [{"source": table.sources[0], "file": table.files_label(), "column": dep} for dep in deps]
             for col, deps in table_lineage(table).items()
         }
     return out

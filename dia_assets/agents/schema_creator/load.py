@@ -24,7 +24,7 @@ from dia_assets.agents.interpreter.scanned_read import read_scanned
 from dia_assets.agents.locations import temp_prefix
 from dia_assets.agents.schema_creator import sqlgen, swap
 from dia_assets.agents.value_parsing import sql_str
-from dia_assets.contracts.manifest import Manifest, ManifestTable
+from dia_assets.contracts.manifest import Manifest, ManifestFile, ManifestTable
 
 StepHook = Callable[[str], None]
 Check = Callable[[Path], bool]  # validates a built file; True when it may replace the target
@@ -67,17 +67,21 @@ class LoadResult:
         return json.dumps(asdict(self), indent=2)
 
 
+Reads = list[tuple[ManifestFile, LoadedSource]]  # a table's files, each with the reader's output
+
+
 def check_sources(manifest: Manifest, data_dir: str | Path) -> None:
     for table in manifest.tables:
-        path = Path(data_dir) / table.source_path
-        if not path.is_file():
-            raise SourceMissingError(
-                f"source file {table.source_path!r} (table {table.name!r}) is missing from {data_dir}: "
-                "it was interpreted but has vanished since; restore it or re-run the interpreter"
-            )
-        problem = unsafe_reason(Path(data_dir), path)
-        if problem:  # the file was replaced by a link out of the folder since interpretation
-            raise LoadError(f"source file {table.source_path!r} (table {table.name!r}) is {problem}")
+        for file in table.files():
+            path = Path(data_dir) / file.path
+            if not path.is_file():
+                raise SourceMissingError(
+                    f"source file {file.path!r} (table {table.name!r}) is missing from {data_dir}: "
+                    "it was interpreted but has vanished since; restore it or re-run the interpreter"
+                )
+            problem = unsafe_reason(Path(data_dir), path)
+            if problem:  # the file was replaced by a link out of the folder since interpretation
+                raise LoadError(f"source file {file.path!r} (table {table.name!r}) is {problem}")
 
 
 def load_duckdb(
@@ -137,45 +141,59 @@ def build_into(
 
 def _read_sources(
     con: duckdb.DuckDBPyConnection, manifest: Manifest, data_dir: Path, tmp: Path, home: str
-) -> dict[str, LoadedSource]:
+) -> dict[str, Reads]:
     """Read every file once with the interpreter's readers (`read_scanned`); map table ->
-    reader output."""
-    by_file: dict[tuple[str, str], list[ManifestTable]] = {}
+    its files' reader output, and give each table its raw view (`_raw_view`)."""
+    by_file: dict[tuple[str, str], list[tuple[ManifestTable, ManifestFile]]] = {}
     for table in manifest.tables:
-        by_file.setdefault((table.source_path, table.source_format), []).append(table)
-    out: dict[str, LoadedSource] = {}
+        for file in table.files():
+            by_file.setdefault((file.path, file.format), []).append((table, file))
+    out: dict[str, Reads] = {table.name: [] for table in manifest.tables}
     _run(con, "USE scratch")
     try:
-        for index, ((rel, fmt), tables) in enumerate(by_file.items()):
-            loaded = read_scanned(con, data_dir / rel, fmt, tables[0].reader_stem, f"src_{index}", tmp)
+        for index, ((rel, fmt), uses) in enumerate(by_file.items()):
+            first = uses[0][0]
+            stem = first.name if first.source_files else first.reader_stem  # a union's file is one source
+            loaded = read_scanned(con, data_dir / rel, fmt, stem, f"src_{index}", tmp)
             # The CSV reader ends on fetchone(); drain so the next reader may register data.
             _run(con, "SELECT 1")
             by_name = {entry.name: entry for entry in loaded}
             by_ref = {}  # a part renamed by the interpreter (its name was taken) keeps its reference
             for entry in loaded:
                 by_ref.setdefault(_ref(rel, entry), []).append(entry)
-            for table in tables:
-                same_ref = by_ref.get(table.source_ref, [])
+            for table, file in uses:
+                same_ref = by_ref.get(file.ref, [])
                 entry = same_ref[0] if len(same_ref) == 1 else by_name.get(table.sources[0])
                 if entry is None or entry.table is None:
                     errors = "; ".join(e for x in loaded for e in x.parse.errors) or "source not found in file"
                     raise LoadError(f"cannot read {rel} for table {table.name!r}: {errors}")
-                out[table.name] = entry
+                out[table.name].append((file, entry))
     finally:
         _run(con, f"USE {q(home)}")
     for table in manifest.tables:
-        _run(con,
-            f"CREATE OR REPLACE TEMP VIEW {q(sqlgen.raw_view(table))} AS "
-            f"SELECT *, rowid AS __dia_rowid FROM scratch.main.{q(out[table.name].table)}"
-        )
-        have = {r[0] for r in _run(con, f"DESCRIBE {q(sqlgen.raw_view(table))}")}
-        missing = [c for c in table.source_columns if c not in have]
-        if missing:
-            raise LoadError(
-                f"{table.source_path}: column(s) {missing} of table {table.name!r} are gone since "
-                "interpretation; re-run the interpreter"
-            )
+        _raw_view(con, table, out[table.name])
     return out
+
+
+def _raw_view(con: duckdb.DuckDBPyConnection, table: ManifestTable, reads: Reads) -> None:
+    """The temporary view staging is made from: the reader's table with its row order
+    (`__dia_rowid`); for a table of several files, their union by column name (a column a
+    file lacks is NULL), each row with its file (`__dia_file`)."""
+    have = [{r[0] for r in _run(con, f"DESCRIBE scratch.main.{q(entry.table)}")} for _file, entry in reads]
+    for (file, _entry), cols in zip(reads, have, strict=True):
+        missing = [c for c in (file.columns if table.source_files else table.source_columns) if c not in cols]
+        if missing:
+            raise LoadError(f"{file.path}: column(s) {missing} of table {table.name!r} are gone since "
+                            "interpretation; re-run the interpreter")
+    if not table.source_files:
+        select = f"SELECT *, rowid AS __dia_rowid FROM scratch.main.{q(reads[0][1].table)}"
+    else:
+        select = " UNION ALL ".join(
+            "SELECT " + ", ".join(f"CAST({q(c) if c in cols else 'NULL'} AS VARCHAR) AS {q(c)}"
+                                  for c in table.source_columns)
+            + f", {sql_str(file.ref)} AS __dia_file, rowid AS __dia_rowid FROM scratch.main.{q(entry.table)}"
+            for (file, entry), cols in zip(reads, have, strict=True))
+    _run(con, f"CREATE OR REPLACE TEMP VIEW {q(sqlgen.raw_view(table))} AS {select}")
 
 
 def _ref(rel: str, entry: LoadedSource) -> str:
@@ -193,7 +211,7 @@ def _count(con: duckdb.DuckDBPyConnection, sql: str) -> int:
 
 
 def _load_table(
-    con: duckdb.DuckDBPyConnection, table: ManifestTable, reader: LoadedSource, loaded_at: str,
+    con: duckdb.DuckDBPyConnection, table: ManifestTable, reads: Reads, loaded_at: str,
     result: LoadResult, hook: StepHook | None,
 ) -> TableLoad:
     stats = TableLoad(name=table.name)
@@ -201,7 +219,9 @@ def _load_table(
     _run(con, sqlgen.create_reject_sql(table))
     if hook:
         hook(f"staging:{table.name}")
-    stats.unparsed_lines = _unparsed_lines(con, table, reader, loaded_at)
+    for file, reader in reads:
+        _unparsed_lines(con, table, file, reader, loaded_at)
+    stats.unparsed_lines = _count(con, f"SELECT count(*) FROM {sqlgen.reject_ref(table)} WHERE _raw_line IS NOT NULL")
     pk_ok = bool(table.primary_key) and table.primary_key_enforced
     fks = [fk for fk in table.foreign_keys if fk.enforced]
     for fk in list(fks):
@@ -271,25 +291,22 @@ def _diagnose(
 
 
 def _unparsed_lines(
-    con: duckdb.DuckDBPyConnection, table: ManifestTable, reader: LoadedSource, loaded_at: str
-) -> int:
+    con: duckdb.DuckDBPyConnection, table: ManifestTable, file: ManifestFile, reader: LoadedSource, loaded_at: str
+) -> None:
     """Lines the reader could not split into fields go to rejects with the reader's message."""
     ref = sqlgen.reject_ref(table)
     head = f"INSERT INTO {ref} (_source_file, _source_row, _loaded_at, _content_hash, _reason, _raw_line, _row_kept) "
-    if table.source_format == "csv" and reader.parse.bad_rows and reader.table:
+    if file.format == "csv" and reader.parse.bad_rows and reader.table:
         rejects = q(f"{reader.table}__rejects")
         _run(con,
-            head + f"SELECT {sql_str(table.source_ref)}, line, TIMESTAMP {sql_str(loaded_at)}, "
+            head + f"SELECT {sql_str(file.ref)}, line, TIMESTAMP {sql_str(loaded_at)}, "
             f"{sqlgen.row_hash_sql(['first(csv_line)'])}, 'unparseable line: ' || string_agg(DISTINCT error_message, '; '), "
             f"first(csv_line), false FROM {rejects} GROUP BY line"
         )
-    elif table.source_format == "jsonl" and reader.parse.bad_rows and reader.parent is None:
+    elif file.format == "jsonl" and reader.parse.bad_rows and reader.parent is None:
         for number, line in bad_json_lines(reader.read_path or reader.path, reader.parse.encoding):
             _run(con,
-                head + f"VALUES ({sql_str(table.source_ref)}, ?, TIMESTAMP {sql_str(loaded_at)}, "
+                head + f"VALUES ({sql_str(file.ref)}, ?, TIMESTAMP {sql_str(loaded_at)}, "
                 f"{sqlgen.row_hash_sql(['CAST(? AS VARCHAR)'])}, "
                 "'unparseable line: not a JSON object', ?, false)", [number, line, line],
             )
-    else:
-        return 0
-    return _count(con, f"SELECT count(*) FROM {ref} WHERE _raw_line IS NOT NULL")

@@ -17,7 +17,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from dia_assets.contracts.interpretation import Interpretation, Source
+from dia_assets.contracts.interpretation import FileGroup, Interpretation, Source
 
 
 class OverrideError(ValueError):
@@ -51,8 +51,14 @@ class FkOverride(_Strict):
     drop: bool = False
 
 
+FilesDecision = Literal["union", "separate"]
+
+
 class TableOverride(_Strict):
     rename: str | None = None
+    # Files that may be one table (interpretation `file_groups`): one table, their union, or
+    # separate tables. Taken by the interpreter (which reads them as one source or apart).
+    files: FilesDecision | None = None
     exclude: str | None = None
     primary_key: list[str] | None = None
     dedup: Literal["exact_rows", "none"] | None = None
@@ -88,6 +94,11 @@ class OverridesFile:
     @property
     def tables(self) -> dict[str, TableOverride]:
         return {k: (v or TableOverride()) for k, v in (self.overrides.tables or {}).items()}
+
+    @property
+    def files(self) -> dict[str, FilesDecision]:
+        """The `files` decisions: file group name -> union | separate."""
+        return {name: tov.files for name, tov in self.tables.items() if tov.files}
 
 
 def _line_map(node: yaml.Node | None, loc: tuple[Any, ...], out: dict[tuple[Any, ...], int]) -> None:
@@ -134,6 +145,15 @@ def load_overrides(path: str | Path | None) -> OverridesFile:
     return parse_overrides(Path(path).read_text(encoding="utf-8"), Path(path))
 
 
+def file_decisions(path: str | Path | None) -> dict[str, FilesDecision]:
+    """The expert's `files` decisions (group name -> union | separate), for the interpreter. An
+    overrides file that does not parse gives none here: planning reports its error."""
+    try:
+        return load_overrides(path).files
+    except OverrideError:
+        return {}
+
+
 # ---------------------------------------------------------------- template
 
 
@@ -171,7 +191,8 @@ def render_template(interp: Interpretation) -> str:
         "# the leading '# ' from its line and from the table/column lines above it.",
         "# Names are interpretation names: source names for tables, snake-case source",
         "# columns for columns. Options per table: rename, exclude (reason), primary_key",
-        "# ([] drops it), dedup (exact_rows | none), max_reject_fraction, columns, foreign_keys.",
+        "# ([] drops it), dedup (exact_rows | none), max_reject_fraction, columns, foreign_keys,",
+        "# files (union | separate: files that may be one table, named as in the interpretation's file groups).",
         "# Options per column: rename, type, exclude (reason), categories {raw: canonical},",
         "# trim, null_tokens, blank_as_null, on_error (reject_row | null_value). Foreign keys: columns, references {table, columns},",
         "# allow_orphans (reason), drop: true.",
@@ -183,10 +204,17 @@ def render_template(interp: Interpretation) -> str:
     issues: dict[tuple[str, str | None], list[str]] = {}
     for issue in interp.quality_issues:
         issues.setdefault((issue.source, issue.column), []).append(f"{issue.kind} ({issue.count})")
+    groups = {g.name: g for g in interp.file_groups}
+    names = {s.name for s in interp.sources}
+    for group in interp.file_groups:
+        if group.name not in names:
+            out += [f"#   {group.name}:", _files_line(group)]
     for source in interp.sources:
         if not source.columns:
             continue
         out.append(f"#   {source.name}:")
+        if source.name in groups:
+            out.append(_files_line(groups[source.name]))
         out.append(f"#     rename: {source.name}")
         if source.primary_key:
             pk = source.primary_key
@@ -228,6 +256,16 @@ def render_template(interp: Interpretation) -> str:
                     out.append("#         allow_orphans: \"why these orphans are expected\"")
                 out.append("#         drop: true")
     return "\n".join(out) + "\n"
+
+
+def _files_line(group: FileGroup) -> str:
+    """The `files` decision of a file group: as the interpreter took it, or the question to decide."""
+    files = ", ".join(group.files)
+    if group.status == "question":
+        return (f"#     files: union   # DECIDE union or separate (no build is accepted until then): {files}: "
+                f"{group.reason}")
+    now, other = ("union", "separate") if group.status == "united" else ("separate", "union")
+    return f"#     files: {now}   # {files}: {group.reason}; or {other}"
 
 
 def write_template(interp: Interpretation, path: str | Path) -> bool:

@@ -8,6 +8,7 @@ from sqlglot import exp
 from sqlglot.errors import ParseError
 
 from dia_assets.agents.interpreter.naming import snake_case
+from dia_assets.agents.interpreter.one_table import undone_decisions
 from dia_assets.agents.schema_creator.overrides import (
     ColumnOverride,
     FkOverride,
@@ -20,8 +21,10 @@ from dia_assets.contracts.manifest import (
     ExcludedColumn,
     Manifest,
     ManifestColumn,
+    ManifestFile,
     ManifestForeignKey,
     ManifestTable,
+    OpenQuestion,
     StaleOverride,
     UnreadableSource,
 )
@@ -65,10 +68,19 @@ def plan_manifest(
         interpretation_generated_at=interp.generated_at,
         overrides_path=str(ov.path) if ov.path else None,
     )
+    groups = {g.name for g in interp.file_groups}
     table_ovs = {}
     for name, tov in ov.tables.items():
+        if tov.files and name not in groups:
+            stale(manifest, ov, f"no files that may be one table are named {name!r} (file groups: "
+                  f"{', '.join(sorted(groups)) or 'none'}); the decision is ignored", "tables", name, "files")
         if name in known:
             table_ovs[name] = tov
+        elif name in groups:
+            others = sorted(tov.model_fields_set - {"files"})
+            if others:
+                stale(manifest, ov, f"{name!r} names files that are read as separate sources, not a table: only "
+                      f"`files` applies to it, not {others}; those options are ignored", "tables", name)
         else:
             stale(manifest, ov, f"unknown table {name!r}: no such source in the data (known: "
                   f"{', '.join(sorted(known))}); the override is ignored", "tables", name)
@@ -98,9 +110,39 @@ def plan_manifest(
     dupes = {n for n in taken if taken.count(n) > 1}
     if dupes:
         raise ov.error(f"two tables would be named {sorted(dupes)}; rename one", "tables")
+    _plan_file_groups(interp, ov, manifest, names)
     _plan_foreign_keys(interp, ov, manifest, names, col_names, previous)
     _order_and_enforce(manifest)
     return manifest
+
+
+def _plan_file_groups(interp: Interpretation, ov: OverridesFile, manifest: Manifest, names: dict[str, str]) -> None:
+    """Files that may be one table: the union the interpreter made, or the question it asked,
+    closed by the expert's `files` decision. A question left open (or a decision the interpretation
+    was made without) is an open question: no build is accepted while there is one."""
+    undone = set(undone_decisions(interp.file_groups, ov.files))
+    for group in interp.file_groups:
+        decided = ov.files.get(group.name)
+        tables = [names[s] for s in group.sources if s in names]
+        files = ", ".join(group.files)
+        if group.name in undone:
+            message = (f"{files}: the overrides decide files: {decided} for {group.name!r}, but the interpretation "
+                       f"was made without that decision ({group.status}); interpret again (`dia build` does)")
+        elif group.status == "question" and decided is None and len(tables) > 1:
+            message = (f"{files} may be one table ({group.reason}); set files: union or files: separate for "
+                       f"{group.name!r} in the overrides")
+        else:
+            if group.status == "united":
+                manifest.decisions.append(Decision(
+                    table=names.get(group.name, group.name), origin="override" if decided else "interpreter",
+                    what=f"one table from {len(group.files)} files ({files}): their union, each record keeping "
+                    f"its file in _source_file ({group.reason})"))
+            elif decided == "separate":
+                manifest.decisions.append(Decision(
+                    table=group.name, origin="override", what=f"{files} loaded as separate tables "
+                    f"{', '.join(tables)} (files: separate)"))
+            continue
+        manifest.questions.append(OpenQuestion(name=group.name, files=list(group.files), tables=tables, message=message))
 
 
 def _previous_table(previous: Manifest | None, source: str) -> ManifestTable | None:
@@ -126,8 +168,13 @@ def _plan_table(source: Source, tov: TableOverride, ov: OverridesFile, manifest:
                   f"{', '.join(sorted(known_cols))}); the override is ignored", *loc, "columns", cname)
     ref = source.path + (f"#{source.parse.sheet}" if source.parse.sheet else "") + (
         source.parse.json_path or "")
+    files = sorted((ManifestFile(path=f.path, ref=f.path + (f"#{f.sheet}" if f.sheet else ""), format=f.format,
+                                 content_hash=f.content_hash, rows=f.row_count, bad_rows=f.bad_rows,
+                                 columns=list(f.columns)) for f in source.files),
+                   key=lambda f: f.ref)  # the loader orders a union's records by _source_file, then row
     table = ManifestTable(
-        name=name, sources=[source.name], source_path=source.path, source_ref=ref, source_format=source.format,
+        name=name, sources=[source.name], source_path=source.path, source_ref=files[0].ref if files else ref,
+        source_format=source.format, source_files=files,
         content_hash=source.content_hash, source_rows=source.row_count, bad_rows=source.parse.bad_rows,
         source_columns=[c.name for c in source.columns], staging_table=f"staging.{name}", reject_table=f"rejects.{name}",
         dedup=tov.dedup or ("exact_rows" if source.duplicate_rows else "none"),
@@ -284,7 +331,8 @@ def _plan_foreign_keys(
                                blocking=fk.strength == "strong"),
             src, list(fk.from_.columns), dst,
         ))
-    _keep_previous_foreign_keys(previous, planned, by_table, col_names, manifest)
+    apart = {frozenset((a, b)) for g in interp.file_groups for a in g.sources for b in g.sources if a != b}
+    _keep_previous_foreign_keys(previous, planned, by_table, col_names, manifest, apart)
     for source, tov in ov.tables.items():
         if source not in by_table:
             continue
@@ -332,10 +380,11 @@ def _type_empty_references(
 
 def _keep_previous_foreign_keys(
     previous: Manifest | None, planned: dict[str, list], by_table: dict[str, ManifestTable],
-    col_names: dict[tuple[str, str], str], manifest: Manifest,
+    col_names: dict[tuple[str, str], str], manifest: Manifest, apart: set[frozenset[str]],
 ) -> None:
     """A foreign key of the previous build that the interpreter no longer proposes stays while
-    its columns exist on both sides: orphans then fail key_validity instead of the key vanishing."""
+    its columns exist on both sides: orphans then fail key_validity instead of the key vanishing.
+    A key between files of one table (`apart`) goes: it was never a key."""
     if previous is None:
         return
     prev_tables = {t.name: t for t in previous.tables}
@@ -353,6 +402,12 @@ def _keep_previous_foreign_keys(
             parent_source = {c.name: c.source_column for c in parent.columns}
             ref_cols = [parent_source.get(c, c) for c in fk.ref_columns]
             if any(e[2] == cols and e[3] == dst for e in planned.get(src, [])):
+                continue
+            if frozenset((src, dst)) in apart:
+                manifest.decisions.append(Decision(
+                    table=by_table[src].name, origin="drift",
+                    what=f"foreign key {cols} -> {dst} of the previous build dropped: {src} and {dst} are files "
+                    "that may be one table"))
                 continue
             missing = [c for c in cols if (src, c) not in col_names] + [c for c in ref_cols if (dst, c) not in col_names]
             if missing:

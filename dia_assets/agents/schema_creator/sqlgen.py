@@ -40,6 +40,12 @@ def raw_view(table: ManifestTable) -> str:
     return f"__raw_{table.name}"
 
 
+def row_order(table: ManifestTable) -> str:
+    """File order of staged rows: by row number, and first by file for a table of several files
+    (the plan lists them in `_source_file` order)."""
+    return "_source_file, _source_row" if table.source_files else "_source_row"
+
+
 def staging_ref(table: ManifestTable) -> str:
     return f"staging.{q(table.name)}"
 
@@ -191,11 +197,23 @@ def row_hash_sql(fields: list[str]) -> str:
     return f"CAST(hash({', '.join(fields)}) >> 1 AS BIGINT)"
 
 
+def _identity(table: ManifestTable, cols: list[str]) -> list[str]:
+    """What makes two staged rows copies: their texts; for a table of several files, their values
+    as parsed (`2.5` from a JSON number and `2.50` from a CSV are one value), text that does not
+    parse as written (the interpreter's `one_table.row_identity`)."""
+    if not table.source_files:
+        return cols
+    typed = {c.source_column: c for c in table.columns if not is_text_type(c.type)}
+    return [f"coalesce(CAST({value_sql(typed[s], q(s))} AS VARCHAR), {raw})" if s in typed else raw
+            for s, raw in zip(table.source_columns, cols, strict=True)]
+
+
 def _staging_select(table: ManifestTable, loaded_at: str) -> list[tuple[str, str]]:
     """(expression, column) pairs of a staging row, read from the raw view."""
     cols = [f"CAST({q(c)} AS VARCHAR)" for c in table.source_columns]
-    hashed = row_hash_sql(cols) if cols else "CAST(0 AS BIGINT)"
-    return [*zip(cols, table.source_columns, strict=True), (sql_str(table.source_ref), "_source_file"),
+    hashed = row_hash_sql(_identity(table, cols)) if cols else "CAST(0 AS BIGINT)"
+    file = "__dia_file" if table.source_files else sql_str(table.files()[0].ref)  # see load._raw_view
+    return [*zip(cols, table.source_columns, strict=True), (file, "_source_file"),
             ("__dia_rowid + 1", "_source_row"), (f"TIMESTAMP {sql_str(loaded_at)}", "_loaded_at"),
             (hashed, "_content_hash")]
 
@@ -219,10 +237,10 @@ def staging_ctas_sql(table: ManifestTable, loaded_at: str) -> str:
     return f"CREATE TABLE {staging_ref(table)} AS SELECT {select} FROM {q(raw_view(table))}"
 
 
-def _dup_sql(table: ManifestTable) -> str:
+def dup_sql(table: ManifestTable) -> str:
     """1 for the first copy of each exact duplicate row (by content hash), in file order."""
     if table.dedup == "exact_rows":
-        return "row_number() OVER (PARTITION BY _content_hash ORDER BY _source_row)"
+        return f"row_number() OVER (PARTITION BY _content_hash ORDER BY {row_order(table)})"
     return "1"
 
 
@@ -239,9 +257,9 @@ def reject_insert_sql(table: ManifestTable) -> str:
         f"_reason, _row_kept) "
         f"SELECT {names}, _source_file, _source_row, _loaded_at, _content_hash, "
         f"concat_ws('; ', nullif(_reason, ''), nullif(_value_reason, '')), _reason = '' FROM ("
-        f"SELECT *, {_dup_sql(table)} AS _dup, {_reasons(table, 'reject_row')} AS _reason, "
+        f"SELECT *, {dup_sql(table)} AS _dup, {_reasons(table, 'reject_row')} AS _reason, "
         f"{_reasons(table, 'null_value')} AS _value_reason FROM {staging_ref(table)}) s "
-        f"WHERE _dup = 1 AND (_reason <> '' OR _value_reason <> '') ORDER BY _source_row"
+        f"WHERE _dup = 1 AND (_reason <> '' OR _value_reason <> '') ORDER BY {row_order(table)}"
     )
 
 
@@ -260,9 +278,9 @@ def refined_select_sql(table: ManifestTable, plain: Collection[str] = ()) -> str
             where.append(f"CASE WHEN {q(c.name)} IS NOT NULL THEN true ELSE {present(f'__raw_{i}')} IS NULL END")
     # The dedup window needs _source_row order; its ORDER BY also keeps such a table in file
     # order (DuckDB keeps an explicit ORDER BY even with preserve_insertion_order off).
-    order = " ORDER BY _source_row" if table.dedup == "exact_rows" else ""
+    order = f" ORDER BY {row_order(table)}" if table.dedup == "exact_rows" else ""
     return (
-        f"SELECT {names} FROM (SELECT _source_row, {_dup_sql(table)} AS _dup, {', '.join(inner)} "
+        f"SELECT {names} FROM (SELECT {row_order(table)}, {dup_sql(table)} AS _dup, {', '.join(inner)} "
         f"FROM {staging_ref(table)}) p{' WHERE ' + ' AND '.join(where) if where else ''}{order}"
     )
 
@@ -300,7 +318,7 @@ def load_script(manifest: Manifest, loaded_at: str = "1970-01-01 00:00:00") -> s
         "-- contradicts are left out at load time and reported by key_validity.",
     ]
     for table in manifest.tables:
-        out.append(f"\n-- {table.name} <- {table.source_ref}")
+        out.append(f"\n-- {table.name} <- {table.files_label()}")
         for sql in (staging_insert_sql(table, loaded_at), reject_insert_sql(table),
                     create_refined_sql(table), refined_insert_sql(table)):
             out.append(sql + ";")

@@ -21,6 +21,7 @@ from dia_assets.contracts.manifest import (
 from dia_assets.contracts.report import (
     AxisResult,
     ColumnCoverage,
+    FileRowCounts,
     KeyResult,
     TableRejects,
     TableRowCounts,
@@ -60,6 +61,9 @@ def check_row_counts(target: Target, manifest: Manifest) -> list[TableRowCounts]
         if entry.source_rows != entry.interpreted_rows:
             problems.append(f"file has {entry.source_rows} records, the interpretation counted "
                             f"{entry.interpreted_rows}: the file changed since interpretation")
+        if table.source_files:
+            entry.files = file_row_counts(target, table)
+            problems += [f.message for f in entry.files if not f.passed]
         if staged != refined + rejected + dups:
             problems.append(f"staged {staged} != refined {refined} + rejected {rejected} + duplicates {dups}: "
                             f"{staged - refined - rejected - dups} rows unaccounted for")
@@ -69,6 +73,29 @@ def check_row_counts(target: Target, manifest: Manifest) -> list[TableRowCounts]
             + (f" + {unparsed} unparseable lines" if unparsed else ""))
         out.append(entry)
     out.extend(unread_source_counts(manifest))
+    return out
+
+
+def file_row_counts(target: Target, table: ManifestTable) -> list[FileRowCounts]:
+    """Each file's records of a table loaded from several files, reconciled on their own."""
+    stg, rej = f"staging.{q(table.name)}", f"rejects.{q(table.name)}"
+    staged = {f: (int(n), int(d or 0)) for f, n, d in target.rows(
+        f"SELECT _source_file, count(*), sum(CASE WHEN _dup > 1 THEN 1 ELSE 0 END) FROM "
+        f"(SELECT _source_file, {sqlgen.dup_sql(table)} AS _dup FROM {stg}) s GROUP BY _source_file")}
+    rejected = {f: (int(r or 0), int(u or 0)) for f, r, u in target.rows(
+        f"SELECT _source_file, sum(CASE WHEN _raw_line IS NULL AND NOT _row_kept THEN 1 ELSE 0 END), "
+        f"sum(CASE WHEN _raw_line IS NOT NULL THEN 1 ELSE 0 END) FROM {rej} GROUP BY _source_file")}
+    out = []
+    for file in table.source_files:
+        (n, dups), (bad, unparsed) = staged.get(file.ref, (0, 0)), rejected.get(file.ref, (0, 0))
+        entry = FileRowCounts(file=file.ref, interpreted_rows=file.rows + file.bad_rows, staged=n,
+                              unparsed_lines=unparsed, rejected=bad, duplicates_removed=dups, refined=n - bad - dups)
+        entry.passed = n + unparsed == entry.interpreted_rows
+        entry.message = (f"{file.ref}: {n + unparsed} = {entry.refined} refined + {bad} rejected + {dups} duplicates"
+                         + (f" + {unparsed} unparseable lines" if unparsed else "") if entry.passed else
+                         f"{file.ref} has {n + unparsed} records, the interpretation counted "
+                         f"{entry.interpreted_rows}: the file changed since interpretation")
+        out.append(entry)
     return out
 
 
@@ -230,9 +257,7 @@ _NUMERIC = ("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "DECIMAL", "N
 def _expected_rows(table: ManifestTable) -> str:
     """The staged rows that should be in the refined table, recomputed from staging text and
     rejects alone: first copies of exact duplicates, minus rows rejected without being kept."""
-    dup = (", row_number() OVER (PARTITION BY _content_hash ORDER BY _source_row) AS _dup"
-           if table.dedup == "exact_rows" else ", 1 AS _dup")
-    return (f"(SELECT *{dup} FROM {sqlgen.staging_ref(table)} s WHERE NOT EXISTS (SELECT 1 FROM "
+    return (f"(SELECT *, {sqlgen.dup_sql(table)} AS _dup FROM {sqlgen.staging_ref(table)} s WHERE NOT EXISTS (SELECT 1 FROM "
             f"{sqlgen.reject_ref(table)} r WHERE r._source_file = s._source_file "
             f"AND r._source_row = s._source_row AND NOT r._row_kept)) e WHERE _dup = 1")
 
@@ -272,7 +297,7 @@ def row_query(table: ManifestTable, plain: Collection[str] = ()) -> TestQuery:
                        for c in table.columns)
     same = " AND ".join(f"t.{q(c.name)} IS NOT DISTINCT FROM e.{q(c.name)}" for c in table.columns)
     sql = (f"SELECT count(*) FROM {q(table.name)} t JOIN (SELECT {parsed} FROM (SELECT * FROM "
-           f"{_expected_rows(table)} ORDER BY _source_row LIMIT 1) f) e ON {same}")
+           f"{_expected_rows(table)} ORDER BY {sqlgen.row_order(table)} LIMIT 1) f) e ON {same}")
     return TestQuery(name=f"first row of {table.name} from staging", sql=sql, expected=1)
 
 
@@ -403,7 +428,15 @@ def validate(target: Target, manifest: Manifest, interp: Interpretation | None =
 
 def decide(report: ValidationReport, manifest: Manifest, interp: Interpretation | None) -> ValidationReport:
     """Sum the four axes' findings (and the test queries) into the verdict: accepted when every
-    axis passes; the planted problems the expert declared are matched against the findings."""
+    axis passes; the planted problems the expert declared are matched against the findings. The
+    tables of files that may be one table fail row-count reconciliation until the expert decides."""
+    report.open_questions = [q.message for q in manifest.questions]
+    asked = {t: q for q in manifest.questions for t in q.tables}
+    for entry in report.row_counts:
+        question = asked.get(entry.table)
+        if question is not None and entry.passed:
+            entry.passed = False
+            entry.message = f"undecided: {question.message} ({entry.message})"
     report.axes = {
         "row_count_reconciliation": _axis(report.row_counts, "tables"),
         "column_coverage": _axis(report.column_coverage, "tables"),
@@ -411,7 +444,7 @@ def decide(report: ValidationReport, manifest: Manifest, interp: Interpretation 
         "load_integrity": _axis(report.load_integrity, "tables"),
         "test_queries": _axis(report.test_queries, "queries"),
     }
-    report.accepted = all(a.passed for a in report.axes.values())
+    report.accepted = all(a.passed for a in report.axes.values()) and not report.open_questions
     report.planted_problems = planted_problems(report, manifest, interp)
     return report
 
@@ -421,11 +454,16 @@ def render_markdown(report: ValidationReport) -> str:
            f"**accepted: {str(report.accepted).lower()}**\n", "| check | passed | summary |", "|---|---|---|"]
     for name, axis in report.axes.items():
         out.append(f"| {name} | {'yes' if axis.passed else '**no**'} | {axis.summary} |")
+    if report.open_questions:
+        out += ["\n## Open questions (not accepted until decided)\n"] + [f"- {m}" for m in report.open_questions]
     out += ["\n## Row counts\n", "| table | source | staged | refined | rejected | duplicates | unparsed lines | ok |",
             "|---|---|---|---|---|---|---|---|"]
     for r in report.row_counts:
         out.append(f"| {r.table} | {r.source_rows} | {r.staged} | {r.refined} | {r.rejected} | "
                    f"{r.duplicates_removed} | {r.unparsed_lines} | {'yes' if r.passed else '**no**: ' + r.message} |")
+        out += [f"| {r.table} <- {f.file} | {f.staged + f.unparsed_lines} | {f.staged} | {f.refined} | {f.rejected} | "
+                f"{f.duplicates_removed} | {f.unparsed_lines} | {'yes' if f.passed else '**no**: ' + f.message} |"
+                for f in r.files]
     out += ["\n## Column coverage\n"]
     for c in report.column_coverage:
         line = f"- `{c.table}`: {len(c.carried)} carried"
