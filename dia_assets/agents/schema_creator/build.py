@@ -20,13 +20,14 @@ from dia_assets.agents.schema_creator.plan import plan_manifest
 from dia_assets.agents.schema_creator.report_files import (  # noqa: F401 - the report's API, re-exported
     attempt_line,
     installed_build,
+    installed_words,
     mark_stale,
     read_report,
     report_describes,
     report_markdown,
     write_report,
 )
-from dia_assets.agents.schema_creator.state import installed_words, stale_reason
+from dia_assets.agents.schema_creator.state import stale_reason
 from dia_assets.agents.schema_creator.swap import content_hash, file_identity
 from dia_assets.agents.schema_creator.target import Target
 from dia_assets.agents.schema_creator.validate import validate

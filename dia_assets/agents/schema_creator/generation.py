@@ -93,7 +93,8 @@ def recover(workspace: str | Path, warehouse: str) -> list[str]:
             pending_path(ws).unlink(missing_ok=True)
             action = "rolled back: its validated build was never installed; the warehouse in place is the earlier one"
     elif removed:
-        action = f"rolled back: removed its unfinished build ({', '.join(removed)}); the warehouse in place is the earlier one"
+        action = (f"rolled back: removed its unfinished build ({', '.join(removed)}); "
+                  "the warehouse in place is the earlier one")
     # the attempt this state belongs to: killed, or failed after announcing its install
     owner = last if last is not None and (killed or (
         pending is not None and last.outcome == "failed" and last.attempt_id == pending.attempt_id)) else None

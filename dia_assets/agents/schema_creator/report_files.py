@@ -40,6 +40,15 @@ def installed_build(report: ValidationReport) -> InstalledBuild:
                           rows={r.table: r.refined for r in report.row_counts})
 
 
+def installed_words(report: ValidationReport | None) -> str:
+    if report is None:
+        return "none"
+    b = report.installed_build or (installed_build(report) if report.installed else None)
+    if b is None:
+        return "an earlier build (no report of its own)"
+    return f"the build validated {b.validated_at} ({'accepted' if b.accepted else 'not accepted'})"
+
+
 def report_markdown(report: ValidationReport) -> str:
     """The validation report, led by a STALE banner when a later build failed, the warehouse in
     place and the last attempt, and followed by the overrides that name what the data no longer has."""
@@ -47,10 +56,8 @@ def report_markdown(report: ValidationReport) -> str:
     head = []
     if report.stale_reason:
         head.append(f"> **STALE / FAILED: {report.stale_reason}**\n")
-    if report.installed_build is not None and not report.installed:
-        b = report.installed_build
-        head.append(f"Installed warehouse: the build validated {b.validated_at} "
-                    f"({'accepted' if b.accepted else 'not accepted'}), not the one this report describes.\n")
+    if not report.installed:
+        head.append(f"Warehouse in place: {installed_words(report)}, not the build this report describes.\n")
     if report.last_attempt is not None:
         head.append(f"Last build attempt: {attempt_line(report.last_attempt)}\n")
     if head:

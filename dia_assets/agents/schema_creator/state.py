@@ -13,7 +13,7 @@ from dia_assets.agents.locations import default_warehouse, is_postgres
 from dia_assets.agents.schema_creator.attempt import alive, interrupted
 from dia_assets.agents.schema_creator.generation import installed_by, last_attempt, read_pending
 from dia_assets.agents.schema_creator.report_files import (
-    installed_build,
+    installed_words,
     read_report,
     report_describes,
 )
@@ -39,15 +39,6 @@ class WorkspaceState:
         return self.verdict == "accepted"
 
 
-def installed_words(report: ValidationReport | None) -> str:
-    if report is None:
-        return "none"
-    b = report.installed_build or (installed_build(report) if report.installed else None)
-    if b is None:
-        return "an earlier build (no report of its own)"
-    return f"the build validated {b.validated_at} ({'accepted' if b.accepted else 'not accepted'})"
-
-
 def stale_reason(workspace: str | Path) -> str | None:
     """Why nothing may pass on the warehouse in place, or None: the last attempt failed or was
     killed, or the last finished one was refused (the report's STALE mark)."""
@@ -70,9 +61,11 @@ def read_state(workspace: str | Path, warehouse: str | None = None) -> Workspace
                               installed, report, attempt)
     if attempt is not None and attempt.outcome == "running" and alive(attempt) is not False:
         since = f"`{attempt.command}` (pid {attempt.pid}) since {attempt.started_at}, step {attempt.step}"
-        return WorkspaceState("building", f"building: {since}; warehouse in place: {installed}", installed, report, attempt)
+        return WorkspaceState("building", f"building: {since}; warehouse in place: {installed}",
+                              installed, report, attempt)
     if report is None:
-        return WorkspaceState("no_build", f"no build yet: no validation report at {ws / 'validation' / 'report.json'}", installed, report, attempt)
+        return WorkspaceState("no_build", f"no build yet: no validation report at {ws / 'validation' / 'report.json'}",
+                              installed, report, attempt)
     if report.stale_reason:
         return WorkspaceState("stale", f"STALE: {report.stale_reason}", installed, report, attempt)
     if report.dialect == "duckdb" and not is_postgres(target) and not report_describes(report, target):
