@@ -51,7 +51,9 @@ CHILD = textwrap.dedent("""
             if action == "kill":
                 os.kill(os.getpid(), signal.SIGKILL)
             open(os.path.join(ws, "reached"), "w").write(str(os.getpid()))
-            time.sleep(float(action))
+            deadline = time.monotonic() + float(action)
+            while not os.path.exists(os.path.join(ws, "release")) and time.monotonic() < deadline:
+                time.sleep(0.05)
     run(data, ws, hook=hook, incremental=incremental == "1", command="child build")
 """)
 
@@ -69,10 +71,12 @@ def killed_build(data: Path, ws: Path, step: str, incremental: bool = False) -> 
     return proc.pid
 
 
-def pausing_build(data: Path, ws: Path, step: str, seconds: float) -> subprocess.Popen:
-    """Start a build child that pauses `seconds` at `step`; returns once it got there."""
+def pausing_build(data: Path, ws: Path, step: str, seconds: float = 300) -> subprocess.Popen:
+    """Start a build child that pauses at `step` until `release(ws)` (at most `seconds`);
+    returns once it got there."""
     marker = ws / "reached"
     marker.unlink(missing_ok=True)
+    (ws / "release").unlink(missing_ok=True)
     ws.mkdir(parents=True, exist_ok=True)
     proc = subprocess.Popen([sys.executable, "-c", CHILD, str(data), str(ws), step, str(seconds), "0"],
                             env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -83,3 +87,8 @@ def pausing_build(data: Path, ws: Path, step: str, seconds: float) -> subprocess
         assert time.monotonic() < deadline, "the child never reached its step"
         time.sleep(0.05)
     return proc
+
+
+def release(ws: Path) -> None:
+    """Let a pausing build go on."""
+    (ws / "release").touch()

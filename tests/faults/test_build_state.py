@@ -146,3 +146,24 @@ def test_kill_between_report_and_installed_manifest_then_file_put_back(built):
     assert result.report.accepted and count(warehouse, "orders") == 20
     assert next(r for r in result.report.row_counts if r.table == "orders").refined == 20
     assert content_hash(warehouse) == result.report.warehouse_hash
+
+
+def test_a_terminated_build_is_stale_like_a_crash(built):
+    """A Dagster run that is terminated or times out is interrupted inside its step (a
+    BaseException, as Ctrl-C is for `dia build`): the attempt is failed, the state STALE."""
+    from dagster._core.errors import DagsterExecutionInterruptedError
+
+    data, ws, warehouse = built
+    export(data, orders=44)
+
+    def terminate(step: str) -> None:
+        if step == "refined:orders":
+            raise DagsterExecutionInterruptedError("the run was terminated")
+
+    with pytest.raises(DagsterExecutionInterruptedError):
+        run(data, ws, hook=terminate)
+    attempt = read_attempt(ws)
+    assert attempt.outcome == "failed" and attempt.step == "refined:orders"
+    assert attempt.error == "DagsterExecutionInterruptedError: the run was terminated"
+    assert count(warehouse, "orders") == 20 and not list(warehouse.parent.glob("warehouse-building-*"))
+    assert _status(ws)[0] == 1 and stale_reason(ws)

@@ -26,7 +26,7 @@ from dia_assets.demo import run_demo
 from dia_assets.schema_assets import schema_assets
 from resources.workspace import WorkspaceResource
 from tests.conftest import ROOT
-from tests.faults.state_harness import count, export, pausing_build
+from tests.faults.state_harness import count, export, pausing_build, release
 
 
 @pytest.fixture
@@ -41,7 +41,7 @@ def built(tmp_path: Path) -> tuple[Path, Path, Path]:
 def test_a_second_build_fails_fast_naming_the_first_and_a_kill_frees_the_workspace(built, monkeypatch):
     data, ws, warehouse = built
     export(data, orders=40)
-    first = pausing_build(data, ws, "staging:orders", 120)
+    first = pausing_build(data, ws, "staging:orders")
     try:
         who = holder(ws)
         assert who is not None and who["pid"] == first.pid and who["command"] == "child build"
@@ -61,15 +61,22 @@ def test_a_second_build_fails_fast_naming_the_first_and_a_kill_frees_the_workspa
     assert "killed (or timed out) in step staging:orders; rolled back" in again.output
 
 
-def test_with_wait_the_second_build_runs_after_the_first(built, monkeypatch):
+def test_with_wait_the_second_build_runs_after_the_first(built):
     data, ws, warehouse = built
     export(data, orders=30)
-    first = pausing_build(data, ws, "validate", 2)
-    monkeypatch.setenv("DIA_WORKSPACE", str(ws))
-    second = CliRunner().invoke(app, ["build", str(data), "--wait", "300"])
+    first = pausing_build(data, ws, "validate")
+    env = dict(os.environ, DIA_WORKSPACE=str(ws), PYTHONPATH=str(ROOT), LITELLM_LOCAL_MODEL_COST_MAP="True")
+    second = subprocess.Popen([sys.executable, "-m", "dia_assets.cli", "build", str(data), "--wait", "300"],
+                              env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    waiting = ""
+    while not waiting.startswith("waiting") and (line := second.stderr.readline()):
+        waiting = line  # it says so (after any import warnings), then waits
+    assert waiting.startswith(f"waiting for workspace {ws}: it is being written by pid {first.pid} (child build)")
+    release(ws)
     assert first.wait(timeout=300) == 0
-    assert second.exit_code == 0 and "waiting for workspace" in second.output
-    assert count(warehouse, "orders") == 30
+    out, err = second.communicate(timeout=300)
+    assert second.returncode == 0, err[-2000:]
+    assert out.startswith("accepted: true") and count(warehouse, "orders") == 30
 
 
 def test_the_lock_is_reentrant_in_a_thread_and_exclusive_across_threads(tmp_path):
@@ -123,7 +130,7 @@ def test_a_dagster_step_waits_for_the_writer_and_then_fails_without_marking_stal
 def test_demo_is_a_writer_too(built):
     data, ws, _ = built
     messages: list[str] = []
-    first = pausing_build(data, ws, "interpret", 120)
+    first = pausing_build(data, ws, "interpret")
     try:
         assert run_demo(data, ws, messages.append) == 1
     finally:
