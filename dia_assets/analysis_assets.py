@@ -132,7 +132,8 @@ def answer_partition(context: AssetExecutionContext, config: AnalysisConfig, wor
         from dia_assets.agents.query.run import no_model_result
 
         return MaterializeResult(metadata={"status": "no_model", "question": question, "message": NO_MODEL_MESSAGE},
-                                 check_results=[answered_check(no_model_result(qid, question), ANALYSIS_RESULT_KEY)])
+                                 check_results=[answered_check(no_model_result(qid, question), ANALYSIS_RESULT_KEY,
+                                                                workspace.root_path)])
     assert llm.model
     warehouse = warehouse_location(workspace)
     if not Path(warehouse).exists():
@@ -159,4 +160,4 @@ def answer_partition(context: AssetExecutionContext, config: AnalysisConfig, wor
         f"{qid}: {q.status}; {len(result.steps)} pipeline steps; {result.model_calls} semantic model calls")
     meta = result_metadata(q)
     meta.update(pipeline_metadata(result))
-    return MaterializeResult(metadata=meta, check_results=[answered_check(q, ANALYSIS_RESULT_KEY)])
+    return MaterializeResult(metadata=meta, check_results=[answered_check(q, ANALYSIS_RESULT_KEY, workspace.root_path)])

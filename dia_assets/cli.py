@@ -81,10 +81,13 @@ def build(
         "--incremental/--full",
         help="Re-interpret and reload only the files that changed since the installed build (default), "
         "or rebuild everything.")] = True,
+    wait: Annotated[float, typer.Option(
+        help="Seconds to wait while another process writes the workspace (default: fail at once, naming it).")] = 0.0,
 ) -> None:
     """Interpret DATA_DIR, plan the schema, load the warehouse, validate it; print the report.
 
-    The new warehouse replaces the old one only when it is accepted (or with --replace-anyway)."""
+    The new warehouse replaces the old one only when it is accepted (or with --replace-anyway).
+    A build that fails prints one line naming the cause and leaves the state STALE (`dia status`)."""
     from dia_assets.agents.schema_creator.build import build as build_warehouse
     from dia_assets.agents.schema_creator.build import summary
 
@@ -92,11 +95,32 @@ def build(
         _echo(f"error: {data_dir} is not a folder")
         raise typer.Exit(2)
     workspace = workspace_root()
-    report = build_warehouse(data_dir, workspace, warehouse=warehouse, overrides_seed=overrides,
-                             replace_anyway=replace_anyway, incremental=incremental)
+    try:
+        report = build_warehouse(data_dir, workspace, warehouse=warehouse, overrides_seed=overrides,
+                                 replace_anyway=replace_anyway, incremental=incremental,
+                                 command=f"dia build {data_dir}", wait_s=wait, say=_echo)
+    except (Exception, KeyboardInterrupt) as exc:  # noqa: BLE001 - one line, never a traceback
+        _echo(f"dia build: {_failure(exc, workspace)}")
+        raise typer.Exit(130 if isinstance(exc, KeyboardInterrupt) else 1) from None
     typer.echo(summary(report))
     typer.echo(f"report: {workspace / 'validation' / 'report.md'}")
     raise typer.Exit(0 if report.accepted else 1)
+
+
+def _failure(exc: BaseException, workspace: Path) -> str:
+    """`failed: <cause>; warehouse in place: <which>` (the traceback is in state/last_error.txt)."""
+    from dia_assets.agents.schema_creator.failures import one_line
+    from dia_assets.agents.schema_creator.state import read_state
+    from dia_assets.agents.schema_creator.writer_lock import WorkspaceBusy
+
+    if isinstance(exc, WorkspaceBusy):
+        return f"not started: {exc}"
+    cause = "interrupted" if isinstance(exc, KeyboardInterrupt) else f"failed: {one_line(exc)}"
+    try:
+        installed = read_state(workspace).installed
+    except Exception:  # noqa: BLE001 - the state is a courtesy here
+        installed = "unknown"
+    return f"{cause}; warehouse in place: {installed} (details: {workspace / 'state' / 'last_error.txt'})"
 
 
 @app.command()
@@ -122,17 +146,16 @@ def ui(args: Annotated[list[str] | None, typer.Argument(help="Extra `dagster dev
 
 @app.command()
 def status(workspace: Annotated[Path | None, typer.Option(help="Artifact root (default DIA_WORKSPACE).")] = None) -> None:
-    """Print the validation report's state: accepted, failed, or stale relative to the data."""
+    """The warehouse in place and the last build attempt: accepted (exit 0), or STALE, failed,
+    not accepted or never built (exit 1, said in the first line)."""
     from dia_assets.agents.schema_creator.build import summary
-    from dia_assets.contracts.report import ValidationReport
+    from dia_assets.agents.schema_creator.state import read_state
 
-    path = (workspace or workspace_root()) / "validation" / "report.json"
-    if not path.exists():
-        _echo(f"no validation report at {path}")
-        raise typer.Exit(1)
-    report = ValidationReport.read(path)
-    typer.echo(summary(report))
-    raise typer.Exit(0 if report.accepted else 1)
+    state = read_state(workspace or workspace_root())
+    typer.echo(f"dia status: {state.headline}")
+    if state.report is not None:
+        typer.echo(summary(state.report))
+    raise typer.Exit(0 if state.ok else 1)
 
 
 _mount()

@@ -30,6 +30,19 @@ def _run_job(defs, name: str, instance: DagsterInstance, say: Say, **kwargs) -> 
 
 
 def run_demo(data_dir: Path, workspace: Path, say: Say) -> int:
+    """The demo is one writer of the workspace for its whole run (writer_lock): a `dia build`
+    started meanwhile fails naming it, and the demo's own steps take the lock again."""
+    from dia_assets.agents.schema_creator.writer_lock import WorkspaceBusy, writer_lock
+
+    try:
+        with writer_lock(workspace, "dia demo"):
+            return _demo(data_dir, workspace, say)
+    except WorkspaceBusy as busy:
+        say(f"dia demo: not started: {busy}")
+        return 1
+
+
+def _demo(data_dir: Path, workspace: Path, say: Say) -> int:
     from dia_assets.definitions import build_defs
     from dia_assets.interpretation_assets import record_raw_files
 

@@ -34,7 +34,9 @@ from dia_assets.agents.interpreter.render import (
     sources_table,
 )
 from dia_assets.agents.interpreter.run import interpret_to_files
+from dia_assets.agents.locations import default_warehouse
 from dia_assets.agents.schema_creator.build import expert_files, previous_interpretation
+from dia_assets.run_writer import run_writer
 from resources import LLMResource, WorkspaceResource
 from resources.workspace import default_data_dir
 
@@ -123,7 +125,9 @@ def interpretation_asset(raw_keys: list[AssetKey]):  # noqa: ANN201 - a Dagster 
     def interpretation(
         context: AssetExecutionContext, workspace: WorkspaceResource, llm: LLMResource
     ) -> MaterializeResult:
-        return _interpret(context, workspace, llm)
+        # the first step of a build attempt: holds the workspace; a failure leaves the state STALE
+        with run_writer(context, workspace.root_path, "interpret", default_warehouse(workspace.root_path)):
+            return _interpret(context, workspace, llm)
 
     return interpretation
 

@@ -48,6 +48,7 @@ from dia_assets.agents.query.run import (
     previous_answer,
     write_artifacts,
 )
+from dia_assets.agents.schema_creator.state import stale_reason
 from dia_assets.contracts.query_result import QueryResult
 from resources import LLMResource, WorkspaceResource
 from resources.memory import MemoryResource
@@ -123,7 +124,7 @@ def materialize_question(
         return MaterializeResult(metadata={
             "status": "no_model", "question": question, "message": NO_MODEL_MESSAGE,
             "answer_path": MetadataValue.path(result.artifacts["answer"]),
-        }, check_results=[answered_check(result)])
+        }, check_results=[answered_check(result, workspace=workspace.root_path)])
     warehouse = warehouse_location(workspace)
     if not is_postgres(warehouse) and not Path(warehouse).exists():
         raise Failure(f"no warehouse at {warehouse}: materialize `warehouse` first (dia build / make demo)")
@@ -162,19 +163,24 @@ def materialize_question(
         from dia_assets.analysis_assets import pipeline_metadata
 
         meta.update(pipeline_metadata(analysis))
-    return MaterializeResult(metadata=meta, check_results=[answered_check(result)])
+    return MaterializeResult(metadata=meta, check_results=[answered_check(result, workspace=workspace.root_path)])
 
 
 ANSWERED = AssetCheckSpec("answered", asset=QUERY_RESULT_KEY, description=(
     "The question has a verified answer; fails with the reason otherwise (no model, unanswerable, failed)."))
 
 
-def answered_check(result: QueryResult, asset_key: AssetKey = QUERY_RESULT_KEY) -> AssetCheckResult:
-    """An unanswered question is not a success: the check fails and says why."""
-    answered = result.status == "answered"
+def answered_check(result: QueryResult, asset_key: AssetKey = QUERY_RESULT_KEY,
+                   workspace: Path | None = None) -> AssetCheckResult:
+    """An unanswered question is not a success: the check fails and says why. Nor is an answer
+    from a warehouse the last build could not replace (the workspace's state is STALE): it
+    answers from data that is no longer the current data."""
+    stale = stale_reason(workspace) if workspace is not None else None
+    answered = result.status == "answered" and not stale
+    head = f"STALE warehouse, the answer is from old data: {stale}. " if stale else ""
     return AssetCheckResult(
         asset_key=asset_key, check_name=ANSWERED.name, passed=answered, severity=AssetCheckSeverity.ERROR,
-        description=f"{result.status}: {result.message}"[:2000],
+        description=f"{head}{result.status}: {result.message}"[:2000],
         metadata={"status": result.status, "attempts": MetadataValue.int(result.attempts),
                   "rows": MetadataValue.int(result.row_count or 0)},
     )

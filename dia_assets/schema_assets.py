@@ -7,6 +7,7 @@ import hashlib
 import json
 import re
 from collections.abc import Iterator, Sequence
+from datetime import UTC, datetime
 
 from dagster import (
     AssetCheckExecutionContext,
@@ -40,9 +41,12 @@ from dia_assets.agents.schema_creator import build as sc
 from dia_assets.agents.schema_creator import validate as v
 from dia_assets.agents.schema_creator.lineage import table_lineage
 from dia_assets.agents.schema_creator.markdown import cell, decisions_markdown, er_markdown
+from dia_assets.agents.schema_creator.state import stale_reason
+from dia_assets.contracts.artifact import write_atomic
 from dia_assets.contracts.interpretation import Interpretation
 from dia_assets.contracts.manifest import Manifest, ManifestTable
 from dia_assets.contracts.report import ValidationReport
+from dia_assets.run_writer import LOAD, run_writer
 from dia_assets.table_specs import (
     RAW_FILES,
     WAREHOUSE,
@@ -74,11 +78,13 @@ def _manifest(workspace: WorkspaceResource) -> Manifest:
 def schema_manifest(context: AssetExecutionContext, workspace: WorkspaceResource, duckdb: DuckDBResource) -> MaterializeResult:
     """Plan the schema from interpretation.json plus the expert's overrides."""
     interp = Interpretation.read(workspace.path("interpretation.json"))
-    dialect = "postgres" if is_postgres(warehouse_target(duckdb)) else "duckdb"
+    target = warehouse_target(duckdb)
+    dialect = "postgres" if is_postgres(target) else "duckdb"
     try:
-        manifest, paths = sc.write_plan(interp, workspace.root_path, dialect)
-    except Exception as exc:
-        report_stale(context, workspace, f"schema_manifest failed for the current data: {exc}")
+        with run_writer(context, workspace.root_path, "plan", target):
+            manifest, paths = sc.write_plan(interp, workspace.root_path, dialect)
+    except Exception:
+        report_stale(context, workspace)
         raise
     if manifest.stale_overrides:
         context.log.warning("stale overrides (ignored): " + "; ".join(
@@ -103,10 +109,13 @@ def manifest_version(manifest: Manifest) -> str:
     return hashlib.sha256(json.dumps(body, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
-def report_stale(context: AssetExecutionContext, workspace: WorkspaceResource, reason: str) -> None:
-    """A failed build: report.json/md stop saying accepted, and `validation_report` shows it
+def report_stale(context: AssetExecutionContext, workspace: WorkspaceResource) -> None:
+    """A failed build (writer.py marked report.json/md STALE): `validation_report` shows it too
     (an observation, since its own step will not run after a failed upstream step)."""
-    report = sc.mark_stale(workspace.root_path, reason)
+    reason = stale_reason(workspace.root_path)
+    if reason is None:  # e.g. the workspace was busy: this step changed nothing
+        return
+    report = sc.read_report(workspace.root_path)
     context.log_event(AssetObservation(asset_key="validation_report", metadata={
         "accepted": False,
         "stale": True,
@@ -155,13 +164,19 @@ def _build(context: AssetExecutionContext, config: WarehouseConfig, workspace: W
     interp = Interpretation.read(interp_path) if interp_path.exists() else None
     # The report is written here too, so a load that fails a blocking check (and so never
     # reaches `validation_report`) still leaves the expert a report saying why.
-    loaded, report = sc.load_and_validate(
-        manifest, warehouse_target(duckdb), workspace.root_path, interp, replace_anyway=config.replace_anyway,
-        incremental=config.incremental)
+    target = warehouse_target(duckdb)
     load_path = workspace.path("schema", "load_result.json")
-    load_path.write_text(loaded.to_json(), encoding="utf-8")
+    try:
+        with run_writer(context, workspace.root_path, LOAD, target) as attempt:
+            loaded, report = sc.load_and_validate(
+                manifest, target, workspace.root_path, interp, replace_anyway=config.replace_anyway,
+                incremental=config.incremental, attempt=attempt)
+            write_atomic(load_path, loaded.to_json())
+    except Exception:
+        report_stale(context, workspace)
+        raise
     if not report.installed:
-        report_stale(context, workspace, report.stale_reason or "the new build was not installed")
+        report_stale(context, workspace)
         raise Failure(
             description=f"the new build is not accepted, so the previous warehouse stays in place; "
             f"the build is kept at {report.rejected_build}. {sc.summary(report)}",
@@ -316,13 +331,16 @@ def check_result(key: AssetCheckKey, report: ValidationReport, table: str | None
 
 
 def _last_report(workspace: WorkspaceResource) -> ValidationReport | None:
-    """The report of the last build while it says the warehouse is stale (a later build failed or
-    was not installed): checking the old warehouse would pass and hide why the new data was refused."""
-    path = workspace.path("validation", "report.json")
-    if not path.exists():
+    """While the state is STALE (the last build failed, was killed or was not installed), the
+    report of the last build with the reason: checking the old warehouse would pass and hide why
+    the current data is not in it."""
+    stale = stale_reason(workspace.root_path)
+    if not stale:
         return None
-    report = ValidationReport.read(path)
-    return report if report.stale_reason else None
+    report = sc.read_report(workspace.root_path) or ValidationReport(
+        generated_at=datetime.now(UTC).isoformat(timespec="seconds"), warehouse="(none)")
+    report.stale_reason = stale
+    return report
 
 
 def warehouse_checks(tables: Sequence[ManifestTable] = ()) -> AssetChecksDefinition:
@@ -359,7 +377,7 @@ def validation_report_asset(deps: Sequence[AssetKey] = (WAREHOUSE,)) -> AssetsDe
         md = sc.report_markdown(report)
         return MaterializeResult(metadata={
             "accepted": report.accepted,
-            "stale": False,
+            "stale": bool(report.stale_reason),
             "stale_overrides": len(report.stale_overrides),
             "axes": MetadataValue.md("\n".join(["| axis | passed | summary |", "|---|---|---|"] + [
                 f"| {k} | {'yes' if a.passed else 'NO'} | {cell(a.summary)} |" for k, a in report.axes.items()])),

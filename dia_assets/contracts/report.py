@@ -5,9 +5,10 @@ from __future__ import annotations
 from pydantic import BaseModel, Field
 
 from dia_assets.contracts.artifact import Artifact
+from dia_assets.contracts.attempt import BuildAttempt
 from dia_assets.contracts.manifest import StaleOverride
 
-REPORT_VERSION = 1
+REPORT_VERSION = 2  # 2: installed_build and last_attempt
 
 
 class FileRowCounts(BaseModel):
@@ -111,6 +112,18 @@ class ReloadRecord(BaseModel):
     fallback: str | None = Field(None, description="Why an incremental reload was asked for but a full build ran.")
 
 
+class InstalledBuild(BaseModel):
+    """The warehouse in place, whichever build the rest of the report describes (a build that
+    was not accepted is described, but the earlier one stays installed)."""
+
+    warehouse: str
+    validated_at: str = Field(description="When the build in place was validated (its report's generated_at).")
+    accepted: bool
+    warehouse_hash: str | None = None
+    warehouse_identity: str | None = None
+    rows: dict[str, int] = Field(default_factory=dict, description="Refined rows per table.")
+
+
 class ValidationReport(Artifact):
     version: int = REPORT_VERSION
     generated_at: str
@@ -139,6 +152,9 @@ class ValidationReport(Artifact):
     stale_reason: str | None = Field(
         None, description="Set when a later build failed: the warehouse in place does not match the current "
         "data, so nothing is accepted until a build succeeds.")
+    installed_build: InstalledBuild | None = Field(None, description="The warehouse in place (None: nothing "
+                                                   "installed yet).")
+    last_attempt: BuildAttempt | None = Field(None, description="The last build attempt, finished or not.")
 
 
 

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import json
 import shutil
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from dia_assets.agents.locations import default_warehouse, is_postgres
 from dia_assets.agents.schema_creator import sqlgen
+from dia_assets.agents.schema_creator.attempt import Attempt
 from dia_assets.agents.schema_creator.er import er_diagram
+from dia_assets.agents.schema_creator.generation import commit, last_attempt, prepare
 from dia_assets.agents.schema_creator.lineage import manifest_lineage
 from dia_assets.agents.schema_creator.load import LoadResult, StepHook, load_duckdb
 from dia_assets.agents.schema_creator.overrides import (
@@ -18,13 +21,26 @@ from dia_assets.agents.schema_creator.overrides import (
     write_template,
 )
 from dia_assets.agents.schema_creator.plan import plan_manifest
+from dia_assets.agents.schema_creator.report_files import (  # noqa: F401 - the report's API, re-exported
+    attempt_line,
+    installed_build,
+    installed_words,
+    mark_stale,
+    read_report,
+    report_describes,
+    report_markdown,
+    write_report,
+)
+from dia_assets.agents.schema_creator.state import stale_reason
 from dia_assets.agents.schema_creator.swap import content_hash, file_identity
 from dia_assets.agents.schema_creator.target import Target
-from dia_assets.agents.schema_creator.validate import render_markdown, validate
+from dia_assets.agents.schema_creator.validate import validate
+from dia_assets.agents.schema_creator.writer import writing
 from dia_assets.contracts.artifact import write_atomic
+from dia_assets.contracts.generation import PendingInstall
 from dia_assets.contracts.interpretation import Interpretation
 from dia_assets.contracts.manifest import Manifest
-from dia_assets.contracts.report import ReloadRecord, ValidationReport
+from dia_assets.contracts.report import InstalledBuild, ReloadRecord, ValidationReport
 
 OVERRIDES = ("review", "interpretation_overrides.yaml")
 
@@ -115,79 +131,142 @@ def load_warehouse(manifest: Manifest, warehouse: str, hook: StepHook | None = N
 def load_and_validate(
     manifest: Manifest, warehouse: str, workspace: str | Path, interp: Interpretation | None = None,
     hook: StepHook | None = None, replace_anyway: bool = False, incremental: bool = False,
+    attempt: Attempt | None = None,
 ) -> tuple[LoadResult, ValidationReport]:
     """Load, validating the new DuckDB file *before* it replaces the old one: a build that is
     not accepted keeps the previous warehouse unless `replace_anyway`. The report says which
     file it describes (path, content hash, installed or not). With `incremental`, only the
     tables whose file or plan changed are loaded again (incremental.py), when the warehouse
-    in place allows it; otherwise a full build runs and the report says why."""
+    in place allows it; otherwise a full build runs and the report says why.
+
+    It runs as a build attempt (writer.py: the workspace's lock, recovery, the attempt record);
+    `attempt`: the one a caller already holds. A validated build is installed in the order of
+    generation.py, so a kill at any point leaves a state the next start can classify."""
+    if attempt is None:
+        with writing(workspace, "load_and_validate", "load", warehouse) as own:
+            assert own is not None
+            return load_and_validate(manifest, warehouse, workspace, interp, hook, replace_anyway, incremental, own)
     from dia_assets.agents.schema_creator import incremental as inc
 
+    steps = _tracked(attempt, hook)
+    steps("load")
+    previous = read_report(workspace)
     before = inc.installed_manifest(workspace)
     record = ReloadRecord(mode="full", reloaded=[t.name for t in manifest.tables],
                           retired=inc.retired_tables(before, manifest))
+    pending: list[PendingInstall] = []
+
+    def finish(report: ValidationReport, installed: bool, built: Path | None, digest: str | None,
+               rejected_build: str | None = None) -> ValidationReport:
+        """The report's bookkeeping: which file, installed or not, and the warehouse in place."""
+        if report.reload is None:
+            report.reload = record
+        report.installed, report.rejected_build, report.warehouse_hash = installed, rejected_build, digest
+        report.warehouse_identity = file_identity(built) if installed and built is not None else None
+        report.stale_overrides = list(manifest.stale_overrides)
+        if installed:
+            report.installed_build = installed_build(report)
+        else:
+            report.installed_build = _installed_before(previous)
+            report.stale_reason = (f"this build was not accepted and was not installed ({rejected_build}); "
+                                   "the warehouse in place is an earlier build that does not match the current data")
+        return report
+
+    def before_install(report: ValidationReport, built: Path, digest: str) -> None:
+        report.warehouse = str(Path(warehouse).resolve())
+        pending.append(PendingInstall(attempt_id=attempt.record.attempt_id, warehouse=report.warehouse,
+                                      warehouse_identity=file_identity(built),
+                                      report=finish(report, True, built, digest), manifest=manifest))
+        prepare(workspace, pending[-1])
+        steps("pending")
+
     quick = None
     if incremental and not is_postgres(warehouse):
         path = Path(warehouse).resolve()
-        old_report = _read_report(workspace)
-        record.fallback = inc.unusable_reason(before, manifest, old_report, path)
+        record.fallback = (f"the last build was interrupted ({attempt.record.recovered[0]})"
+                           if attempt.record.recovered else inc.unusable_reason(before, manifest, previous, path))
         if record.fallback is None:
-            assert before is not None and old_report is not None
+            assert before is not None and previous is not None
             plan = inc.plan_reload(before, manifest)
-            quick = inc.reload_duckdb(before, manifest, plan, path, old_report, interp, hook, replace_anyway)
+            quick = inc.reload_duckdb(before, manifest, plan, path, previous, interp, steps, replace_anyway,
+                                      before_install)
     elif incremental:
         record.fallback = "incremental reloads are for DuckDB warehouses; PostgreSQL is loaded in full"
     if quick is not None:
         loaded, report = quick
     elif is_postgres(warehouse):
-        loaded = load_warehouse(manifest, warehouse, hook)
+        loaded = load_warehouse(manifest, warehouse, steps)
+        steps("validate")
         with Target(warehouse) as target:
             report = validate(target, manifest, interp)
     else:
         reports: list[ValidationReport] = []
 
         def accept(built: Path) -> bool:
+            steps("validate")
             with Target(built) as target:
                 reports.append(validate(target, manifest, interp))
             return reports[-1].accepted
 
-        loaded = load_duckdb(manifest, manifest.data_dir, warehouse, hook, accept, replace_anyway)
+        loaded = load_duckdb(manifest, manifest.data_dir, warehouse, steps, accept, replace_anyway,
+                             lambda _, built, digest: before_install(reports[-1], built, digest))
         report = reports[-1]
         report.warehouse = loaded.warehouse
-    if report.reload is None:
-        report.reload = record
-    report.installed, report.rejected_build = loaded.installed, loaded.rejected_build
-    report.warehouse_hash = loaded.content_hash
-    if report.installed and not is_postgres(warehouse):
-        report.warehouse_identity = file_identity(Path(loaded.warehouse))
-    report.stale_overrides = list(manifest.stale_overrides)
-    if not report.installed:
-        report.stale_reason = (f"this build was not accepted and was not installed ({report.rejected_build}); "
-                               "the warehouse in place is an earlier build that does not match the current data")
-    write_report(report, workspace)
-    if report.installed:
-        inc.record_installed(manifest, workspace)
+    steps("report")
+    outcome = "accepted" if report.accepted else "not_accepted"
+    if pending:  # DuckDB, installed: the pending record becomes the report and the installed plan
+        commit(workspace, pending[-1], attempt.ended(outcome), steps)
+        report = pending[-1].report
+    else:
+        finish(report, loaded.installed, None, loaded.content_hash, loaded.rejected_build)
+        report.last_attempt = attempt.ended(outcome)
+        write_report(report, workspace)
+        steps("report written")
+        if report.installed:
+            inc.record_installed(manifest, workspace)
+    steps("recorded")
+    report.last_attempt = attempt.finish(outcome)
     return loaded, report
 
 
-def _read_report(workspace: str | Path) -> ValidationReport | None:
-    path = Path(workspace) / "validation" / "report.json"
-    try:
-        return ValidationReport.read(path) if path.exists() else None
-    except Exception:  # noqa: BLE001 - an unreadable report only means a full build
+def _tracked(attempt: Attempt, hook: StepHook | None) -> StepHook:
+    """The load's steps go to the attempt record first (a kill leaves the step it died in)."""
+
+    def step(name: str) -> None:
+        attempt.step(name)
+        if hook:
+            hook(name)
+
+    return step
+
+
+def _installed_before(previous: ValidationReport | None) -> InstalledBuild | None:
+    """The warehouse in place before this build, from the previous report."""
+    if previous is None:
         return None
+    if previous.installed_build is not None:
+        return previous.installed_build
+    return installed_build(previous) if previous.installed else None
 
 
 def validate_warehouse(manifest: Manifest, warehouse: str, workspace: str | Path,
                        interp: Interpretation | None = None) -> ValidationReport:
-    """Validate the warehouse in place (the Dagster checks and `validation_report`)."""
-    with Target(warehouse) as target:
-        report = validate(target, manifest, interp)
-    if not is_postgres(warehouse):
-        report.warehouse_hash = content_hash(Path(warehouse))
-        report.warehouse_identity = file_identity(Path(warehouse))
-    report.stale_overrides = list(manifest.stale_overrides)
-    write_report(report, workspace)
+    """Validate the warehouse in place (the `validation_report` asset), after finishing what an
+    interrupted build left. A failed or killed last attempt keeps the report STALE: checking
+    the old warehouse again must not hide that the current data was never built."""
+    with writing(workspace, "validate the warehouse in place", "validate", warehouse, record=False):
+        with Target(warehouse) as target:
+            report = validate(target, manifest, interp)
+        if not is_postgres(warehouse):
+            report.warehouse_hash = content_hash(Path(warehouse))
+            report.warehouse_identity = file_identity(Path(warehouse))
+        report.stale_overrides = list(manifest.stale_overrides)
+        report.installed_build = installed_build(report)
+        report.last_attempt = last_attempt(workspace)
+        report.stale_reason = stale_reason(workspace)
+        if report.stale_reason:
+            report.accepted = False
+        write_report(report, workspace)
     return report
 
 
@@ -195,61 +274,18 @@ def shared_report(manifest: Manifest, warehouse: str, workspace: str | Path,
                   interp: Interpretation | None = None, write: bool = True) -> ValidationReport:
     """The validation of the warehouse in place, computed once per build: the report the build
     wrote when it describes this very file (same content hash), else validated afresh (and
-    written when `write`). The `warehouse` asset's checks and `validation_report` share it."""
-    path = Path(workspace) / "validation" / "report.json"
-    if not is_postgres(warehouse) and path.exists():
-        try:
-            report = ValidationReport.read(path)
-        except Exception:  # noqa: BLE001 - an unreadable report is simply made again
-            report = None
-        if report is not None and report_describes(report, warehouse):
-            return report
-    if write:
-        return validate_warehouse(manifest, warehouse, workspace, interp)
-    with Target(warehouse) as target:
-        return validate(target, manifest, interp)
-
-
-def write_report(report: ValidationReport, workspace: str | Path) -> None:
-    out = Path(workspace) / "validation"
-    report.write(out / "report.json")
-    write_atomic(out / "report.md", report_markdown(report))
-
-
-def report_markdown(report: ValidationReport) -> str:
-    """The validation report, led by a STALE banner when a later build failed, and followed by
-    the overrides that name what the data no longer has."""
-    md = render_markdown(report)
-    if report.stale_reason:
-        md = f"> **STALE / FAILED: {report.stale_reason}**\n\n" + md
-    if report.stale_overrides:
-        md += "\n## Stale overrides (ignored)\n\n" + "".join(
-            f"- line {s.line or '?'} `{s.where}`: {s.reason}\n" for s in report.stale_overrides)
-    return md
-
-
-def mark_stale(workspace: str | Path, reason: str) -> ValidationReport | None:
-    """A build failed before it could validate: the report on disk describes an earlier build,
-    so it stops saying `accepted` (the warehouse in place no longer matches the data)."""
-    path = Path(workspace) / "validation" / "report.json"
-    if not path.exists():
-        return None
-    report = ValidationReport.read(path)
-    report.accepted = False
-    report.stale_reason = reason
-    write_report(report, workspace)
+    written when `write`). The `warehouse` asset's checks and `validation_report` share it.
+    A STALE state (a later build failed or was killed) stays on it: never accepted then."""
+    report = read_report(workspace) if not is_postgres(warehouse) else None
+    if report is None or not report_describes(report, warehouse):
+        if write:
+            return validate_warehouse(manifest, warehouse, workspace, interp)
+        with Target(warehouse) as target:
+            report = validate(target, manifest, interp)
+    stale = report.stale_reason or stale_reason(workspace)
+    if stale:
+        report.stale_reason, report.accepted = stale, False
     return report
-
-
-def report_describes(report: ValidationReport, warehouse: str | Path) -> bool:
-    """Whether a report was made for the DuckDB file now at `warehouse` (a kill between the
-    swap and the report write leaves an older report beside a newer file)."""
-    path = Path(warehouse)
-    if not (report.installed and path.exists()):
-        return False
-    if report.warehouse_identity:  # cheap: no read of the file (each check asks)
-        return report.warehouse_identity == file_identity(path)
-    return report.warehouse_hash == content_hash(path)
 
 
 @dataclass
@@ -262,22 +298,29 @@ class BuildResult:
 
 def run(data_dir: str | Path, workspace: str | Path, warehouse: str | None = None,
         interpretation: Interpretation | None = None, overrides_seed: str | Path | None = None,
-        hook: StepHook | None = None, replace_anyway: bool = False, incremental: bool = False) -> BuildResult:
-    """With `incremental`, unchanged files keep their profile (interpretation) and their tables
-    (load); see incremental.py."""
+        hook: StepHook | None = None, replace_anyway: bool = False, incremental: bool = False,
+        command: str | None = None, wait_s: float = 0.0, say: Callable[[str], None] | None = None) -> BuildResult:
+    """One build attempt from the files to the report, holding the workspace (writer.py): a
+    second writer waits up to `wait_s` or fails naming this one. With `incremental`, unchanged
+    files keep their profile (interpretation) and their tables (load); see incremental.py."""
     ws = Path(workspace).resolve()
     ws.mkdir(parents=True, exist_ok=True)
-    interp = interpretation
-    if interp is None:
-        from dia_assets.agents.interpreter import interpret
-
-        interp = interpret(data_dir, previous=previous_interpretation(ws) if incremental else None,
-                           decisions=expert_files(ws, overrides_seed))
-        (ws / "interpretation.json").write_text(interp.to_json(), encoding="utf-8")
     target = warehouse or default_warehouse(ws)
-    dialect = "postgres" if is_postgres(target) else "duckdb"
-    manifest, paths = write_plan(interp, ws, dialect, overrides_seed)
-    loaded, report = load_and_validate(manifest, target, ws, interp, hook, replace_anyway, incremental)
+    with writing(ws, command or f"build {data_dir}", "interpret", target, wait_s=wait_s, say=say) as attempt:
+        assert attempt is not None
+        steps = _tracked(attempt, hook)
+        steps("interpret")
+        interp = interpretation
+        if interp is None:
+            from dia_assets.agents.interpreter import interpret
+
+            interp = interpret(data_dir, previous=previous_interpretation(ws) if incremental else None,
+                               decisions=expert_files(ws, overrides_seed))
+            write_atomic(ws / "interpretation.json", interp.to_json())
+        steps("plan")
+        dialect = "postgres" if is_postgres(target) else "duckdb"
+        manifest, paths = write_plan(interp, ws, dialect, overrides_seed)
+        loaded, report = load_and_validate(manifest, target, ws, interp, hook, replace_anyway, incremental, attempt)
     paths["report"] = ws / "validation" / "report.json"
     paths["report_md"] = ws / "validation" / "report.md"
     return BuildResult(manifest=manifest, load=loaded, report=report, paths=paths)
@@ -285,10 +328,11 @@ def run(data_dir: str | Path, workspace: str | Path, warehouse: str | None = Non
 
 def build(data_dir: str | Path, workspace: str | Path, warehouse: str | None = None,
           overrides_seed: str | Path | None = None, replace_anyway: bool = False,
-          incremental: bool = False) -> ValidationReport:
+          incremental: bool = False, command: str | None = None, wait_s: float = 0.0,
+          say: Callable[[str], None] | None = None) -> ValidationReport:
     """Interpret, plan, load and validate; the entry point for `dia build`."""
     return run(data_dir, workspace, warehouse, overrides_seed=overrides_seed, replace_anyway=replace_anyway,
-               incremental=incremental).report
+               incremental=incremental, command=command, wait_s=wait_s, say=say).report
 
 
 def previous_interpretation(workspace: str | Path) -> Interpretation | None:
@@ -304,6 +348,9 @@ def summary(report: ValidationReport) -> str:
     lines = [f"accepted: {str(report.accepted).lower()}  ({report.warehouse})"]
     if report.stale_reason:
         lines.append(f"  STALE: {report.stale_reason}")
+    lines.append(f"  installed: {installed_words(report)}")
+    if report.last_attempt is not None:
+        lines.append(f"  last attempt: {attempt_line(report.last_attempt)}")
     for s in report.stale_overrides:
         lines.append(f"  stale override, line {s.line or '?'} {s.where}: {s.reason}")
     for question in report.open_questions:

@@ -23,6 +23,7 @@ import duckdb
 from dia_assets.agents.interpreter.naming import quote_ident as q
 from dia_assets.agents.schema_creator import swap
 from dia_assets.agents.schema_creator.load import (
+    BeforeInstall,
     LoadResult,
     StepHook,
     TableLoad,
@@ -137,7 +138,7 @@ def plan_reload(previous: Manifest, manifest: Manifest) -> ReloadPlan:
 def unusable_reason(previous: Manifest | None, manifest: Manifest, report: ValidationReport | None,
                     target: Path) -> str | None:
     """Why the warehouse in place cannot be the base of an incremental reload, or None."""
-    from dia_assets.agents.schema_creator.build import report_describes
+    from dia_assets.agents.schema_creator.report_files import report_describes
 
     if previous is None:
         return "no record of the plan the warehouse in place was built from"
@@ -155,6 +156,7 @@ def unusable_reason(previous: Manifest | None, manifest: Manifest, report: Valid
 def reload_duckdb(
     previous: Manifest, manifest: Manifest, plan: ReloadPlan, target: str | Path, before: ValidationReport,
     interp: Interpretation | None = None, hook: StepHook | None = None, replace_anyway: bool = False,
+    before_install: BeforeInstall | None = None,
 ) -> tuple[LoadResult, ValidationReport]:
     """Copy the warehouse in place, rebuild the planned tables in the copy, validate, swap."""
     target = Path(target).resolve()
@@ -166,8 +168,14 @@ def reload_duckdb(
         known = {name: TableLoad(name=name, primary_key_enforced=_has_primary_key(con, name)) for name in plan.keep}
         return build_into(con, manifest.model_copy(update={"tables": changed}), manifest.data_dir, hook, known)
 
-    done = swap.build_beside(target, rebuild, lambda path: _validate(path, manifest, plan, before, interp),
-                             lambda report: report.accepted or replace_anyway, hook, start_from=target)
+    def check(path: Path) -> ValidationReport:
+        if hook:
+            hook("validate")
+        return _validate(path, manifest, plan, before, interp)
+
+    done = swap.build_beside(target, rebuild, check,
+                             lambda report: report.accepted or replace_anyway, hook, start_from=target,
+                             before_install=before_install)
     result, report = done.built, done.verdict
     _carry_stats(result, before, plan.keep)
     if not done.installed:

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import duckdb
 
@@ -28,6 +29,7 @@ from dia_assets.contracts.manifest import Manifest, ManifestFile, ManifestTable
 
 StepHook = Callable[[str], None]
 Check = Callable[[Path], bool]  # validates a built file; True when it may replace the target
+BeforeInstall = Callable[[Any, Path, str], None]  # (check's verdict, built file, content hash)
 
 
 class SourceMissingError(FileNotFoundError):
@@ -86,7 +88,7 @@ def check_sources(manifest: Manifest, data_dir: str | Path) -> None:
 
 def load_duckdb(
     manifest: Manifest, data_dir: str | Path, target: str | Path, hook: StepHook | None = None,
-    check: Check | None = None, replace_anyway: bool = False,
+    check: Check | None = None, replace_anyway: bool = False, before_install: BeforeInstall | None = None,
 ) -> LoadResult:
     """Build the warehouse beside `target`, check it, then swap it in.
 
@@ -97,7 +99,8 @@ def load_duckdb(
     target.parent.mkdir(parents=True, exist_ok=True)
     check_sources(manifest, data_dir)
     done = swap.build_beside(target, lambda con: build_into(con, manifest, data_dir, hook), check or (lambda _: True),
-                             lambda accepted: accepted or replace_anyway or not target.exists(), hook)
+                             lambda accepted: accepted or replace_anyway or not target.exists(), hook,
+                             before_install=before_install)
     result = done.built
     if not done.installed:
         result.installed, result.rejected_build = False, str(done.final)

@@ -159,11 +159,13 @@ class Settled(Generic[R, T]):
 def build_beside(
     target: Path, build: Callable[[duckdb.DuckDBPyConnection], R], check: Callable[[Path], T],
     install_if: Callable[[T], bool], hook=None, start_from: Path | None = None,  # noqa: ANN001
+    before_install: Callable[[T, Path, str], None] | None = None,
 ) -> Settled[R, T]:
     """The one way a warehouse is made: build into `<stem>-building-<pid>.duckdb` (empty, or a
     copy of `start_from`) with bounded memory, checkpoint once, open it again, check it while a
     thread hashes it, then install it over `target` or keep it as `<stem>-rejected.duckdb`.
-    Any failure removes the build and leaves `target` as it was."""
+    `before_install(verdict, built file, content hash)` runs just before the rename (the pending
+    record of generation.py). Any failure removes the build and leaves `target` as it was."""
     clean_leftovers(target)
     building = building_path(target)
     remove_database(building)
@@ -182,7 +184,10 @@ def build_beside(
                 con.close()
         check_opens(building)
         verdict, digest = check_and_hash(building, check)
-        final, installed = settle(building, target, install_if(verdict), hook)
+        install_it = install_if(verdict)
+        if install_it and before_install is not None:
+            before_install(verdict, building, digest)
+        final, installed = settle(building, target, install_it, hook)
     except BaseException:
         remove_database(building)
         raise
