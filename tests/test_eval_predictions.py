@@ -165,6 +165,10 @@ BIRD_EXECUTES = [
     ("SELECT name, name FROM student WHERE city = 'Oslo'", 0),
     ("SELECT abs(-9223372036854775808)", 0),  # integer overflow: an engine error
     ("SELECT name FROM student; SELECT 1", 0),  # two statements: sqlite3 raises
+    # SQLite's double-quoted string fallback: "Oslo" is no column, so it is the string 'Oslo'
+    ('SELECT name FROM student WHERE city = "Oslo"', 0),
+    ('SELECT "name" FROM student WHERE "city" = "Paris"', 1),
+    ("SELECT `nosuch` FROM student", 0),  # backquotes have no such fallback: an error
 ]
 
 
@@ -203,7 +207,7 @@ def _score(questions: Path, db: Path, answers: list[tuple[str, int]], out: Path)
         instances = load_instances(questions)
         _, matching = match_predictions(instances, read_predictions(path)[1], "bird")
         run_eval([instances[q]], DatabaseResolver(db.parent.parent, catalog_reads=True),
-                 PredictionsSolver(matching, path), out / f"run{n}", ves_iterations=0,
+                 PredictionsSolver(matching, path), out / f"run{n}", ves_iterations=1,
                  execute_pred=PredictionSandbox())
         records.append(read_records(out / f"run{n}")[str(q)])
     return records
@@ -215,13 +219,17 @@ def test_statements_bird_executes_score_as_bird_scores_them(tmp_path: Path) -> N
     ours = [r.ex for r in records]
     bird = [bird_reference(db, sql, QUESTIONS[q]["SQL"]) for sql, q in BIRD_EXECUTES]
     assert ours == bird
-    assert bird == [0, 1, 1, 0, 1, 0, 1, 0, 1, 1, 0, 0, 0]  # the cases are not all alike
+    # VES times the statement as it ran (gated, regenerated; nothing for comment-only text)
+    assert all(r.ves_reward for r in records if r.ex) and not any(r.ves_reward for r in records if not r.ex)
+    assert bird == [0, 1, 1, 0, 1, 0, 1, 0, 1, 1, 0, 0, 0, 1, 1, 0]  # the cases are not all alike
     catalog, _, _, version = records[:4]
     assert catalog.pred is not None and catalog.pred.ok and catalog.pred.preview == [["dept"], ["student"]]
     assert version.pred is not None and version.pred.preview == [[sqlite3.sqlite_version]]
-    overflow, two = records[-2:]
+    overflow, two = records[11:13]
     assert overflow.pred is not None and not overflow.pred.ok and "overflow" in (overflow.pred.error or "")
     assert two.pred is not None and REFUSED in (two.pred.error or "") and "one statement" in (two.pred.error or "")
+    assert records[13].pred is not None and records[13].pred.sql == "SELECT name FROM student WHERE city = 'Oslo'"
+    assert records[15].pred is not None and "unknown column 'nosuch'" in (records[15].pred.error or "")
 
 
 WRITES = [

@@ -13,6 +13,10 @@ scores it:
   `sqlite_sequence`, `sqlite_stat*` where the file has them) and call `sqlite_version()`:
   they disclose the schema (which the harness shows any model anyway) and the engine's
   version, nothing outside the file. The connection admits them too (`catalog_reads`).
+- On SQLite, a double-quoted name that is no column of the database's tables (nor an alias
+  or CTE column of the statement) is a string literal, SQLite's documented fallback
+  (`WHERE type = "table"`), rewritten before the gate sees the statement. SQLite decides per
+  scope; a name that is a column of some other table stays a column here (and is refused).
 - No privacy mode: no model sees these results.
 
 Everything else stays refused and scores 0 with the refusal recorded as the error: writes
@@ -24,6 +28,7 @@ from __future__ import annotations
 
 import threading
 
+import sqlglot
 from sqlglot import exp
 from sqlglot.dialects.dialect import Dialect
 from sqlglot.tokens import TokenType
@@ -44,6 +49,31 @@ def has_statement(sql: str, dialect: str) -> bool:
     except Exception:  # noqa: BLE001 - untokenizable text is something: the gate refuses it
         return True
     return any(t.token_type != TokenType.SEMICOLON for t in tokens)
+
+
+def sqlite_dqs_literals(sql: str, columns: set[str]) -> str:
+    """SQLite's double-quoted string fallback: an unqualified double-quoted name that is no
+    known column (nor alias) becomes a string literal. Unchanged when nothing is rewritten or
+    the text does not parse (the gate then reports it)."""
+    try:
+        trees = [t for t in sqlglot.parse(sql, read="sqlite") if t is not None]
+    except Exception:  # noqa: BLE001 - the gate refuses it with its own message
+        return sql
+    if len(trees) != 1:
+        return sql
+    tree = trees[0]
+    names = set(columns)
+    names |= {a.alias.casefold() for a in tree.find_all(exp.Alias)}
+    names |= {c.name.casefold() for t in tree.find_all(exp.TableAlias) for c in t.columns}
+    changed = False
+    for col in list(tree.find_all(exp.Column)):
+        ident = col.this
+        if (isinstance(ident, exp.Identifier) and ident.quoted and not col.table
+                and ident.name.casefold() not in names
+                and '"' + ident.name.replace('"', '""') + '"' in sql):  # double quotes, not `x` or [x]
+            col.replace(exp.Literal.string(ident.name))
+            changed = True
+    return tree.sql(dialect="sqlite") if changed else sql
 
 
 def scoring_gate(db: Database) -> Gate:
@@ -74,8 +104,12 @@ class PredictionSandbox:
     def __call__(self, db: Database, sql: str, timeout_s: float) -> tuple[Execution | None, ResultSet | None]:
         if not has_statement(sql, db.dialect):
             return Execution(sql=sql, ok=True), ResultSet([], [])
+        gate = self.gate(db)
+        text = sql
+        if db.dialect == "sqlite" and '"' in sql:
+            text = sqlite_dqs_literals(sql, {c.casefold() for cols in gate.schema.values() for c in cols})
         try:
-            checked = self.gate(db).check(sql)
+            checked = gate.check(text)
         except SQLRefused as err:
             return Execution(sql=sql, ok=False, error=f"{REFUSED}{err}"[:600]), None
         return execute(db, checked.text, timeout_s)
