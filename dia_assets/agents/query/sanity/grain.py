@@ -9,7 +9,13 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from dia_assets.agents.query.sanity.knowledge import Knowledge, name_tokens, question_words, sources
+from dia_assets.agents.query.sanity.knowledge import (
+    Knowledge,
+    name_tokens,
+    question_words,
+    same_word,
+    sources,
+)
 from dia_assets.contracts.query_result import Check
 
 NAME = "grain"
@@ -90,7 +96,7 @@ def check_grain(tree: exp.Expression, question: str | None, know: Knowledge) -> 
     vocabulary = _vocabulary(tree, know)
     grouped, words = _grouped(tree)
     for phrase in _named(question):
-        named = set(phrase) & vocabulary
+        named = set().union(*(same_word(w, vocabulary) for w in phrase))
         if not named or named & words:
             continue
         how = "groups by other columns" if grouped else "has no GROUP BY"

@@ -17,6 +17,7 @@ from dia_assets.agents.query.sanity.knowledge import (
     name_tokens,
     probe_select,
     question_words,
+    same_word,
 )
 from dia_assets.contracts.query_result import Check
 
@@ -34,9 +35,9 @@ def _kept(question: str, table: str) -> bool:
     if not names:
         return False
     for i, word in enumerate(words):
-        if word in _ALL and names & set(words[i + 1:i + 4]):
+        if word in _ALL and any(same_word(w, names) for w in words[i + 1:i + 4]):
             return True
-    return bool(_INCLUDE.search(question.lower())) and bool(names & set(words))
+    return bool(_INCLUDE.search(question.lower())) and any(same_word(w, names) for w in words)
 
 
 def _count(select: exp.Select, tree: exp.Expression, db: Database, timeout_s: float) -> int | None:

@@ -27,6 +27,20 @@ def question_words(question: str) -> list[str]:
     return [stem(w) for w in _WORD.findall(question.lower())]
 
 
+def _abbreviates(short: str, long: str) -> bool:
+    """`short` is a prefix of `long`, or an abbreviation of it (same first two letters, its
+    letters in order: `dept` for `department`, `qty` for `quantity`)."""
+    if len(short) < 3 or len(short) > len(long) or short[:2] != long[:2]:
+        return False
+    rest = iter(long)
+    return all(ch in rest for ch in short)
+
+
+def same_word(word: str, names: set[str]) -> set[str]:
+    """The names a question word stands for: equal, or one abbreviating the other."""
+    return {n for n in names if n == word or _abbreviates(n, word) or _abbreviates(word, n)}
+
+
 def id_like(name: str) -> bool:
     return bool(_ID_NAME.search(name.lower()))
 
