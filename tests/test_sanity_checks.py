@@ -186,3 +186,31 @@ def test_verify_result_runs_the_sanity_checks_with_the_question(env: Any) -> Non
     right = verify("SELECT d.dept_name, COUNT(e.emp_id) AS n FROM dept d LEFT JOIN emp e ON e.dept_id = d.dept_id "
                    "GROUP BY d.dept_name", Q_ALL)
     assert right.passed, right.failed()
+
+
+# -- the loop: a sanity failure goes back to the model for repair ------------------------------------
+
+def test_loop_sends_a_grain_failure_back_to_repair(tmp_path: Path) -> None:
+    from dia_assets.agents.query import InMemoryMemory, answer_question, litellm_chat
+    from tests.query_fixtures import FAKE_MODEL, build_example_warehouse, call, last_tool_result, register_tools
+
+    wh = build_example_warehouse(tmp_path / "warehouse.duckdb")
+
+    def repair(messages: list[dict[str, Any]]) -> str:
+        diagnosis = last_tool_result(messages)
+        assert "grain" in diagnosis and "one row per department" in diagnosis
+        return call("submit", sql="SELECT department_code, COUNT(*) AS staff_count FROM staff "
+                                  "GROUP BY department_code")
+
+    register_tools([
+        call("declare_contract", kind="analytical", columns=["department_code", "staff_count"],
+             granularity={"description": "department", "key_columns": ["department_code"]}),
+        # grouped by role under the department's column name: every contract check passes
+        call("submit", sql="SELECT role AS department_code, COUNT(*) AS staff_count FROM staff GROUP BY role"),
+        repair,
+    ])
+    result, run = answer_question("How many staff members are there per department?", wh,
+                                  chat=litellm_chat(FAKE_MODEL), memory=InMemoryMemory())
+    assert result.status == "answered" and result.attempts == 2
+    failed = [e for e in run.trace["events"] if e["event"] == "verification" and not e["passed"]]
+    assert [c["name"] for c in failed[0]["checks"] if not c["passed"]] == ["grain"]
