@@ -192,7 +192,13 @@ def test_verify_result_runs_the_sanity_checks_with_the_question(env: Any) -> Non
 
 def test_loop_sends_a_grain_failure_back_to_repair(tmp_path: Path) -> None:
     from dia_assets.agents.query import InMemoryMemory, answer_question, litellm_chat
-    from tests.query_fixtures import FAKE_MODEL, build_example_warehouse, call, last_tool_result, register_tools
+    from tests.query_fixtures import (
+        FAKE_MODEL,
+        build_example_warehouse,
+        call,
+        last_tool_result,
+        register_tools,
+    )
 
     wh = build_example_warehouse(tmp_path / "warehouse.duckdb")
 

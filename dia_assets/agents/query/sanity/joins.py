@@ -32,8 +32,9 @@ def _q(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
-def _included(a: Ref, b: Ref, db: Database, timeout_s: float) -> bool:
+def _included(a: Ref, b: Ref, know: Knowledge, db: Database, timeout_s: float) -> bool:
     """Every non-NULL value of one column occurs in the other (an FK nobody recorded)."""
+    a, b = know.spelled(a), know.spelled(b)
     sql = ("SELECT "
            f"(SELECT COUNT(*) FROM (SELECT DISTINCT {_q(a[1])} AS v FROM {_q(a[0])} WHERE {_q(a[1])} IS NOT NULL) x "
            f"WHERE v NOT IN (SELECT {_q(b[1])} FROM {_q(b[0])} WHERE {_q(b[1])} IS NOT NULL)), "
@@ -76,7 +77,7 @@ def check_join_keys(tree: exp.Expression, know: Knowledge, db: Database, timeout
             if a is None or b is None:
                 continue
             why = suspicious_pair(a, b, know)
-            if why and not _included(a, b, db, timeout_s):
+            if why and not _included(a, b, know, db, timeout_s):
                 return Check(name=NAME, passed=False, detail=(
                     f"JOIN ON {cond.sql(dialect=db.dialect)[:80]}: {why}; join on the key pair "
                     "(describe the tables for their foreign keys)"))

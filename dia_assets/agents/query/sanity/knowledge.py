@@ -73,6 +73,12 @@ class Knowledge:
         info = self.table(table)
         return [c.lower() for c in info.primary_key] if info else []
 
+    def spelled(self, ref: Ref) -> Ref:
+        """(table, column) as the warehouse spells them, for probes that quote names."""
+        info = self.table(ref[0])
+        col = info.column(ref[1]) if info else None
+        return (info.name, col.name) if info is not None and col is not None else ref
+
     def semantic(self, ref: Ref) -> str:
         info = self.table(ref[0])
         col = info.column(ref[1]) if info else None
