@@ -18,11 +18,12 @@ from dia_assets.agents.query.schema import SchemaIndex
 from dia_assets.agents.query.verify import verify_result
 
 DDL = [
-    "CREATE TABLE dept (dept_id INTEGER PRIMARY KEY, dept_name VARCHAR, postal_code VARCHAR)",
+    "CREATE TABLE dept (dept_id INTEGER PRIMARY KEY, dept_name VARCHAR, postal_code VARCHAR, head_emp_id INTEGER)",
     "CREATE TABLE emp (emp_id INTEGER PRIMARY KEY, dept_id INTEGER, manager_id INTEGER, name VARCHAR, "
     "salary DOUBLE, bonus DOUBLE, hire_year INTEGER)",
     "CREATE TABLE project (project_id INTEGER PRIMARY KEY, emp_id INTEGER, budget DOUBLE)",
-    "INSERT INTO dept VALUES (1, 'Sales', '1000'), (2, 'IT', '2000'), (3, 'Legal', '3000'), (4, 'Empty', '4000')",
+    "INSERT INTO dept VALUES (1, 'Sales', '1000', 101), (2, 'IT', '2000', 103), (3, 'Legal', '3000', 105), "
+    "(4, 'Empty', '4000', NULL)",
     "INSERT INTO emp VALUES (101, 1, NULL, 'Ann', 100, 10, 2020), (102, 1, 101, 'Ben', 200, NULL, 2021), "
     "(103, 2, 101, 'Cat', 300, 5, 2021), (104, 2, 103, 'Dan', 50, NULL, 2022), (105, 3, 101, 'Eve', 80, 1, 2022)",
     "INSERT INTO project VALUES (1, 101, 1000), (2, 103, 500), (3, 103, 700)",
@@ -30,7 +31,7 @@ DDL = [
 KEYS = {"dept": ["dept_id"], "emp": ["emp_id"], "project": ["project_id"]}
 FKS = {"emp": ["dept_id -> dept.dept_id", "manager_id -> emp.emp_id"], "project": ["emp_id -> emp.emp_id"]}
 SEMANTIC = {("dept", "postal_code"): "postal_code", ("emp", "salary"): "decimal", ("emp", "hire_year"): "integer",
-            ("emp", "emp_id"): "id", ("dept", "dept_id"): "id"}
+            ("emp", "emp_id"): "id", ("dept", "dept_id"): "id", ("dept", "head_emp_id"): "id"}
 
 
 def _make(engine: str, folder: Path) -> Any:
@@ -87,10 +88,21 @@ def test_join_key_silent_on_the_foreign_key_and_a_self_join(env: Any) -> None:
     assert _failed(env, "SELECT e.name, m.name AS manager FROM emp e JOIN emp m ON e.manager_id = m.emp_id") == {}
 
 
-def test_join_key_silent_when_values_are_included(env: Any) -> None:
-    """No recorded FK, but every project.emp_id is an emp.manager_id value... or the reverse:
-    project.emp_id {101, 103} are all manager ids: an unrecorded key, not evidence of a mistake."""
-    assert "join_key" not in _failed(env, "SELECT p.budget, e.name FROM project p JOIN emp e ON p.emp_id = e.manager_id")
+def test_join_key_silent_on_an_unrecorded_foreign_key(env: Any) -> None:
+    """dept.head_emp_id -> emp.emp_id is no recorded key, but every head is an employee and
+    emp_id is unique: the shape of a foreign key, not evidence of a mistake."""
+    assert _failed(env, "SELECT d.dept_name, e.name FROM dept d JOIN emp e ON d.head_emp_id = e.emp_id") == {}
+
+
+def test_join_key_fires_on_inclusion_into_a_non_unique_column(env: Any) -> None:
+    """Every project.emp_id is also some manager_id, but manager_id repeats: ids of one entity
+    overlapping another's are no key pair (emp_id is)."""
+    failed = _failed(env, "SELECT p.budget, e.name FROM project p JOIN emp e ON p.emp_id = e.manager_id")
+    assert "join_key" in failed
+
+
+def test_join_key_fires_on_a_key_joined_to_a_postal_code(env: Any) -> None:
+    assert "join_key" in _failed(env, "SELECT d.dept_name, e.name FROM emp e JOIN dept d ON e.dept_id = d.postal_code")
 
 
 # -- aggregate vs semantic type -------------------------------------------------------------------
