@@ -122,7 +122,7 @@ class Target:
     def run(self, sql: str) -> Any:
         return self.db.query(sql, MAX_ROWS, 30.0)
 
-    def verify(self, contract: Any, sql: str) -> tuple[bool, str]:
+    def verify(self, contract: Any, sql: str, question: str | None = None) -> tuple[bool, str]:
         """(passed, why not) through the agent's gate and verification."""
         try:
             checked = self.gate.check(sql)
@@ -131,7 +131,8 @@ class Target:
             return False, f"gate: {err.signature}"
         except Exception as err:
             return False, f"execution: {type(err).__name__}"
-        v = verify_result(contract, checked.text, checked.qualified, output, self.db, self.index, 30.0, gate=self.gate)
+        v = verify_result(contract, checked.text, checked.qualified, output, self.db, self.index, 30.0, gate=self.gate,
+                            question=question)
         return v.passed, ",".join(sorted({c.name.split(":")[0] for c in v.failed()}))
 
 
@@ -156,7 +157,7 @@ def evaluate(questions: list[dict[str, Any]], targets: dict[str, Target]) -> dic
             fallback_contracts += 1
             declared = {"columns": gold.columns, "allow_empty": not gold.rows}
             contract = parse_contract(declared, t.schema, "duckdb")
-        ok, why = t.verify(contract, q["gold_sql"])
+        ok, why = t.verify(contract, q["gold_sql"], q["question"])
         if not ok:
             false_alarms.append({"id": q["id"], "failed": why})
         ordered = bool(contract.order)
@@ -177,7 +178,7 @@ def evaluate(questions: list[dict[str, Any]], targets: dict[str, Target]) -> dic
             kept_total += 1
             stats = per_class[m.cls]
             stats["kept"] += 1
-            passed, why = t.verify(contract, m.sql)
+            passed, why = t.verify(contract, m.sql, q["question"])
             stats["covered"] += m.covered
             if not passed:
                 stats["caught"] += 1

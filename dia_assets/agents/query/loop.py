@@ -444,7 +444,7 @@ class QueryAgent:
                               {"execution_error": gate.error_text(err, 600, sql=checked.text)})
         assert checked.qualified is not None
         verification = verify_result(contract, checked.text, checked.qualified, output, self.db, self.index,
-                                     s.timeout_s, gate=gate)
+                                     s.timeout_s, gate=gate, question=self._question)
         self._event("verification", attempt=state.attempts, sql=sql, passed=verification.passed,
                     checks=[c.model_dump() for c in verification.checks])
         if not verification.passed:

@@ -13,6 +13,7 @@ from sqlglot import exp
 
 from dia_assets.agents.query.dialects import Database, QueryOutput
 from dia_assets.agents.query.gate import Gate
+from dia_assets.agents.query.sanity import sanity_checks
 from dia_assets.agents.query.schema import SchemaIndex
 from dia_assets.contracts.query_result import Check, FilterSpec, OutputContract, Verification
 
@@ -28,6 +29,7 @@ def verify_result(
     index: SchemaIndex,
     timeout_s: float = 10.0,
     gate: Gate | None = None,
+    question: str | None = None,
 ) -> Verification:
     """With a gate, every verification probe passes it (they embed the model's SQL)."""
     if gate is not None:
@@ -41,6 +43,7 @@ def verify_result(
         *check_filters(contract, qualified),
         check_null_filters(contract, qualified),
         check_fanout(contract, qualified, db, index, timeout_s),
+        *sanity_checks(qualified, question, db, index, timeout_s),
     ]
     return Verification(passed=all(c.passed for c in checks), checks=checks)
 
