@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import functools
 from decimal import Decimal
 from typing import Any
 
 from sqlglot import exp
 
-from dia_assets.agents.query.dialects import Database, QueryOutput
+from dia_assets.agents.query.dialects import Database, QueryOutput, nulls_first_default
 from dia_assets.agents.query.gate import Gate
 from dia_assets.agents.query.schema import SchemaIndex
 from dia_assets.contracts.query_result import Check, FilterSpec, OutputContract, Verification
@@ -36,7 +37,7 @@ def verify_result(
         *check_columns(contract, output),
         check_non_empty(contract, output),
         check_granularity(contract, sql, output, db, timeout_s),
-        check_order(contract, qualified, output),
+        check_order(contract, qualified, output, db.dialect),
         check_limit(contract, qualified, output, db, timeout_s),
         *check_filters(contract, qualified),
         check_null_filters(contract, qualified),
@@ -108,8 +109,7 @@ def check_granularity(
 
 
 def _sort_key(value: Any) -> tuple[int, Any]:
-    if value is None:
-        return (1, 0)
+    """A comparable form of a non-NULL value (NULLs are placed by `_nulls_first`)."""
     if isinstance(value, (int, float, Decimal)):
         return (0, float(value))
     if isinstance(value, (dt.date, dt.datetime, dt.time)):
@@ -117,7 +117,83 @@ def _sort_key(value: Any) -> tuple[int, Any]:
     return (0, str(value))
 
 
-def check_order(contract: OutputContract, tree: exp.Expression, output: QueryOutput) -> Check:
+def _collation_key(value: Any) -> tuple[int, Any]:
+    """Text as a linguistic collation may compare it (case and punctuation ignored): an
+    engine with such a collation (PostgreSQL's en_US, say) orders 'b' before 'C'."""
+    if isinstance(value, str):
+        return (0, "".join(ch for ch in value.casefold() if ch.isalnum()))
+    return _sort_key(value)
+
+
+def _out_of_order(a: Any, b: Any, desc: bool) -> bool | None:
+    """True when non-NULL `a` must not come before `b` in this direction, False when it
+    rightly does, None when they tie (rows tied on a sort key may come in any order). Text is
+    out of order only if it is so byte-wise and under a linguistic collation alike."""
+    keys = [_sort_key] + ([_collation_key] if isinstance(a, str) or isinstance(b, str) else [])
+    verdicts = []
+    for key in keys:
+        ka, kb = key(a), key(b)
+        verdicts.append(None if ka == kb else ((ka > kb) if not desc else (ka < kb)))
+    if any(v is None for v in verdicts):
+        return None
+    return all(verdicts)
+
+
+@functools.lru_cache(maxsize=64)
+def _default_nulls_first(dialect: str, desc: bool) -> bool:
+    """sqlglot's notion of the dialect's default NULL placement (what it fills in when the
+    SQL does not say NULLS FIRST/LAST)."""
+    import sqlglot
+
+    tree = sqlglot.parse_one(f"SELECT x FROM t ORDER BY x{' DESC' if desc else ''}", read=dialect)
+    return bool(tree.find(exp.Ordered).args.get("nulls_first"))  # type: ignore[union-attr]
+
+
+def order_items(tree: exp.Expression, columns: list[str]) -> dict[str, exp.Ordered]:
+    """The outer ORDER BY items by the (lower-case) result column they sort: a column or
+    alias of that name, a position, or the expression a projection shows under that name."""
+    order = tree.args.get("order")
+    if order is None:
+        return {}
+    lower = [c.lower() for c in columns]
+    projections = tree.expressions if isinstance(tree, exp.Select) else []
+    out: dict[str, exp.Ordered] = {}
+    for item in order.expressions:
+        node = item.this
+        name = None
+        if isinstance(node, exp.Literal) and node.is_int and 0 < int(node.name) <= len(lower):
+            name = lower[int(node.name) - 1]
+        elif isinstance(node, exp.Column) and node.name.lower() in lower:
+            name = node.name.lower()
+        else:
+            for i, p in enumerate(projections):
+                if i < len(lower) and isinstance(p, exp.Alias) and p.this == node:
+                    name = lower[i]
+                    break
+        if name is not None:
+            out.setdefault(name, item)
+    return out
+
+
+def nulls_first(item: exp.Ordered | None, desc: bool, dialect: str | None) -> bool:
+    """Where NULLs come for one sort key on this engine: an explicit NULLS FIRST/LAST of the
+    SQL, else the engine's default (`dialects.nulls_first_default`). sqlglot fills
+    `nulls_first` with its dialect default when the SQL says nothing, so a value that differs
+    from that default was written explicitly."""
+    engine = nulls_first_default(dialect or "postgres", desc)
+    if item is None or dialect is None:
+        return engine
+    written = item.args.get("nulls_first")
+    if written is None:
+        return engine
+    return bool(written) if bool(written) != _default_nulls_first(dialect, desc) else engine
+
+
+def check_order(contract: OutputContract, tree: exp.Expression, output: QueryOutput,
+                dialect: str | None = None) -> Check:
+    """The rows follow the declared order, with NULLs where this engine puts them (the SQL's
+    NULLS FIRST/LAST, else the engine's default); rows tied on every declared key may come
+    in any order."""
     if not contract.order:
         return Check(name="ordering", passed=True, detail="unordered by contract")
     order = tree.args.get("order")
@@ -127,16 +203,30 @@ def check_order(contract: OutputContract, tree: exp.Expression, output: QueryOut
     for item in contract.order:
         if item.column.lower() not in lower:
             return Check(name="ordering", passed=False, detail=f"order column {item.column!r} is not in the result")
+    written = order_items(tree, output.columns)
+    plan = []
+    for item in contract.order:
+        desc = item.direction == "desc"
+        first = nulls_first(written.get(item.column.lower()), desc, dialect)
+        plan.append((item, lower.index(item.column.lower()), desc, first))
     rows = output.rows
     for i in range(1, len(rows)):
-        for item in contract.order:
-            j = lower.index(item.column.lower())
-            a, b = _sort_key(rows[i - 1][j]), _sort_key(rows[i][j])
-            if a == b:
+        for item, j, desc, first in plan:
+            a, b = rows[i - 1][j], rows[i][j]
+            if a is None and b is None:
                 continue
-            if (a > b) if item.direction == "asc" else (a < b):
+            if a is None or b is None:
+                bad = (b is None) == first  # a NULL after a value when NULLs come first, or before when last
+            else:
+                verdict = _out_of_order(a, b, desc)
+                if verdict is None:
+                    continue
+                bad = verdict
+            if bad:
+                nulls = "first" if first else "last"
                 return Check(name="ordering", passed=False,
-                             detail=f"rows {i} and {i + 1} are not ordered by {item.column} {item.direction}")
+                             detail=f"rows {i} and {i + 1} are not ordered by {item.column} {item.direction} "
+                                    f"(NULLs {nulls} on this engine)")
             break
     spec = ", ".join(f"{o.column} {o.direction}" for o in contract.order)
     return Check(name="ordering", passed=True, detail=f"rows ordered by {spec}")
@@ -321,7 +411,11 @@ def check_limit(contract: OutputContract, tree: exp.Expression, output: QueryOut
     full.set("limit", None)
     full.set("offset", None)
     cols = [output.columns[lower.index(o.column.lower())] for o in contract.order]
-    order = ", ".join(f"{_q(c)} {o.direction.upper()}" for c, o in zip(cols, contract.order, strict=True))
+    written = order_items(tree, output.columns)
+    order = ", ".join(  # NULLs where the query puts them, so the probe picks the same first k
+        f"{_q(c)} {o.direction.upper()} NULLS "
+        f"{'FIRST' if nulls_first(written.get(o.column.lower()), o.direction == 'desc', db.dialect) else 'LAST'}"
+        for c, o in zip(cols, contract.order, strict=True))
     probe = (f"SELECT {', '.join(_q(c) for c in cols)} FROM ({full.sql(dialect=db.dialect)}) AS topk_probe "
              f"ORDER BY {order} LIMIT {k}")
     try:
