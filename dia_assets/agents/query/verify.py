@@ -14,6 +14,7 @@ from sqlglot import exp
 
 from dia_assets.agents.query.dialects import Database, QueryOutput, nulls_first_default
 from dia_assets.agents.query.gate import Gate
+from dia_assets.agents.query.predicates import negated
 from dia_assets.agents.query.schema import SchemaIndex
 from dia_assets.contracts.query_result import Check, FilterSpec, OutputContract, Verification
 
@@ -257,7 +258,7 @@ def check_null_filters(contract: OutputContract, tree: exp.Expression) -> Check:
     declared = {f.column.split(".")[-1].lower() for f in contract.filters if f.column}
     spurious = []
     for is_ in tree.find_all(exp.Is):
-        if not isinstance(is_.expression, exp.Null) or not isinstance(is_.parent, exp.Not):
+        if not isinstance(is_.expression, exp.Null) or not negated(is_):
             continue
         if is_.find_ancestor(exp.Where, exp.Having) is None:
             continue
@@ -344,7 +345,7 @@ def tree_op(pred: exp.Expression, column: str) -> str | None:
         left = {c.name.lower() for c in pred.left.find_all(exp.Column)}
         if name not in left:
             kind = _FLIP[kind]
-    if isinstance(pred.parent, exp.Not):
+    if negated(pred):
         kind = _NEGATE.get(kind, kind)
     return kind
 
@@ -544,6 +545,54 @@ def _repeated(select: exp.Select, tree: exp.Expression, aliases: list[str], keye
     return {a for i, a in enumerate(aliases) if (row[i] or 0) > 0}
 
 
+def _agg_kind(agg: exp.Expression) -> str:
+    if isinstance(agg, exp.Count):
+        return "count_star" if isinstance(agg.this, exp.Star) or not list(agg.find_all(exp.Column)) else "count"
+    return "sum" if isinstance(agg, exp.Sum) else "avg"
+
+
+_DOUBLE = "DOUBLE PRECISION"  # a floating type name DuckDB, PostgreSQL and SQLite all accept
+# the aggregate as written (each distinct row counted n times) and de-duplicated (once)
+_WRITTEN_DEDUP = {
+    "count_star": ("SUM(n)", "COUNT(*)"),
+    "count": ("SUM(CASE WHEN v IS NOT NULL THEN n ELSE 0 END)", "COUNT(v)"),
+    "sum": (f"SUM(CAST(v AS {_DOUBLE}) * n)", f"SUM(CAST(v AS {_DOUBLE}))"),
+    "avg": (f"SUM(CAST(v AS {_DOUBLE}) * n) / SUM(CASE WHEN v IS NOT NULL THEN n END)", f"AVG(CAST(v AS {_DOUBLE}))"),
+}
+
+
+def _changed_by_dedup(select: exp.Select, tree: exp.Expression, agg: exp.Expression, alias: str,
+                      key: list[str], db: Database, timeout_s: float) -> bool:
+    """Whether counting each row of `alias` once per group (by its key) changes the
+    aggregate's value in some group. The joined rows are grouped by (group, key, value) with
+    their multiplicity n: the query computes its aggregate over every copy, the
+    de-duplicated one over each distinct row once. AVG over rows all repeated the same
+    number of times, a SUM whose repeated values are 0, or COUNT(col) over repeated NULLs
+    leave the value unchanged."""
+    kind = _agg_kind(agg)
+    probe = select.copy()
+    group = _resolved_group(select)
+    value = "1" if kind == "count_star" else agg.this.sql(dialect=db.dialect)
+    items = [f"{g.sql(dialect=db.dialect)} AS g{i}" for i, g in enumerate(group)]
+    items += [f"{_key_sql(alias, key)} AS k", f"{value} AS v"]
+    probe.set("expressions", [exp.maybe_parse(sql, dialect=db.dialect) for sql in items])
+    for arg in ("group", "order", "having", "limit", "offset", "qualify", "distinct", "windows"):
+        probe.set(arg, None)
+    with_ = _with(tree)
+    if with_ is not None and select is not tree:
+        probe.set("with_", with_.copy())
+    gs = ", ".join(f"g{i}" for i in range(len(group)))
+    written, dedup = _WRITTEN_DEDUP[kind]
+    per_row = (f"SELECT {gs + ', ' if gs else ''}k, v, COUNT(*) AS n FROM ({probe.sql(dialect=db.dialect)}) AS rows_probe "
+               f"GROUP BY {gs + ', ' if gs else ''}k, v")
+    per_group = (f"SELECT {written} AS w, {dedup} AS d FROM ({per_row}) AS per_row"
+                 + (f" GROUP BY {gs}" if gs else ""))
+    outer = ("SELECT COUNT(*) FROM (" + per_group + ") AS per_group WHERE "
+             "(w IS NULL) <> (d IS NULL) OR ABS(w - d) > 1e-9 * (1 + ABS(d))")
+    row = db.query(outer, 1, timeout_s).rows[0]
+    return bool(row[0])
+
+
 def count_entity(sql: str, db: Database, index: SchemaIndex, timeout_s: float = 10.0) -> str | None:
     """`table.column` of what a correct query's plain COUNT counts: the table whose key is
     unique in every group of the first select with a COUNT(*) or COUNT(col) (the FROM table
@@ -589,8 +638,11 @@ def check_fanout(
     group (else two one-to-many branches multiply). COUNT(t.col), SUM and AVG read table t:
     t's key must be unique in every group (else its rows repeat), unless COUNT groups by
     t's key (one group per entity, counting its many side on purpose). A declared
-    entity_key is what every COUNT in its select counts. Every select is checked; a probe
-    that does not run fails the check (it cannot be shown to hold)."""
+    entity_key is what every COUNT in its select counts. A repetition fails the check only
+    when counting each repeated row once changes the aggregate's value in some group
+    (`_changed_by_dedup`): MIN, MAX and DISTINCT aggregates are never checked. Every select
+    is checked; a repetition probe that does not run fails the check (it cannot be shown to
+    hold)."""
     keys = _Keys(index, db, timeout_s)
     entity = contract.entity_key.lower().split(".", 1) if contract.entity_key and "." in contract.entity_key else None
     passed_details, checked = [], 0
@@ -599,7 +651,7 @@ def check_fanout(
             continue
         aggs = [a for a in select.find_all(*_KEYED_AGGS)
                 if a.find_ancestor(exp.Select) is select and not isinstance(a.parent, exp.Window)
-                and not (isinstance(a, exp.Count) and isinstance(a.this, exp.Distinct))]
+                and not isinstance(a.this, exp.Distinct)]  # duplicates never change a DISTINCT aggregate
         if not aggs or _outer_refs(select):
             continue
         sources = _sources(select)
@@ -636,7 +688,13 @@ def check_fanout(
                          detail=f"the fan-out probe did not run, so the join cannot be shown not to fan out: {err}"[:300])
         checked += 1
         for agg, tables in needs:
-            if all(a in repeated for a in tables):
+            if not all(a in repeated for a in tables):
+                continue
+            try:  # repetition matters only when counting each row once would change the value
+                changed = [a for a in tables if _changed_by_dedup(select, tree, agg, a, keyed[a], db, timeout_s)]
+            except Exception:
+                changed = tables  # the value probe did not run: the repetition stands
+            if len(changed) == len(tables):
                 names = ", ".join(f"{a}.{'+'.join(keyed[a])}" for a in tables)
                 return Check(name="join_fanout", passed=False, detail=(
                     f"{agg.sql(dialect=db.dialect)[:80]} reads rows that the joins repeat ({names} not unique "
