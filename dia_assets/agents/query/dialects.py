@@ -86,6 +86,21 @@ class Database(Protocol):
     def close(self) -> None: ...
 
 
+# Where each engine puts NULLs when an ORDER BY item says neither NULLS FIRST nor NULLS LAST,
+# as (ascending, descending): DuckDB (since 0.8, setting default_null_order) last both ways,
+# PostgreSQL treats NULL as the largest value, SQLite as the smallest. The installed engines
+# are checked against this table by tests/test_verify_semantics.py.
+NULLS_FIRST_BY_DEFAULT: dict[str, tuple[bool, bool]] = {
+    "duckdb": (False, False), "postgres": (False, True), "sqlite": (True, False),
+}
+
+
+def nulls_first_default(dialect: str, desc: bool) -> bool:
+    """Whether `dialect` sorts NULLs first for an item without NULLS FIRST/LAST."""
+    asc_first, desc_first = NULLS_FIRST_BY_DEFAULT.get(dialect, NULLS_FIRST_BY_DEFAULT["postgres"])
+    return desc_first if desc else asc_first
+
+
 def transpile(sql: str, read: str, write: str) -> str:
     return sqlglot.transpile(sql, read=read, write=write, pretty=True)[0]
 
