@@ -15,7 +15,8 @@ It is the gold contract (`gold_contract`) narrowed to what the text states:
   a date in ISO or words, a year or month for its first or last day, the period an exclusive
   bound closes); a flag (= 1/0, true/false) when the text names its column, negated or not;
   IS [NOT] NULL only when the text names the column and says "without"/"with" it;
-- entity_key: only when the text names the counted entity (its table or its column);
+- entity_key: only when the text names the counted entity (its column, or its table when the
+  column is a bare key);
 - allow_empty: as the gold's result (a model declares a non-empty answer by default).
 
 `narrow` is the whole rule: it never adds anything, so the question contract is always a part
@@ -138,12 +139,17 @@ def literal_stated(value: Any, text: str, op: str | None = None, case_text: str 
 
 def _words(name: str) -> set[str]:
     """The words of a column or table name, without a short table prefix (`c_`, `ps_`), key
-    suffixes and plural endings."""
+    suffixes (`_id`, `key` in `custkey`) and plural endings."""
     name = re.sub(r"([a-z])([A-Z])", r"\1 \2", name.split(".")[-1])
     parts = [p for p in re.split(r"[_\W]+", name.lower()) if p]
     if len(parts) > 1 and len(parts[0]) <= 2:
         parts = parts[1:]
-    return {_stem(p) for p in parts if p not in ("id", "key", "code", "no", "num", "number") and len(p) > 1}
+    out = set()
+    for p in parts:
+        p = re.sub(r"(?<=\w{3})(key|id)$", "", p)
+        if p not in ("id", "key", "code", "no", "num", "number") and len(p) > 1:
+            out.add(_stem(p))
+    return out
 
 
 def _stem(word: str) -> str:
@@ -154,13 +160,12 @@ def _stem(word: str) -> str:
     return word
 
 
-def _text_words(text: str) -> set[str]:
-    return {_stem(w) for w in re.findall(r"[a-z0-9]+", text)}
-
-
 def _named(name: str, text: str) -> bool:
+    """Every word of the name is in the text (an abbreviation such as `cust` as the start of a
+    word: "customers")."""
     words = _words(name)
-    return bool(words) and words <= _text_words(text)
+    said = {_stem(w) for w in re.findall(r"[a-z0-9]+", text)}
+    return bool(words) and all(w in said or (len(w) >= 4 and any(s.startswith(w) for s in said)) for w in words)
 
 
 def order_asked(text: str) -> bool:
@@ -212,7 +217,8 @@ def narrow(declared: dict[str, Any], question: str, evidence: str = "") -> dict[
         out.pop("limit")
     out["filters"] = [f for f in out.get("filters") or [] if _filter_stated(f, text, case_text)]
     entity = out.get("entity_key")
-    if entity and not (_named(entity.split(".")[0], text) or _named(entity, text)):
+    # the counted entity: its column's words, or its table's when the column is only a key
+    if entity and not _named(entity if _words(entity) else entity.split(".")[0], text):
         out.pop("entity_key")
     return out
 
