@@ -14,7 +14,8 @@ It is the gold contract (`gold_contract`) narrowed to what the text states:
   rendering (a number with thousands separators or as a percentage, a quoted or bare string,
   a date in ISO or words, a year or month for its first or last day, the period an exclusive
   bound closes); a flag (= 1/0, true/false) when the text names its column, negated or not;
-  IS [NOT] NULL only when the text names the column and says "without"/"with" it;
+  IS [NOT] NULL only when the text names the column and says "without" (IS NULL) or "with",
+  "each", "per" (IS NOT NULL) it;
 - entity_key: only when the text names the counted entity (its column, or its table when the
   column is a bare key);
 - allow_empty: as the gold's result (a model declares a non-empty answer by default).
@@ -48,7 +49,7 @@ _ORDER_CUES = re.compile(
     r"|\b(highest|lowest|largest|smallest|biggest|most|least|best|worst|newest|oldest|earliest|latest|"
     r"longest|shortest|cheapest|recent|greatest|fewest|busiest|youngest)\b[\w\s-]{0,24}?\bfirst\b")
 _NULL_CUES = re.compile(r"\b(without|no|not|never|missing|unknown|none|empty|null|lack|lacking)\b")
-_NOT_NULL_CUES = re.compile(r"\b(with|have|has|having|known|recorded|set|filled)\b")
+_NOT_NULL_CUES = re.compile(r"\b(with|have|has|having|known|recorded|set|filled|each|every|per)\b")
 
 
 def stated_text(question: str, evidence: str = "") -> str:
