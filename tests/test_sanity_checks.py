@@ -167,6 +167,8 @@ def test_grain_fires_when_the_named_entity_is_not_grouped(env: Any) -> None:
     assert "grain" in _failed(env, "SELECT manager_id, SUM(salary) AS total FROM emp GROUP BY manager_id", q)
     assert "grain" in _failed(env, "SELECT name, SUM(salary) AS total FROM emp GROUP BY name",
                               "Total salary by hire year?")
+    assert "grain" in _failed(env, "SELECT name, SUM(salary) AS total FROM emp GROUP BY name",
+                              "Total salary grouped by hire year?")
 
 
 def test_grain_silent_on_the_right_grouping_ratios_and_ordering(env: Any) -> None:
@@ -178,6 +180,38 @@ def test_grain_silent_on_the_right_grouping_ratios_and_ordering(env: Any) -> Non
                    "What is the average number of employees per department?") == {}
     assert _failed(env, "SELECT name, SUM(salary) AS total FROM emp GROUP BY name ORDER BY total DESC",
                    "Employees ranked by total salary") == {}
+    # "by" after a participle names who, not a grain
+    assert _failed(env, "SELECT d.dept_name, SUM(p.budget) AS b FROM project p JOIN emp e ON p.emp_id = e.emp_id "
+                        "JOIN dept d ON e.dept_id = d.dept_id GROUP BY d.dept_name",
+                   "What budget is held by the projects of each department?") == {}
+
+
+# -- aggregate wording: the question names the aggregate ----------------------------------------------
+
+def test_aggregate_wording_fires_on_the_other_aggregate(env: Any) -> None:
+    name = "aggregate_wording"
+    assert name in _failed(env, "SELECT dept_id, SUM(salary) AS s FROM emp GROUP BY dept_id",
+                           "What is the average salary in each department?")
+    assert name in _failed(env, "SELECT AVG(budget) AS b FROM project", "What is the total budget of all projects?")
+    assert name in _failed(env, "SELECT MIN(salary) AS top FROM emp", "What is the highest salary?")
+    assert name in _failed(env, "SELECT MAX(salary) AS low FROM emp", "What is the lowest salary?")
+    assert name in _failed(env, "SELECT COUNT(manager_id) AS n FROM emp", "How many different managers are there?")
+
+
+def test_aggregate_wording_silent_on_agreeing_or_unstated_aggregates(env: Any) -> None:
+    assert _failed(env, "SELECT dept_id, AVG(salary) AS s FROM emp GROUP BY dept_id",
+                   "What is the average salary in each department?") == {}
+    assert _failed(env, "SELECT SUM(salary) / COUNT(*) AS s FROM emp", "What is the mean salary?") == {}
+    assert _failed(env, "SELECT SUM(budget) AS b FROM project", "What is the total budget of all projects?") == {}
+    assert _failed(env, "SELECT MAX(salary) AS top FROM emp", "What is the highest salary?") == {}
+    # the direction is carried by ORDER BY, or depends on the column ("oldest"): not read
+    assert _failed(env, "SELECT name, MIN(salary) AS s FROM emp GROUP BY name ORDER BY s DESC LIMIT 1",
+                   "Who has the highest salary?") == {}
+    assert _failed(env, "SELECT MIN(hire_year) AS y FROM emp", "When was the oldest employee hired?") == {}
+    assert _failed(env, "SELECT COUNT(DISTINCT manager_id) AS n FROM emp", "How many different managers are there?") == {}
+    assert _failed(env, "SELECT COUNT(*) AS n FROM (SELECT manager_id FROM emp GROUP BY manager_id) m",
+                   "How many unique managers are there?") == {}
+    assert _failed(env, "SELECT SUM(salary) AS s FROM emp", None) == {}
 
 
 # -- the hook: verify_result sends failures back like any other check ---------------------------------

@@ -14,6 +14,7 @@ from dia_assets.agents.query.sanity.grain import check_grain
 from dia_assets.agents.query.sanity.inner import check_inner_joins
 from dia_assets.agents.query.sanity.joins import check_join_keys
 from dia_assets.agents.query.sanity.knowledge import Knowledge
+from dia_assets.agents.query.sanity.wording import check_aggregate_wording
 from dia_assets.agents.query.schema import SchemaIndex
 from dia_assets.contracts.query_result import Check
 
@@ -30,4 +31,5 @@ def sanity_checks(tree: exp.Expression, question: str | None, db: Database, inde
         check_count_nulls(tree, question, know, db, timeout_s),
         check_inner_joins(tree, question, know, db, timeout_s),
         check_grain(tree, question, know),
+        check_aggregate_wording(tree, question),
     ]

@@ -27,6 +27,23 @@ _ORDERING = {"order", "ordered", "sort", "sorted", "rank", "ranked", "first", "l
 _SKIP = {"the", "a", "an", "their", "its", "his", "her", "single", "individual"}
 
 
+_PARTICIPLES = {"held", "paid", "sold", "made", "bought", "taught", "led", "won", "run", "done", "kept", "sent",
+                "built", "spent", "written", "taken", "given", "owned", "placed", "served", "handled", "supplied",
+                "shipped", "managed", "rented", "booked", "issued", "raised", "generated", "earned", "brought"}
+
+
+_GROUPING = {"grouped", "summarized", "summarised", "aggregated", "categorized", "categorised", "classified",
+             "segmented", "bucketed", "totaled", "totalled", "counted", "averaged", "divided"}
+
+
+def _agentive(word: str) -> bool:
+    """A past participle before "by" makes it name the agent ("placed by", "held by"), unless
+    it groups ("grouped by", "counted by")."""
+    if word in _GROUPING:
+        return False
+    return word in _PARTICIPLES or (len(word) > 4 and word.endswith("ed"))
+
+
 def _named(question: str) -> list[list[str]]:
     """The word groups the question's grain phrases name (up to two words each)."""
     words = question_words(question)
@@ -37,6 +54,8 @@ def _named(question: str) -> list[list[str]]:
                 continue
         elif word == "by":
             if _ORDERING & set(words[max(0, i - 6):i]) or "top" in words:
+                continue
+            if i > 0 and _agentive(words[i - 1]):  # "held by the suppliers": who, not a grain
                 continue
         else:
             continue
