@@ -43,6 +43,7 @@ sys.path.insert(0, str(ROOT))
 from dia_assets.agents.catalog.build import humanize  # noqa: E402
 from dia_assets.agents.catalog.refresh import refresh_catalog  # noqa: E402
 from dia_assets.agents.catalog.store import CatalogStore  # noqa: E402
+from dia_assets.agents.evaluation.retrieval import reciprocal_rank  # noqa: E402
 
 QUESTIONS = ROOT / "bench" / "data" / "catalog_questions.jsonl"
 HELD_OUT = ("pagila",)
@@ -50,15 +51,6 @@ K = 5
 SEARCH_DEPTH = 40  # nodes asked for, so that at least K column hits remain after dropping tables
 MIN_QUESTIONS = 40
 TARGETS = {"mrr5_min": 0.8}
-
-
-def reciprocal_rank(ranked: list[str], acceptable: list[str], k: int = K) -> float:
-    """1/r for the first acceptable item at rank r <= k (1-based), else 0."""
-    wanted = {a.lower() for a in acceptable}
-    for r, item in enumerate(ranked[:k], start=1):
-        if item.lower() in wanted:
-            return 1.0 / r
-    return 0.0
 
 
 def mean(values: list[float]) -> float:
@@ -126,7 +118,7 @@ def main() -> int:
             builds[db] = {"how": how, "columns": built.counts()["attribute"]}
             for q in items:
                 ranked = column_ranking(catalog, q["question"], built.scope)
-                score = reciprocal_rank(ranked, q["columns"])
+                score = reciprocal_rank(ranked, q["columns"], K)
                 rr[db].append(score)
                 first[db] += score == 1.0
                 if score < 1.0:
