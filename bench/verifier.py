@@ -51,6 +51,9 @@ from pathlib import Path
 from typing import Any
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+# one thread per query: the engine then returns the same rows for the same query (a LIMIT over
+# tied rows, a float sum's last bits), so the same seed keeps the same mutants
+os.environ.setdefault("DIA_QUERY_THREADS", "1")
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
