@@ -140,14 +140,14 @@ def _one_line(text: str, limit: int = 240) -> str:
 
 def unavailable(err: BaseException, model: str, api_base: str | None = None) -> ModelUnavailable:
     """The one-line error for a failed call: the innermost cause (the OS's "Connection
-    refused", a timeout) rather than litellm's wrapper text, and where it was sent."""
-    import re
-
+    refused", a timeout) rather than litellm's wrapper text, and where it was sent when we
+    know (the call's api_base or the provider's <PROVIDER>_API_BASE / _BASE_URL setting;
+    litellm's own debug text names the provider default even when these override it)."""
     root = _chain(err)[-1]
     detail = _one_line(str(root) or type(root).__name__)
-    if not api_base:
-        found = re.search(r"API Base: `([^`]+)`", str(getattr(err, "litellm_debug_info", "") or ""))
-        api_base = found.group(1) if found else None
+    if not api_base and "/" in model:
+        provider = model.split("/", 1)[0].upper()
+        api_base = os.environ.get(f"{provider}_API_BASE") or os.environ.get(f"{provider}_BASE_URL")
     if is_network_error(err):
         return ModelUnavailable(model, f"is unreachable: {detail}", api_base)
     return ModelUnavailable(model, f"kept failing ({type(err).__name__}): {detail}", api_base)
