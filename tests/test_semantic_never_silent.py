@@ -13,6 +13,8 @@ from typing import Any
 import duckdb
 import litellm
 import pytest
+from litellm import CustomLLM
+from typer.testing import CliRunner
 
 from dia_assets.agents.analysis.caveats import unverified_decisions
 from dia_assets.agents.analysis.steps import Step, StepRecord
@@ -25,7 +27,8 @@ from dia_assets.agents.semantic_ops.models import (
 from dia_assets.agents.semantic_ops.operators import SemanticOps
 from dia_assets.cli_ask import verification_line
 from dia_assets.contracts.query_result import Check, Verification
-from tests.semantic_fixtures import register_rule
+from tests.query_fixtures import FAKE_MODEL, ScriptedToolModel, call
+from tests.semantic_fixtures import RoutedLLM, register_rule
 
 DEAD = "openai/gpt-4o-mini"  # pointed at a loopback port nothing listens on
 TEXTS = ["the parcel arrived {} days late", "the courier was {} days behind schedule",
@@ -177,3 +180,113 @@ def test_passed_never_covers_an_unverified_stage() -> None:
     estimated = unverified_decisions([_record({"strong": 40, "embedding": 460},
                                               {"embedding:accepted": 0.93, "embedding:rejected": 0.91})])
     assert "embedding 460: estimated precision accepted 0.93, rejected 0.91" in estimated[0]
+
+
+# -- `dia ask --pipeline` ----------------------------------------------------------------------
+
+REVIEWS = ["great phone, works well", "arrived two weeks late, terrible delivery", "battery died, useless",
+           "nice colour and good screen", "the delivery was delayed again, awful", "solid battery"]
+STEPS = [
+    {"output": "recent", "op": "sql", "sql": "SELECT * FROM reviews WHERE review_id < 100"},
+    {"output": "negative", "op": "sem_filter", "table": "recent", "column": "body",
+     "condition": "the review is negative"},
+]
+CONTRACT = {"kind": "analytical", "columns": ["n"]}
+
+
+class Both(CustomLLM):
+    """provider `fake`: `fake/scripted` is the agent, other `fake/*` the semantic stages."""
+
+    def __init__(self, agent: ScriptedToolModel, stages: RoutedLLM) -> None:
+        super().__init__()
+        self.agent, self.stages = agent, stages
+
+    def completion(self, *args: Any, **kwargs: Any) -> Any:
+        model = str(kwargs.get("model", "")).split("/")[-1]
+        return (self.agent if model == "scripted" else self.stages).completion(*args, **kwargs)
+
+
+def negative(model: str, task: str, item: dict) -> tuple[Any, float]:
+    return any(w in str(item["text"]) for w in ("late", "useless", "awful", "terrible")), 0.95
+
+
+def register_agent(steps: list[Any]) -> RoutedLLM:
+    stages = RoutedLLM(negative)
+    litellm.custom_provider_map = [{"provider": "fake", "custom_handler": Both(ScriptedToolModel(steps), stages)}]
+    litellm.utils.custom_llm_setup()
+    return stages
+
+
+@pytest.fixture
+def warehouse(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    path = tmp_path / "warehouse.duckdb"
+    c = duckdb.connect(str(path))
+    c.execute("CREATE TABLE reviews (review_id INTEGER, body VARCHAR)")
+    c.executemany("INSERT INTO reviews VALUES (?, ?)", list(enumerate(REVIEWS * 10)))  # 60 > a 40-row sample
+    c.close()
+    monkeypatch.setenv("DIA_WORKSPACE", str(tmp_path / "ws"))
+    monkeypatch.delenv("DIA_PRIVACY", raising=False)
+    for name in ("DIA_MODEL", "DIA_SEMANTIC_STRONG_MODEL", "DIA_SEMANTIC_LIGHT_MODEL"):
+        monkeypatch.delenv(name, raising=False)
+    return path
+
+
+def ask(warehouse: Path, model: str) -> Any:
+    from dia_assets.cli import app
+
+    return CliRunner().invoke(app, ["ask", "How many reviews are negative?", "--pipeline", "--no-memory",
+                                    "--no-interactive", "--model", model, "-w", str(warehouse), "--id", "neg"])
+
+
+def test_dia_ask_stops_with_one_line_when_the_semantic_model_is_down(warehouse, dead_model, monkeypatch) -> None:
+    monkeypatch.setenv("DIA_SEMANTIC_STRONG_MODEL", DEAD)
+    register_agent([call("declare_contract", **CONTRACT), call("run_pipeline", steps=STEPS),
+                    call("submit", sql="SELECT count(*) AS n FROM negative")])
+    out = ask(warehouse, FAKE_MODEL)
+    assert out.exit_code == 1 and "Traceback" not in out.output
+    assert out.exception is None or isinstance(out.exception, SystemExit)  # an exit, not a crash
+    (line,) = [x for x in out.stderr.splitlines() if x.startswith("error:")]
+    assert f"semantic strong model '{DEAD}' at {dead_model['base']} is unreachable" in line
+    assert "Connection refused" in line and "sem_filter -> negative stopped after deciding 0 of 60 rows" in line
+    assert dead_model["calls"] == 1
+    folder = Path(str(warehouse)).parent / "ws" / "analysis" / "neg"
+    from dia_assets.contracts.analysis_result import AnalysisResult
+
+    saved = AnalysisResult.read(folder / "analysis.json")
+    assert saved.query.status == "failed" and [s.status for s in saved.steps] == ["complete", "partial"]
+    assert saved.steps[-1].error and "Connection refused" in saved.steps[-1].error
+    con = duckdb.connect(str(folder / "steps.duckdb"), read_only=True)
+    try:  # the steps before it and the partial step, marked, are where every pipeline writes them
+        assert con.execute("SELECT count(*) FROM recent").fetchone()[0] == 60
+        assert con.execute("SELECT _stage, count(*) FROM negative__decisions GROUP BY 1").fetchall() == \
+            [("undecided", 60)]
+    finally:
+        con.close()
+
+
+def test_dia_ask_fails_fast_when_its_own_model_is_down(warehouse, dead_model) -> None:
+    out = ask(warehouse, DEAD)
+    assert out.exit_code == 1 and "Traceback" not in out.output
+    (line,) = [x for x in out.stderr.splitlines() if x.startswith("error:")]
+    assert line == (f"error: model call failed: model '{DEAD}' at {dead_model['base']} is unreachable: "
+                    "[Errno 111] Connection refused")
+    assert dead_model["calls"] == 1
+    assert (Path(str(warehouse)).parent / "ws" / "queries" / "neg" / "result.json").exists()
+
+
+def test_dia_ask_answer_states_what_verification_did_not_check(warehouse, monkeypatch) -> None:
+    monkeypatch.setenv("DIA_SEMANTIC_LIGHT_MODEL", "fake/light")
+    monkeypatch.setenv("DIA_SEMANTIC_STRONG_MODEL", "fake/strong")
+    register_agent([call("declare_contract", **CONTRACT), call("run_pipeline", steps=STEPS),
+                    call("submit", sql="SELECT count(*) AS n FROM negative", answer="30 reviews are negative")])
+    out = ask(warehouse, FAKE_MODEL)
+    assert out.exit_code == 0, out.output
+    assert "stages {'strong': 40" in out.stdout  # 20 rows decided by others
+    assert "status: answered (verified against the contract; semantic decisions of 20 rows not verified)" in out.stdout
+    assert "verification: passed" not in out.stdout
+    (shown,) = [x for x in out.stdout.splitlines() if x.startswith("verification:")]
+    assert shown.startswith("verification: SQL checks passed; NOT verified: sem_filter -> negative:")
+    assert "unverified" in shown  # the operator reports no precision estimate
+    folder = Path(str(warehouse)).parent / "ws" / "queries" / "neg"
+    answer = (folder / "answer.md").read_text()
+    assert "NOT VERIFIED sem_filter -> negative" in answer and "Note: this answer rests on semantic" in answer

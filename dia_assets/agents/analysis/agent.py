@@ -8,7 +8,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from dia_assets.agents.analysis.caveats import answer_note, unverified_decisions
+from dia_assets.agents.analysis.caveats import answer_note, unverified_decisions, unverified_rows
 from dia_assets.agents.analysis.session import AnalysisSession
 from dia_assets.agents.analysis.steps import PipelineError, Step
 from dia_assets.agents.query.dialects import Database
@@ -76,6 +76,9 @@ class PipelineAgent(QueryAgent):
             if caveats:  # "passed" covers the checks; say what they could not cover
                 run.result.verification.unverified = caveats
                 run.trace["verification"]["unverified"] = caveats
+                if run.result.status == "answered":
+                    rows = unverified_rows(self.session.records)
+                    run.result.message += f"; semantic decisions of {rows} rows not verified"
                 if run.result.answer:
                     run.result.answer += "\n\n" + answer_note(caveats)
         return run

@@ -21,13 +21,23 @@ def _estimate(stage: str, precision: dict[str, float]) -> str:
         f"{k.split(':', 1)[1] + ' ' if ':' in k else ''}{float(v):.2f}" for k, v in sorted(found.items()))
 
 
+def _weak(record: StepRecord) -> dict[str, int]:
+    """Rows per stage that decided without the strong model, in one step."""
+    mix = (record.operator or {}).get("stage_mix") or {}
+    return {s: int(n) for s, n in mix.items() if s not in _NOT_A_WEAK_DECISION and n}
+
+
+def unverified_rows(records: Sequence[StepRecord]) -> int:
+    return sum(sum(_weak(r).values()) for r in records)
+
+
 def unverified_decisions(records: Sequence[StepRecord]) -> list[str]:
     """One line per semantic step that decided rows without the strong model: how many, by
     which stage, and the operator's precision estimate for that stage ('unverified' if none)."""
     lines = []
     for r in records:
         op = r.operator or {}
-        weak = {s: int(n) for s, n in (op.get("stage_mix") or {}).items() if s not in _NOT_A_WEAK_DECISION and n}
+        weak = _weak(r)
         if not weak:
             continue
         precision = op.get("precision") or {}
