@@ -60,6 +60,9 @@ from resources.warehouse import warehouse_target
 from resources.workspace import WorkspaceResource
 
 GROUP = "schema_creator"
+# In the metadata of the warehouse step's Failure when the build was validated and refused: a
+# verdict on the data, which the data sensor does not ask for again (sensors/run_outcome.py).
+VERDICT_KEY = "dia/verdict"
 
 
 def raw_asset_key(source_path: str) -> AssetKey:  # noqa: ARG001 - every file is a partition of one asset
@@ -180,7 +183,8 @@ def _build(context: AssetExecutionContext, config: WarehouseConfig, workspace: W
         raise Failure(
             description=f"the new build is not accepted, so the previous warehouse stays in place; "
             f"the build is kept at {report.rejected_build}. {sc.summary(report)}",
-            metadata={"report": MetadataValue.path(str(workspace.path("validation", "report.md")))},
+            metadata={"report": MetadataValue.path(str(workspace.path("validation", "report.md"))),
+                      VERDICT_KEY: "not_accepted"},
         )
     common = {
         "accepted": report.accepted,
