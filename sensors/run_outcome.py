@@ -23,17 +23,23 @@ from dia_assets.agents.schema_creator.attempt import interrupted, read_attempt
 from dia_assets.schema_assets import VERDICT_KEY
 
 REQUEST_TAG = "dia/request"
+CHECK_FAILED = "DagsterAssetCheckFailedError"  # a blocking asset check failed: its step fails with this
 IN_PROGRESS = {DagsterRunStatus.QUEUED, DagsterRunStatus.NOT_STARTED, DagsterRunStatus.MANAGED,
                DagsterRunStatus.STARTING, DagsterRunStatus.STARTED, DagsterRunStatus.CANCELING}
 
 
 def refused(instance: DagsterInstance, run: DagsterRun) -> bool:
-    """The run failed because the build was validated and not accepted (a verdict on the data)."""
+    """The run failed because the data was checked and found wanting (a verdict on the data):
+    the warehouse step refused the build, or a blocking warehouse check failed."""
     for entry in instance.all_logs(run.run_id, of_type=DagsterEventType.STEP_FAILURE):
         event = entry.dagster_event
         data = event.step_failure_data if event is not None else None
-        meta = data.user_failure_data.metadata if data is not None and data.user_failure_data else {}
+        if data is None:
+            continue
+        meta = data.user_failure_data.metadata if data.user_failure_data else {}
         if getattr(meta.get(VERDICT_KEY), "value", None) == "not_accepted":
+            return True
+        if data.error is not None and data.error.cls_name == CHECK_FAILED:
             return True
     return False
 

@@ -10,13 +10,19 @@ from pathlib import Path
 import pytest
 from dagster import (
     AddDynamicPartitionsRequest,
+    AssetCheckResult,
+    AssetCheckSeverity,
+    AssetCheckSpec,
     DagsterInstance,
     DagsterRunStatus,
     Failure,
+    MaterializeResult,
     SensorResult,
     SkipReason,
+    asset,
     build_sensor_context,
     job,
+    materialize,
     op,
 )
 from dagster._core.test_utils import create_run_for_test
@@ -205,6 +211,24 @@ def test_a_refused_build_is_a_verdict_not_retried(env):
     after = tick(instance, first.cursor)
     assert skipped(after) == "no change in the data folder"
     assert "a.csv" in DataCursor.parse(after.cursor).done
+
+
+def test_a_failed_blocking_check_is_a_verdict_not_retried(env):
+    """The first build of a folder is installed even when not accepted; its blocking check then
+    fails the run: the data was checked, so that run is not asked for again either."""
+    data, _ = env
+    instance = DagsterInstance.ephemeral()
+    (data / "a.csv").write_text("id\n1\n")
+    first = tick(instance, None)
+
+    @asset(check_specs=[AssetCheckSpec("key_validity", asset="table", blocking=True)])
+    def table() -> MaterializeResult:
+        return MaterializeResult(check_results=[AssetCheckResult(passed=False, severity=AssetCheckSeverity.ERROR)])
+
+    run = materialize([table], instance=instance, tags=first.run_requests[0].tags, raise_on_error=False)
+    assert not run.success
+    after = tick(instance, first.cursor)
+    assert skipped(after) == "no change in the data folder" and "a.csv" in DataCursor.parse(after.cursor).done
 
 
 def test_a_cursor_of_an_older_dia_is_read_as_done(env):
