@@ -133,6 +133,7 @@ def test_the_faults_of_issue_26_against_a_live_daemon(live: LiveDaemon):
     killed_run = live.runs("build_job")[-1]
     os.kill(attempt.pid, signal.SIGKILL)  # the run worker (the code server starts it in its own group)
     live.kill()
+    live.wait_for("the killed build to read STALE", lambda: read_state(ws).verdict == "stale", 30)
     code, text = status(ws)
     assert code == 1 and "killed" in text.splitlines()[0]
     assert count(warehouse, "orders") == 60
