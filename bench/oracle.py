@@ -36,8 +36,15 @@ from dia_assets.agents.evaluation.engines import copy_to_postgres, copy_to_sqlit
 from dia_assets.agents.evaluation.runner import read_records, run_eval  # noqa: E402
 from dia_assets.agents.evaluation.solvers import AgentSolver  # noqa: E402
 
+
+def _has_gold(path: Path) -> bool:
+    """A question set with gold SQL (catalog questions name columns instead)."""
+    first = next((line for line in path.read_text(encoding="utf-8").splitlines() if line.strip()), "{}")
+    return "gold_sql" in json.loads(first)
+
+
 QUESTION_SETS = [ROOT / "examples" / "eval" / "questions.jsonl",
-                 *sorted((ROOT / "bench" / "data").glob("*questions*.jsonl"))]
+                 *sorted(p for p in (ROOT / "bench" / "data").glob("*questions*.jsonl") if _has_gold(p))]
 
 
 def build_duckdb(name: str, raw: Path, out: Path, overrides: Path | None = None) -> tuple[Path, str]:
