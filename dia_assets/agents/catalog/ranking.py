@@ -30,6 +30,7 @@ Weights were set on the bench's tuned datasets (bench/catalog.py; pagila held ou
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -40,6 +41,7 @@ SPARSE_WEIGHT = 0.1
 ALIGN_WEIGHT = 1.5
 ANSWER_WEIGHT = 0.5
 SPARSE_HALF = 3.0
+LEXICAL_SIM = 0.8
 IDENTIFIER_PENALTY = 0.25
 CONSTANT_PENALTY = 0.3
 BM25_K1, BM25_B = 1.2, 0.75
@@ -90,12 +92,32 @@ def name_words(node: CatalogNode) -> list[str]:
     return [w for w in dict.fromkeys(words) if w not in QUESTION_WORDS]
 
 
-def alignment(question_vecs: np.ndarray, word_vecs: np.ndarray) -> float:
-    """Mean over the question's word vectors of the best cosine with any of the node's word
-    vectors (unit rows); 0 when either side has no words."""
+def lexical_links(question: list[str], words: list[str], related: Callable[[str, str], bool]) -> np.ndarray:
+    """1 where a question word and a name word are related in the lexicon (`lexicon.py`), else 0,
+    one row per question word. Two-word names count as one lemma on both sides (`last name`:
+    `surname`; `web site`: `homepage`): a link of a pair marks both of its words."""
+    out = np.zeros((len(question), len(words)), dtype=np.float32)
+    q_spans = [(i, i + 1, w) for i, w in enumerate(question)] + [
+        (i, i + 2, f"{a}_{b}") for i, (a, b) in enumerate(zip(question, question[1:], strict=False))]
+    w_spans = [(j, j + 1, w) for j, w in enumerate(words)] + [
+        (j, j + 2, f"{a}_{b}") for j, (a, b) in enumerate(zip(words, words[1:], strict=False))]
+    for i0, i1, q in q_spans:
+        for j0, j1, w in w_spans:
+            if q != w and related(q, w):
+                out[i0:i1, j0:j1] = 1.0
+    return out
+
+
+def alignment(question_vecs: np.ndarray, word_vecs: np.ndarray, links: np.ndarray | None = None) -> float:
+    """Mean over the question's word vectors of the best similarity with any of the node's word
+    vectors (unit rows): their cosine, raised to LEXICAL_SIM where the lexicon links the two
+    words (`links`, see `lexical_links`); 0 when either side has no words."""
     if not len(question_vecs) or not len(word_vecs):
         return 0.0
-    return float((question_vecs @ word_vecs.T).max(axis=1).mean())
+    sim = question_vecs @ word_vecs.T
+    if links is not None:
+        sim = np.maximum(sim, LEXICAL_SIM * links)
+    return float(sim.max(axis=1).mean())
 
 
 def prior(node: CatalogNode, wants_identifier: bool) -> float:
