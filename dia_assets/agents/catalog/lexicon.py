@@ -14,6 +14,10 @@ of `b` or points to one (hypernym, derivation, similar adjective, attribute, per
 participle), or the same the other way round. Only a word's most frequent senses count, so
 that rare senses (`film` as a thin coating) do not link everything to everything.
 
+Column names abbreviate (`acctbal`, `qty`, `msrp`): `abbreviations()` reads a table of common
+ones (`data/abbreviations.tsv`, general business usage), so that a name's words are compared as
+the words they stand for.
+
 The package ships a compact extract (`data/lexicon.tsv.gz`, written by
 `tools/build_lexicon.py` from Debian's `wordnet-base`); WordNet's license allows this with its
 notice, kept in `data/WORDNET_LICENSE`. Without the file, nothing is related.
@@ -27,6 +31,7 @@ from functools import cache, lru_cache
 from importlib import resources
 
 SENSES = 3
+SYNONYM, LINK = 1.0, 0.8
 POS = ("n", "v", "a", "r")
 # WordNet's detachment rules (morphy), per part of speech: (suffix, replacement)
 RULES = {
@@ -57,18 +62,27 @@ class Lexicon:
         forms += [word[: -len(s)] + r for s, r in RULES[pos] if word.endswith(s) and len(word) > len(s)]
         return tuple(f for f in dict.fromkeys(forms) if (pos, f) in self.senses)
 
-    def neighbours(self, word: str) -> frozenset[str]:
-        """Lemmas of the word's first SENSES synsets per part of speech and of the synsets they
-        point to (multi-word lemmas joined by `_`)."""
-        return _neighbours(self, word)
+    def synonyms(self, word: str) -> frozenset[str]:
+        """Lemmas of the word's first SENSES synsets per part of speech (multi-word lemmas
+        joined by `_`)."""
+        return _neighbours(self, word, False)
 
-    def related(self, a: str, b: str) -> bool:
-        """`a` and `b` name the same or a near thing (module doc); a word is related to itself
-        when WordNet knows it."""
+    def neighbours(self, word: str) -> frozenset[str]:
+        """The synonyms and the lemmas of the synsets they point to."""
+        return _neighbours(self, word, True)
+
+    def relation(self, a: str, b: str) -> float:
+        """How closely `a` and `b` are related (module doc): SYNONYM when one is among the
+        other's synonyms, LINK when one is among the other's neighbours, else 0."""
         fa, fb = self.forms(a), self.forms(b)
         if not fa or not fb:
-            return False
-        return bool(fb & self.neighbours(a)) or bool(fa & self.neighbours(b))
+            return 0.0
+        if fb & self.synonyms(a) or fa & self.synonyms(b):
+            return SYNONYM
+        return LINK if fb & self.neighbours(a) or fa & self.neighbours(b) else 0.0
+
+    def related(self, a: str, b: str) -> bool:
+        return self.relation(a, b) > 0
 
     def forms(self, word: str) -> frozenset[str]:
         """Every base form of the word, over all parts of speech."""
@@ -76,18 +90,29 @@ class Lexicon:
 
 
 @lru_cache(maxsize=65536)
-def _neighbours(lex: Lexicon, word: str) -> frozenset[str]:
+def _neighbours(lex: Lexicon, word: str, linked: bool) -> frozenset[str]:
     out: set[str] = set()
     for pos in POS:
         for base in lex.base_forms(word, pos):
             for s in lex.senses[(pos, base)][:SENSES]:
                 out.update(lex.lemmas[s])
-                for t in lex.links[s]:
+                for t in lex.links[s] if linked else ():
                     out.update(lex.lemmas[t])
     return frozenset(out)
 
 
 Lexicon.__hash__ = object.__hash__  # type: ignore[method-assign]  # one shared instance, cached by identity
+
+
+@cache
+def abbreviations() -> dict[str, tuple[str, ...]]:
+    """Column-name abbreviations and the words they stand for (`data/abbreviations.tsv`)."""
+    try:
+        text = resources.files("dia_assets.agents.catalog").joinpath("data/abbreviations.tsv").read_text("utf-8")
+    except (FileNotFoundError, ModuleNotFoundError):
+        return {}
+    rows = (line.split("\t") for line in text.splitlines() if line.strip() and not line.startswith("#"))
+    return {short: tuple(long.split()) for short, long in rows}
 
 
 @cache

@@ -59,9 +59,10 @@ HOW = {"much": NUMBERS, "many": NUMBERS, "long": NUMBERS, "often": NUMBERS, "old
 
 def content_words(question: str) -> str:
     """The question without its question words ("how much does each employee earn" -> "employee
-    earn"); the question itself when nothing else is left."""
+    earn") and without the possessive's `s` and other one-letter pieces; the question itself when
+    nothing else is left."""
     words = _WORD.findall(question.lower())
-    kept = [w for w in words if w not in QUESTION_WORDS]
+    kept = [w for w in words if w not in QUESTION_WORDS and len(w) > 1]
     return " ".join(kept) or question
 
 
@@ -92,10 +93,11 @@ def name_words(node: CatalogNode) -> list[str]:
     return [w for w in dict.fromkeys(words) if w not in QUESTION_WORDS]
 
 
-def lexical_links(question: list[str], words: list[str], related: Callable[[str, str], bool]) -> np.ndarray:
-    """1 where a question word and a name word are related in the lexicon (`lexicon.py`), else 0,
-    one row per question word. Two-word names count as one lemma on both sides (`last name`:
-    `surname`; `web site`: `homepage`): a link of a pair marks both of its words."""
+def lexical_links(question: list[str], words: list[str], relation: Callable[[str, str], float]) -> np.ndarray:
+    """How closely each question word (rows) and name word (columns) are related in the lexicon
+    (`lexicon.relation`: 1 synonyms, less for a hypernym or derivation, 0 none). Two-word names
+    count as one lemma on both sides (`last name`: `surname`): a pair's relation marks both of
+    its words."""
     out = np.zeros((len(question), len(words)), dtype=np.float32)
     q_spans = [(i, i + 1, w) for i, w in enumerate(question)] + [
         (i, i + 2, f"{a}_{b}") for i, (a, b) in enumerate(zip(question, question[1:], strict=False))]
@@ -103,8 +105,9 @@ def lexical_links(question: list[str], words: list[str], related: Callable[[str,
         (j, j + 2, f"{a}_{b}") for j, (a, b) in enumerate(zip(words, words[1:], strict=False))]
     for i0, i1, q in q_spans:
         for j0, j1, w in w_spans:
-            if q != w and related(q, w):
-                out[i0:i1, j0:j1] = 1.0
+            r = relation(q, w) if q != w else 0.0
+            if r:
+                out[i0:i1, j0:j1] = np.maximum(out[i0:i1, j0:j1], r)
     return out
 
 

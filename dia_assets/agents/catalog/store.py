@@ -139,8 +139,8 @@ class CatalogStore:
         vocab = list(dict.fromkeys([*question, *(w for ws in own.values() for w in ws)]))
         vecs = dict(zip(vocab, self.memory.embedder.embed(vocab), strict=True)) if vocab else {}
         q = np.array([vecs[w] for w in question]) if question else np.zeros((0, 1))
-        related = lexicon().related
-        return {key: alignment(q, np.array([vecs[w] for w in ws]), lexical_links(question, ws, related))
+        relation = lexicon().relation
+        return {key: alignment(q, np.array([vecs[w] for w in ws]), lexical_links(question, ws, relation))
                 if ws else 0.0 for key, ws in own.items()}
 
     def _parents(self, scope: str | None, hits: list[CatalogNode]) -> dict[str, CatalogNode]:
