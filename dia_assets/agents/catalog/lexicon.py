@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from functools import cache, lru_cache
 from importlib import resources
 
-SENSES = 3
+SENSES = 2
 SYNONYM, LINK = 1.0, 0.8
 POS = ("n", "v", "a", "r")
 # WordNet's detachment rules (morphy), per part of speech: (suffix, replacement)
