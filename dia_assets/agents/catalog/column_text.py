@@ -28,6 +28,7 @@ from collections.abc import Iterable
 from functools import lru_cache
 from typing import Any
 
+from dia_assets.agents.catalog.lexicon import abbreviations
 from dia_assets.agents.interpreter.key_names import SchemaNames, id_like
 
 # semantic types whose values say what they are, whatever the column's name
@@ -47,6 +48,7 @@ SAMPLE_VALUES = 3
 SAMPLE_WORDS = 4
 _LETTER = re.compile(r"[A-Za-z]")
 _MIN_PIECE = 4
+_MIN_ABBREVIATION = 3
 
 
 def humanize(name: str) -> str:
@@ -72,17 +74,18 @@ def vocabulary() -> frozenset[str]:
 
 
 @lru_cache(maxsize=4096)
-def split_glued(word: str, vocab: frozenset[str] | None = None) -> tuple[str, ...]:
+def split_glued(word: str, vocab: frozenset[str] | None = None, min_piece: int = _MIN_PIECE) -> tuple[str, ...]:
     """`totalprice` -> (total, price): the fewest known words that
     spell `word` exactly (four letters or more each: shorter pieces split
-    ordinary words, `dis count`); the word itself when it is known or cannot be spelled that way."""
+    ordinary words, `dis count`; `min_piece` lower when `vocab` holds known abbreviations);
+    the word itself when it is known or cannot be spelled that way."""
     vocab = vocabulary() if vocab is None else vocab
-    if word in vocab or len(word) < 2 * _MIN_PIECE or not vocab:
+    if word in vocab or len(word) < 2 * min_piece or not vocab:
         return (word,)
     best: list[tuple[str, ...] | None] = [None] * (len(word) + 1)
     best[0] = ()
-    for end in range(_MIN_PIECE, len(word) + 1):
-        for start in range(0, end - _MIN_PIECE + 1):
+    for end in range(min_piece, len(word) + 1):
+        for start in range(0, end - min_piece + 1):
             prev = best[start]
             if prev is not None and word[start:end] in vocab and (
                     best[end] is None or len(prev) + 1 < len(best[end])):  # type: ignore[arg-type]
@@ -91,11 +94,16 @@ def split_glued(word: str, vocab: frozenset[str] | None = None) -> tuple[str, ..
 
 
 def name_words(names: SchemaNames, table: str, column: str) -> list[str]:
-    """The column's name as words: table prefix set aside, glued words split."""
+    """The column's name as words: table prefix set aside, glued words split (abbreviations of
+    three letters or more count as pieces: `acctbal` -> acct bal), abbreviations written out
+    (`account balance`, see `lexicon.abbreviations`)."""
     words = names.stripped(table, column.lower()) or (column.lower(),)
+    short = abbreviations()
+    vocab = vocabulary() | frozenset(k for k in short if len(k) >= _MIN_ABBREVIATION)
     out: list[str] = []
     for w in humanize(" ".join(words)).split():
-        out.extend(split_glued(w))
+        for piece in split_glued(w, vocab, min_piece=_MIN_ABBREVIATION):
+            out.extend(short.get(piece, (piece,)))
     return out
 
 

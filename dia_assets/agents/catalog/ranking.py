@@ -30,6 +30,7 @@ Weights were set on the bench's tuned datasets (bench/catalog.py; pagila held ou
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -40,6 +41,7 @@ SPARSE_WEIGHT = 0.1
 ALIGN_WEIGHT = 1.5
 ANSWER_WEIGHT = 0.5
 SPARSE_HALF = 3.0
+LEXICAL_SIM = 1.0
 IDENTIFIER_PENALTY = 0.25
 CONSTANT_PENALTY = 0.3
 BM25_K1, BM25_B = 1.2, 0.75
@@ -57,9 +59,10 @@ HOW = {"much": NUMBERS, "many": NUMBERS, "long": NUMBERS, "often": NUMBERS, "old
 
 def content_words(question: str) -> str:
     """The question without its question words ("how much does each employee earn" -> "employee
-    earn"); the question itself when nothing else is left."""
+    earn") and without the possessive's `s` and other one-letter pieces; the question itself when
+    nothing else is left."""
     words = _WORD.findall(question.lower())
-    kept = [w for w in words if w not in QUESTION_WORDS]
+    kept = [w for w in words if w not in QUESTION_WORDS and len(w) > 1]
     return " ".join(kept) or question
 
 
@@ -90,12 +93,34 @@ def name_words(node: CatalogNode) -> list[str]:
     return [w for w in dict.fromkeys(words) if w not in QUESTION_WORDS]
 
 
-def alignment(question_vecs: np.ndarray, word_vecs: np.ndarray) -> float:
-    """Mean over the question's word vectors of the best cosine with any of the node's word
-    vectors (unit rows); 0 when either side has no words."""
+def lexical_links(question: list[str], words: list[str], relation: Callable[[str, str], float]) -> np.ndarray:
+    """How closely each question word (rows) and name word (columns) are related in the lexicon
+    (`lexicon.relation`: 1 synonyms, less for a hypernym or derivation, 0 none). Two-word names
+    count as one lemma on both sides (`last name`: `surname`): a pair's relation marks both of
+    its words."""
+    out = np.zeros((len(question), len(words)), dtype=np.float32)
+    q_spans = [(i, i + 1, w) for i, w in enumerate(question)] + [
+        (i, i + 2, f"{a}_{b}") for i, (a, b) in enumerate(zip(question, question[1:], strict=False))]
+    w_spans = [(j, j + 1, w) for j, w in enumerate(words)] + [
+        (j, j + 2, f"{a}_{b}") for j, (a, b) in enumerate(zip(words, words[1:], strict=False))]
+    for i0, i1, q in q_spans:
+        for j0, j1, w in w_spans:
+            r = relation(q, w) if q != w else 0.0
+            if r:
+                out[i0:i1, j0:j1] = np.maximum(out[i0:i1, j0:j1], r)
+    return out
+
+
+def alignment(question_vecs: np.ndarray, word_vecs: np.ndarray, links: np.ndarray | None = None) -> float:
+    """Mean over the question's word vectors of the best similarity with any of the node's word
+    vectors (unit rows): their cosine, raised to LEXICAL_SIM where the lexicon links the two
+    words (`links`, see `lexical_links`); 0 when either side has no words."""
     if not len(question_vecs) or not len(word_vecs):
         return 0.0
-    return float((question_vecs @ word_vecs.T).max(axis=1).mean())
+    sim = question_vecs @ word_vecs.T
+    if links is not None:
+        sim = np.maximum(sim, LEXICAL_SIM * links)
+    return float(sim.max(axis=1).mean())
 
 
 def prior(node: CatalogNode, wants_identifier: bool) -> float:

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 from psycopg.types.json import Jsonb
 
+from dia_assets.agents.catalog.lexicon import lexicon
 from dia_assets.agents.catalog.ranking import (
     BM25_B,
     BM25_K1,
@@ -18,6 +19,7 @@ from dia_assets.agents.catalog.ranking import (
     asks_for_identifier,
     content_words,
     expected_types,
+    lexical_links,
     name_words,
     score,
 )
@@ -137,7 +139,9 @@ class CatalogStore:
         vocab = list(dict.fromkeys([*question, *(w for ws in own.values() for w in ws)]))
         vecs = dict(zip(vocab, self.memory.embedder.embed(vocab), strict=True)) if vocab else {}
         q = np.array([vecs[w] for w in question]) if question else np.zeros((0, 1))
-        return {key: alignment(q, np.array([vecs[w] for w in ws])) if ws else 0.0 for key, ws in own.items()}
+        relation = lexicon().relation
+        return {key: alignment(q, np.array([vecs[w] for w in ws]), lexical_links(question, ws, relation))
+                if ws else 0.0 for key, ws in own.items()}
 
     def _parents(self, scope: str | None, hits: list[CatalogNode]) -> dict[str, CatalogNode]:
         ids = {h.parent for h in hits if h.parent}
