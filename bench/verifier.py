@@ -222,8 +222,11 @@ def main() -> int:
     ap.add_argument("--datasets", default=str(ROOT.parent / "shared" / "datasets"))
     ap.add_argument("--warehouses", help="folder to build the warehouses in (default: a temporary one)")
     ap.add_argument("--seed", type=int, default=0, help="mutant generation seed (same seed, same kept set)")
+    ap.add_argument("--only", help="comma-separated question files to use (names in bench/data; 'bundled' for "
+                                   "the example set), e.g. a set no check was tuned on")
     ap.add_argument("--json-out")
     args = ap.parse_args()
+    only = set(args.only.split(",")) if args.only else None
     started = time.perf_counter()
     datasets = Path(args.datasets)
     out = Path(args.warehouses or tempfile.mkdtemp(prefix="dia_verifier_"))
@@ -238,8 +241,8 @@ def main() -> int:
     targets["hospital"], made["hospital"] = Target(path, manifest), how
     print(f"hospital: {how}")
 
-    sets = {f.name: load_questions(f) for f in QUESTION_FILES if f.exists()}
-    bundled = load_questions(EVAL)
+    sets = {f.name: load_questions(f) for f in QUESTION_FILES if f.exists() and (only is None or f.name in only)}
+    bundled = load_questions(EVAL) if only is None or "bundled" in only else []
     own = [q for qs in sets.values() for q in qs if q["db"] in targets]
     result = evaluate(own + bundled, targets, args.seed)
     pc = result["per_class"]
