@@ -71,11 +71,14 @@ def certify(predicted: Sequence[Hashable], scores: np.ndarray, judged: set[int],
     for value in values if values is not None else sorted(set(pred.tolist()), key=str):
         side = SideGuarantee(side=side_name(value), target=target, confidence=confidence)
         of_side = np.flatnonzero(pred == value)
+        tested: float | None = None
         for cut in sorted(grid, reverse=True):
             if side.tests >= steps:
                 break
+            if tested is not None and not any(cut <= scores[i] < tested for i in of_side):
+                continue  # the same rows as the cut already passed: nothing to gain
             region = [int(i) for i in of_side if scores[i] >= cut and int(i) not in judged]
-            if len(region) < 2 * sample:  # too few rows to be worth a test: try a looser cut
+            if len(region) < sample + sample // 2:  # too few rows to be worth a test: a looser cut
                 continue
             picks = sorted(int(i) for i in rng.choice(region, size=sample, replace=False))
             answers = ask(picks)
@@ -83,6 +86,7 @@ def certify(predicted: Sequence[Hashable], scores: np.ndarray, judged: set[int],
             right = sum(1 for i in picks if i in answers and answers[i] == value)
             bound = clopper_pearson_lower(right, sample, confidence)
             side.tests += 1
+            tested = cut
             side.sampled += sample
             side.last_test = {"threshold": cut, "right": right, "sampled": sample, "lower_bound": round(bound, 4)}
             if bound < target:
