@@ -46,7 +46,7 @@ class AnalysisConfig(Config):
     light_model: str | None = Field(None, description="Light stage (default DIA_SEMANTIC_LIGHT_MODEL; none = off).")
     strong_model: str | None = Field(None, description="Strong stage (default DIA_SEMANTIC_STRONG_MODEL, else the agent's model).")
     embedding_stage: bool = Field(True, description="Embedding search and threshold pruning first.")
-    calibration_size: int = Field(40, description="Rows the strong model judges to calibrate thresholds.")
+    calibration_size: int = Field(100, description="Rows the strong model judges to train the proxy stage.")
 
 
 def _steps_md(result: AnalysisResult) -> str:

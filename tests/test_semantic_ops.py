@@ -45,6 +45,17 @@ def con() -> duckdb.DuckDBPyConnection:
     return c
 
 
+@pytest.fixture
+def big() -> duckdb.DuckDBPyConnection:
+    """1,200 reviews: enough rows for the proxy to be trained and certified per side."""
+    c = duckdb.connect()
+    rows = [(n, t.format(n % 9 + 2), "late" if t in LATE else "other")
+            for n, t in enumerate((LATE + OTHER) * 100)]
+    c.execute("CREATE TABLE reviews (id INTEGER, body VARCHAR, truth VARCHAR)")
+    c.executemany("INSERT INTO reviews VALUES (?, ?, ?)", rows)
+    return c
+
+
 def rule_filter(light_conf: float = 0.95):
     def rule(model: str, task: str, item: dict) -> tuple[bool, float]:
         return is_late(item["text"]), (0.95 if model == "strong" else light_conf)
@@ -52,26 +63,55 @@ def rule_filter(light_conf: float = 0.95):
 
 
 def ops(con, embedder, **cfg) -> SemanticOps:
-    base = {"light_model": "fake/light", "strong_model": "fake/strong", "calibration_size": 24}
+    base = {"light_model": "fake/light", "strong_model": "fake/strong"}
     return SemanticOps(con, embedder, CascadeConfig(**{**base, **cfg}))
 
 
-def test_filter_full_cascade_keeps_the_right_rows_with_provenance(con, embedder) -> None:
+def test_filter_full_cascade_keeps_the_right_rows_with_provenance(big, embedder) -> None:
     llm = register_rule(rule_filter())
-    report = ops(con, embedder).sem_filter("reviews", "body", "the review complains about late delivery", out="late")
-    kept = con.execute("SELECT truth, _stage, _score FROM late").fetchall()
-    assert len(kept) == 60 and {t for t, _, _ in kept} == {"late"}
-    decisions = con.execute("SELECT _stage, count(*) FROM late__decisions GROUP BY 1").fetchall()
-    mix = dict(decisions)
-    assert sum(mix.values()) == 120 == report.rows_in  # every row has a decision, kept or not
+    report = ops(big, embedder).sem_filter("reviews", "body", "the review complains about late delivery", out="late")
+    kept = big.execute("SELECT truth, _stage, _score FROM late").fetchall()
+    assert len(kept) == 600 and {t for t, _, _ in kept} == {"late"}
+    mix = dict(big.execute("SELECT _stage, count(*) FROM late__decisions GROUP BY 1").fetchall())
+    assert sum(mix.values()) == 1200 == report.rows_in  # every row has a decision, kept or not
     assert mix == report.stage_mix
-    assert mix["strong"] == 24  # the calibration sample, judged by the strong model
-    assert mix.get("embedding", 0) > 48  # the embedding stage decided most of the rest
-    assert report.thresholds.scorer == "prototype" and report.thresholds.calibrated_on == 24
-    assert report.thresholds.upper is not None and report.thresholds.lower is not None
+    g = report.guarantee
+    assert g is not None and g.trained_on == 100 and report.thresholds.scorer == "proxy"
+    # the model judged the training sample and the held-out test samples, nothing else
+    assert mix["strong"] == g.judged_by_model == llm.items("strong")
+    assert mix["proxy"] == g.decided_by_proxy > 600  # the learned stage decided most rows
     assert report.usage[1].calls == llm.count("strong") and report.usage[1].items == llm.items("strong")
     assert report.tokens > 0 and report.model_calls == len(llm.calls)
     assert OperatorReport.model_validate_json(report.model_dump_json()).version == 1
+
+
+def test_the_learned_proxy_decides_a_separable_set_and_reports_each_side(big, embedder) -> None:
+    register_rule(rule_filter())
+    report = ops(big, embedder).sem_filter("reviews", "body", "late delivery", out="late")
+    sides = {s.side: s for s in report.guarantee.sides}
+    assert set(sides) == {"accept", "reject"}  # never pooled
+    truth = dict(big.execute("SELECT d.value, count(*) FILTER (WHERE r.truth = CASE WHEN d.value = 'true' "
+                             "THEN 'late' ELSE 'other' END) / count(*) FROM late__decisions d "
+                             "JOIN reviews r ON r.id = d._row - 1 WHERE d._stage = 'proxy' GROUP BY 1").fetchall())
+    for name, value in (("accept", "true"), ("reject", "false")):
+        side = sides[name]
+        assert side.met and side.lower_bound >= 0.9 and side.threshold is not None
+        assert side.estimate == 1.0 and side.checked == 50 and side.decided > 200
+        assert truth[value] == 1.0  # what it decided is right
+    assert sum(s.decided for s in sides.values()) == report.stage_mix["proxy"]
+    summary = report.summary()
+    g = summary["guarantee"]
+    assert g["share_decided_without_strong_model"] == round(report.stage_mix["proxy"] / 1200, 4)
+    assert set(g["sides"]) == {"accept", "reject"} and g["sides"]["accept"]["lower_bound"] >= 0.9
+    assert summary["strong_model_items"] == report.stage_mix["strong"] and summary["strong_model_calls"] > 0
+
+
+def test_a_small_table_is_never_decided_by_the_proxy(con, embedder) -> None:
+    register_rule(rule_filter())
+    report = ops(con, embedder, light_model=None).sem_filter("reviews", "body", "late delivery", out="late")
+    # 120 rows: 100 train the proxy, 20 are too few to test a side: all go to the model
+    assert report.stage_mix == {"strong": 120}
+    assert all(s.threshold is None and s.decided == 0 for s in report.guarantee.sides)
 
 
 def test_ambiguous_band_goes_to_light_then_unsure_light_answers_to_strong(con, embedder) -> None:
@@ -143,33 +183,78 @@ def test_data_text_cannot_escape_its_block_and_bad_answers_are_refused() -> None
     assert {k: v.value for k, v in got.items()} == {"1": "a"}
 
 
-def test_calibration_thresholds() -> None:
-    scores = list(range(20))
-    labels = [s >= 10 for s in scores]
-    upper, lower = calibrate.binary_thresholds(scores, labels, 0.9)
-    assert upper == 10 and lower == 9
-    noisy = [s >= 10 if s not in (15, 4) else s < 10 for s in scores]
-    # one mistake in each half of a small sample: the precision bound never reaches 0.9
-    assert calibrate.binary_thresholds(scores, noisy, 0.9) == (None, None)
-    wide = list(range(40))
-    assert calibrate.binary_thresholds(wide, [s >= 20 if s not in (29, 8) else s < 20 for s in wide], 0.9) == (30, None)
-    assert calibrate.binary_thresholds([0.5, 0.5], [True, False], 0.9) == (None, None)
-    assert calibrate.margin_threshold([0.1] * 3, [True] * 3, 0.9) is None  # too few to trust
-    assert calibrate.margin_threshold([0.3] * 10 + [0.1], [True] * 10 + [False], 0.9) == 0.3
-    v = np.eye(4, dtype=np.float32)[[0, 0, 0, 1, 1, 1]]
-    assert calibrate.prototype_direction(v, [True] * 3 + [False] * 3)[0] == pytest.approx(1.0)
+def test_clopper_pearson_matches_known_values() -> None:
+    # all right: the bound is (1 - confidence) ** (1 / n)
+    assert calibrate.clopper_pearson_lower(9, 9) == pytest.approx(0.05 ** (1 / 9))  # 0.7169
+    assert calibrate.clopper_pearson_lower(29, 29) == pytest.approx(0.9019, abs=1e-4)
+    assert calibrate.clopper_pearson_lower(28, 28) < 0.9 < calibrate.clopper_pearson_lower(29, 29)
+    # the two-sided 95% interval of 5/10 is (0.1871, 0.8129): its lower end is one-sided 97.5%
+    assert calibrate.clopper_pearson_lower(5, 10, 0.975) == pytest.approx(0.18709, abs=1e-4)
+    assert calibrate.clopper_pearson_lower(48, 50) == pytest.approx(0.8794, abs=1e-4)
+    assert calibrate.clopper_pearson_lower(0, 10) == 0.0 and calibrate.clopper_pearson_lower(0, 0) == 0.0
+    assert calibrate.smallest_passing(50, 0.9) == 49 and calibrate.smallest_passing(28, 0.9) is None
 
 
-def test_group_with_labels_and_with_k(con, embedder) -> None:
+def _certify(predicted, scores, truth, judged, **kw):
+    asked: list[int] = []
+
+    def ask(positions):
+        asked.extend(positions)
+        return {p: truth[p] for p in positions}
+    decided, sides = calibrate.certify(predicted, np.asarray(scores, float), judged, ask,
+                                       target=0.9, confidence=0.95, seed=0, **kw)
+    return decided, {s.side: s for s in sides}, asked
+
+
+def test_certification_samples_only_rows_that_did_not_train_the_proxy() -> None:
+    n = 1000
+    truth = [i % 2 == 0 for i in range(n)]
+    train = set(range(0, 200))
+    decided, sides, asked = _certify(truth, [0.99] * n, truth, set(train), sample=50, steps=3)
+    assert asked and not set(asked) & train  # held-out: never a training row
+    assert not set(decided) & (train | set(asked))  # and the proxy decides neither
+    assert sides["True"].met and sides["False"].met
+    assert len(decided) == n - len(train) - len(asked)
+
+
+def test_a_handful_of_right_rows_never_opens_a_side() -> None:
+    n = 300
+    truth = [True] * n
+    # 9 right out of 9: bound 0.717, far from 0.9; the proxy decides nothing
+    decided, sides, asked = _certify(truth, [0.99] * n, truth, set(), sample=9, steps=3)
+    assert decided == {} and sides["True"].threshold is None and len(asked) == 9
+    assert sides["True"].last_test == {"threshold": 0.99, "right": 9, "sampled": 9, "lower_bound": 0.7169}
+    # 28 of 28 is still short of 0.9; the first failure stops the sequence (no second try)
+    decided, sides, asked = _certify(truth, [0.99] * n, truth, set(), sample=28, steps=3)
+    assert decided == {} and sides["True"].tests == 1
+    # a proxy that is wrong 10% of the time at its confident end is declined too
+    noisy = [i % 10 != 0 for i in range(n)]
+    decided, sides, _ = _certify([True] * n, [0.99] * n, noisy, set(), sample=50, steps=3)
+    assert decided == {} and sides["True"].last_test["lower_bound"] < 0.9
+
+
+def test_thresholds_are_tried_strictest_first_and_stop_at_the_first_failure() -> None:
+    n = 2000
+    scores = [0.99 if i < 600 else 0.9 if i < 1200 else 0.7 for i in range(n)]
+    truth = [i < 600 or (i < 1200 and i % 3 != 0) for i in range(n)]  # the 0.9 band is 67% right
+    decided, sides, asked = _certify([True] * n, scores, truth, set(), sample=50, steps=3)
+    side = sides["True"]
+    assert side.threshold == 0.99 and side.tests == 2 and side.last_test["threshold"] == 0.9
+    assert set(decided) <= set(range(600)) and len(decided) >= 600 - 100
+
+
+def test_group_with_labels_and_with_k(big, con, embedder) -> None:
     def rule(model, task, item):
         if "short name" in task:
             return ("delivery problems" if any(is_late(t) for t in item["text"][:1]) else "product quality"), 0.9
         return ("delivery" if is_late(item["text"]) else "product"), 0.95
     register_rule(rule)
-    report = ops(con, embedder).sem_group("reviews", "body", out="g", labels=["delivery", "product"])
-    got = con.execute("SELECT truth, _group, count(*) FROM g GROUP BY ALL ORDER BY ALL").fetchall()
-    assert got == [("late", "delivery", 60), ("other", "product", 60)]
-    assert report.stage_mix.get("embedding", 0) > 0 and report.rows_out == 120
+    report = ops(big, embedder).sem_group("reviews", "body", out="g", labels=["delivery", "product"])
+    got = big.execute("SELECT truth, _group, count(*) FROM g GROUP BY ALL ORDER BY ALL").fetchall()
+    assert got == [("late", "delivery", 600), ("other", "product", 600)]
+    assert report.stage_mix.get("proxy", 0) > 600 and report.rows_out == 1200
+    assert {s.side for s in report.guarantee.sides} == {"delivery", "product"}
+    assert all(s.met for s in report.guarantee.sides)
     report = ops(con, embedder, light_model=None, strong_model=None, allow_unverified=True).sem_group(
         "reviews", "body", out="g2", k=2)
     groups = con.execute("SELECT _group, count(*) FROM g2 GROUP BY 1").fetchall()
@@ -178,16 +263,17 @@ def test_group_with_labels_and_with_k(con, embedder) -> None:
     assert sum(len(m) for m in members) == 3 and len(centroids) == len(members)
 
 
-def test_extract_enumerated_fields_by_embedding_and_free_fields_by_model(con, embedder) -> None:
+def test_extract_enumerated_fields_by_proxy_and_free_fields_by_model(big, con, embedder) -> None:
     def rule(model, task, item):
         days = [int(w) for w in item["text"].split() if w.isdigit()]
         return {"topic": "delivery" if is_late(item["text"]) else "product",
                 "number": days[0] if days else None}, 0.95
     llm = register_rule(rule)
-    report = ops(con, embedder).sem_extract("reviews", "body", {"topic": ["delivery", "product"]}, out="x")
-    got = con.execute("SELECT truth, topic, count(*) FROM x GROUP BY ALL ORDER BY ALL").fetchall()
-    assert got == [("late", "delivery", 60), ("other", "product", 60)]
-    assert report.stage_mix.get("embedding", 0) > 0
+    report = ops(big, embedder).sem_extract("reviews", "body", {"topic": ["delivery", "product"]}, out="x")
+    got = big.execute("SELECT truth, topic, count(*) FROM x GROUP BY ALL ORDER BY ALL").fetchall()
+    assert got == [("late", "delivery", 600), ("other", "product", 600)]
+    assert report.stage_mix.get("proxy", 0) > 600
+    assert {s.side for s in report.guarantee.sides} == {"topic=delivery", "topic=product"}
     before = llm.items("strong")
     report = ops(con, embedder, light_model=None).sem_extract("reviews", "body", ["number"], out="y")
     assert report.stage_mix == {"strong": 120} and llm.items("strong") - before == 120
@@ -234,8 +320,11 @@ def test_filter_through_pgvector(db_url, con, embedder) -> None:  # noqa: F811
     import psycopg
     register_rule(rule_filter())
     with psycopg.connect(db_url) as conn:
-        o = ops(con, embedder)
+        o = ops(con, embedder, light_model=None, strong_model=None, upper=0.6, lower=0.2, allow_unverified=True)
         o.index = PgVectorIndex(conn)
         report = o.sem_filter("reviews", "body", "late delivery", out="late")
-    assert con.execute("SELECT count(*) FROM late WHERE truth = 'late'").fetchone()[0] == 60
-    assert report.rows_out == 60 and report.stage_mix.get("embedding", 0) > 0
+    mine = ops(con, embedder, light_model=None, strong_model=None, upper=0.6, lower=0.2,
+               allow_unverified=True).sem_filter(
+        "reviews", "body", "late delivery", out="late2")
+    assert report.stage_mix == mine.stage_mix and report.stage_mix.get("embedding", 0) > 0
+    assert con.execute("SELECT count(*) FROM late JOIN late2 USING (_row)").fetchone()[0] == report.rows_out

@@ -1,18 +1,29 @@
-"""Threshold calibration (Data Agents §III-C): a small sample is judged by the strong model,
-then the cut points are the widest that keep the decided items at the target precision.
+"""Held-out certification of a proxy's decisions (LOTUS's precision target, Patel et al.
+2024; BARGAIN's adaptive per-threshold sampling, Zeighami et al. 2025).
 
-A band is opened only where the Wilson lower bound (z = 1, about 84% one-sided) of the
-sample's precision reaches the target, so a handful of lucky sample items cannot open it:
-at a 0.9 target the first cut needs nine right in a row. On the bench, a plain point
-estimate let the embedding stage decide 6% of review-sentiment items at 0.72 precision;
-with the bound it decides none of them and routes them all to the models."""
+A side is one value the proxy can decide (`accept`, `reject`, a class). For each side the
+candidate thresholds on the proxy's confidence are tried from the strictest down (a fixed
+sequence, so trying several does not inflate the error): at each one, `sample` rows are drawn
+at random from the rows the proxy would decide there and were never judged (so never the rows
+that trained it), the strong model judges them, and the threshold is kept only when the
+Clopper-Pearson lower bound of their precision reaches the target. The first failure, or
+the end of the budget, stops the sequence; a side no threshold passed decides nothing and
+its rows go on to the models. Each side's statement "precision >= target" then holds with
+probability >= `confidence` (one-sided), whatever the sample size: a small sample simply
+cannot pass (at 0.9 and 95%, 28 right out of 28 do not).
+"""
 
 from __future__ import annotations
 
-import math
-from collections.abc import Sequence
+from collections.abc import Callable, Hashable, Sequence
+from typing import Any
 
 import numpy as np
+from scipy.stats import beta
+
+from dia_assets.agents.semantic_ops.models import SideGuarantee
+
+GRID: tuple[float, ...] = (0.99, 0.97, 0.95, 0.9, 0.85, 0.8, 0.7, 0.6)
 
 
 def sample_indices(n: int, size: int, seed: int = 0) -> list[int]:
@@ -23,75 +34,68 @@ def sample_indices(n: int, size: int, seed: int = 0) -> list[int]:
     return sorted(int(i) for i in rng.choice(n, size=size, replace=False))
 
 
-Z = 1.0
-
-
-def _smoothed(right: int, total: int, z: float = Z) -> float:
-    """Wilson score lower bound of right / total."""
-    if total == 0:
+def clopper_pearson_lower(right: int, total: int, confidence: float = 0.95) -> float:
+    """Exact one-sided lower confidence bound of a binomial proportion (0 when nothing
+    was right or nothing was seen)."""
+    if total <= 0 or right <= 0:
         return 0.0
-    p = right / total
-    centre = p + z * z / (2 * total)
-    spread = z * math.sqrt(p * (1 - p) / total + z * z / (4 * total * total))
-    return (centre - spread) / (1 + z * z / total)
+    return float(beta.ppf(1.0 - confidence, right, total - right + 1))
 
 
-def _safe_cut(values: np.ndarray, right: np.ndarray, target: float) -> float | None:
-    """The lowest value v such that the items scoring >= v are right often enough (Wilson
-    lower bound >= target), cutting only between distinct values; None = no such v."""
-    cut: float | None = None
-    order = np.argsort(-values, kind="stable")
-    hits = 0
-    for n, i in enumerate(order, start=1):
-        hits += int(right[i])
-        tie_next = n < len(order) and values[order[n]] == values[i]
-        if not tie_next and _smoothed(hits, n) >= target:
-            cut = float(values[i])
-    return cut
+def smallest_passing(total: int, target: float, confidence: float = 0.95) -> int | None:
+    """How many of `total` sampled rows must be right for the bound to reach the target."""
+    for right in range(total + 1):
+        if clopper_pearson_lower(right, total, confidence) >= target:
+            return right
+    return None
 
 
-def binary_thresholds(scores: Sequence[float], labels: Sequence[bool], target: float) -> tuple[float | None, float | None]:
-    """(upper, lower): accept score >= upper, reject score <= lower. None = no safe cut."""
-    s = np.asarray(scores, dtype=float)
-    y = np.asarray(labels, dtype=bool)
-    upper = _safe_cut(s, y, target)
-    flipped = _safe_cut(-s, ~y, target)  # rejecting from the bottom up
-    lower = None if flipped is None else -flipped
-    if upper is not None and lower is not None and lower >= upper:
-        lower = float(np.nextafter(upper, -np.inf))
-    return upper, lower
+Ask = Callable[[list[int]], dict[int, Any]]
 
 
-def margin_threshold(margins: Sequence[float], correct: Sequence[bool], target: float) -> float | None:
-    """Smallest top-1 vs top-2 margin above which the embedding's label is right often
-    enough; None = never trust the embedding's label."""
-    return _safe_cut(np.asarray(margins, dtype=float), np.asarray(correct, dtype=bool), target)
+def certify(predicted: Sequence[Hashable], scores: np.ndarray, judged: set[int], ask: Ask, *,
+            target: float, confidence: float, sample: int, steps: int, seed: int,
+            side_name: Callable[[Hashable], str] = str, grid: Sequence[float] = GRID,
+            values: Sequence[Hashable] | None = None) -> tuple[dict[int, Hashable], list[SideGuarantee]]:
+    """Rows the proxy may decide (position -> its value) and one report per side.
 
-
-def prototype_direction(vectors: np.ndarray, labels: Sequence[bool]) -> np.ndarray | None:
-    """Mean of the judged-true rows minus mean of the judged-false rows: scoring x by its
-    inner product with this is the nearest-prototype rule; None without both classes."""
-    y = np.asarray(labels, dtype=bool)
-    if y.sum() < 2 or (~y).sum() < 2:
-        return None
-    return (vectors[y].mean(axis=0) - vectors[~y].mean(axis=0)).astype(np.float32)
-
-
-def leave_one_out_scores(vectors: np.ndarray, labels: Sequence[bool]) -> np.ndarray:
-    """Each sample row scored by the prototypes of the *other* rows, so the calibrated
-    thresholds are not fitted on the scores of the rows that built the prototypes."""
-    y = np.asarray(labels, dtype=bool)
-    pos_sum, neg_sum = vectors[y].sum(axis=0), vectors[~y].sum(axis=0)
-    n_pos, n_neg = int(y.sum()), int((~y).sum())
-    out = np.empty(len(vectors))
-    for i, x in enumerate(vectors):
-        p = (pos_sum - x) / (n_pos - 1) if y[i] else pos_sum / n_pos
-        q = (neg_sum - x) / (n_neg - 1) if not y[i] else neg_sum / n_neg
-        out[i] = float(x @ (p - q))
-    return out
-
-
-def class_prototypes(vectors: np.ndarray, labels: Sequence[str], names: Sequence[str]) -> dict[str, np.ndarray]:
-    """Mean vector per label that has at least two judged rows."""
-    arr = np.asarray(labels, dtype=object)
-    return {n: vectors[arr == n].mean(axis=0) for n in names if int((arr == n).sum()) >= 2}
+    `predicted[i]` and `scores[i]` are the proxy's value and confidence for row i; `judged`
+    holds the positions the strong model already answered (the training sample) and grows
+    with every row `ask` sends to it; `ask(positions)` returns the strong model's value per
+    position it answered (an unanswered row counts as wrong: the bound stays conservative).
+    `values` lists the sides to report (default: those the proxy predicts)."""
+    rng = np.random.default_rng(seed + 7919)
+    pred = np.asarray(predicted, dtype=object)
+    decided: dict[int, Hashable] = {}
+    reports: list[SideGuarantee] = []
+    for value in values if values is not None else sorted(set(pred.tolist()), key=str):
+        side = SideGuarantee(side=side_name(value), target=target, confidence=confidence)
+        of_side = np.flatnonzero(pred == value)
+        tested: float | None = None
+        for cut in sorted(grid, reverse=True):
+            if side.tests >= steps:
+                break
+            if tested is not None and not any(cut <= scores[i] < tested for i in of_side):
+                continue  # the same rows as the cut already passed: nothing to gain
+            region = [int(i) for i in of_side if scores[i] >= cut and int(i) not in judged]
+            if len(region) < sample + sample // 2:  # too few rows to be worth a test: a looser cut
+                continue
+            picks = sorted(int(i) for i in rng.choice(region, size=sample, replace=False))
+            answers = ask(picks)
+            judged.update(picks)
+            right = sum(1 for i in picks if i in answers and answers[i] == value)
+            bound = clopper_pearson_lower(right, sample, confidence)
+            side.tests += 1
+            tested = cut
+            side.sampled += sample
+            side.last_test = {"threshold": cut, "right": right, "sampled": sample, "lower_bound": round(bound, 4)}
+            if bound < target:
+                break
+            side.threshold, side.right, side.checked, side.lower_bound = cut, right, sample, round(bound, 4)
+        if side.threshold is not None:
+            rows = [int(i) for i in of_side if scores[i] >= side.threshold and int(i) not in judged]
+            decided.update({i: value for i in rows})
+        reports.append(side)
+    for side in reports:  # rows judged by later tests are the strong model's, not the proxy's
+        side.decided = sum(1 for i, v in decided.items() if side_name(v) == side.side and i not in judged)
+    return {i: v for i, v in decided.items() if i not in judged}, reports

@@ -8,8 +8,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-Stage = Literal["embedding", "light", "strong", "embedding_fallback", "unresolved", "undecided"]
-STAGES: tuple[str, ...] = ("embedding", "light", "strong", "embedding_fallback", "unresolved", "undecided")
+Stage = Literal["proxy", "embedding", "light", "strong", "embedding_fallback", "unresolved", "undecided"]
+STAGES: tuple[str, ...] = ("proxy", "embedding", "light", "strong", "embedding_fallback", "unresolved", "undecided")
 # `unresolved`: a model was asked and gave no valid answer; `undecided`: the run stopped (a
 # model became unreachable) before anyone looked at the row
 
@@ -19,8 +19,11 @@ def _env(name: str) -> str | None:
 
 
 class CascadeConfig(BaseModel):
-    """Which stages run and where they cut. Thresholds left as None are calibrated on a
-    sample judged by the strong model (or by the light one when the strong is off)."""
+    """Which stages run and where they cut. With a model, a learned proxy is trained on
+    `calibration_size` rows the strong model (else the light one) judges, and each side it
+    decides is certified on held-out rows: up to `certify_steps` tests of `certify_sample`
+    rows per side, each a Clopper-Pearson bound at `confidence` against `target_precision`.
+    Fixed `upper`/`lower`/`margin` skip all that (similarity cuts, no guarantee)."""
 
     version: int = 1
     embedding: bool = True
@@ -33,7 +36,10 @@ class CascadeConfig(BaseModel):
     margin: float | None = None
     light_confidence: float = 0.8
     target_precision: float = 0.9
-    calibration_size: int = 40
+    confidence: float = 0.95
+    calibration_size: int = 100
+    certify_sample: int = 50
+    certify_steps: int = 3
     batch_size: int = 20
     candidates: int = 5
     seed: int = 0
@@ -82,7 +88,57 @@ class Thresholds(BaseModel):
     lower: float | None = None
     margin: float | None = None
     calibrated_on: int = 0
-    scorer: Literal["similarity", "prototype", "none"] = "similarity"
+    scorer: Literal["similarity", "proxy", "none"] = "similarity"
+
+
+class SideGuarantee(BaseModel):
+    """One decided side (accept, reject, a class, `field=value`): the threshold on the
+    proxy's confidence that passed its held-out test, the test's figures, and how many rows
+    the proxy decided there. `threshold` None = declined: those rows went to the models."""
+
+    side: str
+    target: float
+    confidence: float
+    threshold: float | None = None
+    right: int = 0
+    checked: int = 0
+    lower_bound: float | None = None
+    decided: int = 0
+    tests: int = 0
+    sampled: int = 0
+    last_test: dict[str, Any] | None = None
+
+    @property
+    def estimate(self) -> float | None:
+        """Precision measured on the held-out sample that opened the side."""
+        return round(self.right / self.checked, 4) if self.checked else None
+
+    @property
+    def met(self) -> bool:
+        return self.lower_bound is not None and self.lower_bound >= self.target
+
+
+class Guarantee(BaseModel):
+    """What the proxy stage promises: per side, precision >= target with probability >=
+    confidence, measured on rows that never trained it; plus what it cost to know."""
+
+    target: float
+    confidence: float
+    proxy: str = "none"  # which learned model decided, or none
+    trained_on: int = 0
+    sides: list[SideGuarantee] = Field(default_factory=list)
+    decided_by_proxy: int = 0
+    judged_by_model: int = 0
+
+    def summary(self, rows_in: int) -> dict[str, Any]:
+        return {
+            "target": self.target, "confidence": self.confidence, "proxy": self.proxy,
+            "trained_on": self.trained_on, "judged_by_model": self.judged_by_model,
+            "decided_by_proxy": self.decided_by_proxy,
+            "share_decided_without_strong_model": round(self.decided_by_proxy / rows_in, 4) if rows_in else 0.0,
+            "sides": {s.side: {"decided": s.decided, "threshold": s.threshold, "estimate": s.estimate,
+                               "lower_bound": s.lower_bound, "sampled": s.sampled} for s in self.sides},
+        }
 
 
 class OperatorReport(BaseModel):
@@ -102,10 +158,11 @@ class OperatorReport(BaseModel):
     thresholds: Thresholds = Field(default_factory=Thresholds)
     precision: dict[str, float] = Field(default_factory=dict, description=(
         "Estimated precision of decisions made without the strong model, by stage or stage:side "
-        "(e.g. `embedding:accepted`), as the operator's calibration estimates it on held-out rows. "
+        "(e.g. `proxy:accepted`), as the operator's calibration estimates it on held-out rows. "
         "A stage that decided rows and is absent here is unverified."))
     status: Literal["complete", "partial"] = "complete"
     error: str | None = Field(None, description="Why a partial run stopped (a model outage).")
+    guarantee: Guarantee | None = None
     config: CascadeConfig
 
     @property
@@ -130,6 +187,9 @@ class OperatorReport(BaseModel):
             "calls_per_stage": {u.stage: u.calls for u in self.usage},
             "thresholds": self.thresholds.model_dump(), "precision": self.precision,
             "status": self.status, "error": self.error,
+            "strong_model_items": sum(u.items for u in self.usage if u.stage == "strong"),
+            "strong_model_calls": sum(u.calls for u in self.usage if u.stage == "strong"),
+            **({"guarantee": self.guarantee.summary(self.rows_in)} if self.guarantee else {}),
         }
 
 

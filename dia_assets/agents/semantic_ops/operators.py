@@ -1,7 +1,8 @@
-"""The four semantic operators. Each one: embed the column, search it through the vector
-index with the condition (or a calibrated prototype direction), accept above the upper
-bound, reject below the lower one, send the band between to the light model, then the
-strong model; results and per-row provenance become DuckDB tables.
+"""The four semantic operators. Each one: embed the column; with a model, train a cheap
+proxy on a random sample the strong model judges and let it decide only the sides it is
+certified for on held-out rows (`calibrate`: precision >= target with 95% confidence);
+without one, fixed similarity cuts. The rest goes to the light model, then the strong one;
+results, per-row provenance and the guarantee per side become DuckDB tables and the report.
 
 `ops = SemanticOps(con, embedder)`; `ops.sem_filter("reviews", "text", "complains about
 delivery", out="late_reviews")` returns an `OperatorReport`."""
@@ -19,12 +20,13 @@ import duckdb
 import numpy as np
 
 from dia_assets.agents.memory.embedder import Embedder
-from dia_assets.agents.semantic_ops import calibrate
+from dia_assets.agents.semantic_ops import calibrate, proxy
 from dia_assets.agents.semantic_ops.cascade import Models, Pending, resolve
 from dia_assets.agents.semantic_ops.judge import JudgeTask
 from dia_assets.agents.semantic_ops.models import (
     CascadeConfig,
     Decision,
+    Guarantee,
     OperatorReport,
     SemanticModelMissing,
     SemanticModelUnavailable,
@@ -67,7 +69,11 @@ def _stopped(err: SemanticModelUnavailable, ids: Sequence[str]) -> list[Decision
 
 
 def _finish(report: OperatorReport, failure: SemanticModelUnavailable | None) -> OperatorReport:
-    """The report, or, after an outage, the partial report raised with the error."""
+    """The report, or, after an outage, the partial report raised with the error. The proxy's
+    certified sides state their precision as the held-out lower bound (what is guaranteed)."""
+    if report.guarantee is not None:
+        report.precision.update({f"proxy:{s.side}": round(s.lower_bound, 4) for s in report.guarantee.sides
+                                 if s.decided and s.lower_bound is not None})
     if failure is None:
         return report
     report.status, report.error = "partial", str(failure)
@@ -125,13 +131,14 @@ class SemanticOps:
         failure: SemanticModelUnavailable | None = None
         try:
             try:
-                decisions, thresholds, models = self._binary(
+                decisions, thresholds, models, guarantee = self._binary(
                     rows, JudgeTask("filter", condition), condition, cfg,
                     payload=lambda text: text,
                 )
                 usage = models.usage()
             except SemanticModelUnavailable as err:  # keep and mark what was decided
                 decisions, thresholds, usage, failure = _stopped(err, [i for i, _ in rows]), Thresholds(), err.usage, err
+                guarantee = None
             write_decisions(self.con, f"{out}__decisions", decisions)
             self.con.execute(
                 f"CREATE OR REPLACE TABLE {quote(out)} AS SELECT s.*, d._stage, d._score "
@@ -144,69 +151,113 @@ class SemanticOps:
             operator="sem_filter", source=table, column=column, argument=condition,
             output_table=out, decisions_table=f"{out}__decisions", rows_in=len(rows),
             rows_out=int(rows_out), stage_mix=_mix(decisions), usage=usage,
-            thresholds=thresholds, config=cfg), failure)
+            thresholds=thresholds, guarantee=guarantee, config=cfg), failure)
 
     def _binary(self, rows: Sequence[tuple[str, Any]], task: JudgeTask, query_text: str,
                 cfg: CascadeConfig, payload: Any, texts: Sequence[str] | None = None,
-                vectors: np.ndarray | None = None) -> tuple[list[Decision], Thresholds, Models]:
+                vectors: np.ndarray | None = None,
+                ) -> tuple[list[Decision], Thresholds, Models, Guarantee | None]:
         """The full cascade for a yes/no question over `rows` (id, text or pair)."""
         models = self._models(cfg)
-        decisions: list[Decision] = []
-        if not cfg.embedding:
+        if not cfg.embedding or not rows:
             pending = [Pending(i, payload(t)) for i, t in rows]
-            return self._resolve(pending, task, models, []), Thresholds(scorer="none"), models
+            return self._resolve(pending, task, models, []), Thresholds(scorer="none"), models, None
+        texts = list(texts if texts is not None else [t for _, t in rows])
         if vectors is None:
-            vectors = self.embedder.embed(list(texts if texts is not None else [t for _, t in rows]))
+            vectors = self.embedder.embed(texts)
         ids = [i for i, _ in rows]
         query = self.embedder.embed([query_text])[0]
-        thresholds = Thresholds(upper=cfg.upper, lower=cfg.lower)
-        judged: dict[str, bool] = {}
-        if (cfg.upper is None or cfg.lower is None) and models.judge is not None and rows:
-            picks = calibrate.sample_indices(len(rows), cfg.calibration_size, cfg.seed)
-            answers = models.judge.ask(task, [(ids[i], payload(rows[i][1])) for i in picks])
-            for i in picks:
-                ans = answers.get(ids[i])
-                if ans is not None:
-                    judged[ids[i]] = bool(ans.value)
-                    decisions.append(Decision(id=ids[i], value=bool(ans.value), stage=models.judge.stage,
-                                              confidence=ans.confidence))
-            where = {i: n for n, i in enumerate(ids)}
-            pos = [where[i] for i in judged]
-            labels = [judged[ids[p]] for p in pos]
-            direction = calibrate.prototype_direction(vectors[pos], labels) if pos else None
-            if direction is not None:
-                query = direction
-                sample_scores = calibrate.leave_one_out_scores(vectors[pos], labels)
-                thresholds.scorer = "prototype"
-            else:
-                sample_scores = vectors[pos] @ query if pos else np.zeros(0)
-            upper, lower = calibrate.binary_thresholds(sample_scores, labels, cfg.target_precision)
-            thresholds.upper = cfg.upper if cfg.upper is not None else upper
-            thresholds.lower = cfg.lower if cfg.lower is not None else lower
-            thresholds.calibrated_on = len(judged)
-        elif (cfg.upper is None or cfg.lower is None) and rows:
+        if not self._fixed(cfg, "upper", "lower") and models.judge is not None:
+            x = proxy.features(texts, vectors, (vectors @ query)[:, None])
+            head = Head("", bool, (True, False), lambda v: "accept" if v else "reject")
+            decisions, pending, guarantee, _ = self._learned(
+                ids, [payload(t) for _, t in rows], x, task, cfg, models, [head])
+            decisions.extend(self._resolve(pending, task, models, decisions))
+            return decisions, Thresholds(scorer="proxy", calibrated_on=guarantee.trained_on), models, guarantee
+        if cfg.upper is None or cfg.lower is None:
             raise SemanticOpError(
                 "the embedding stage needs thresholds: set upper and lower, or configure a model "
                 "(DIA_SEMANTIC_STRONG_MODEL or DIA_MODEL) to calibrate them on a sample")
         scores = self._scores(ids, vectors, query)
-        for d in decisions:  # the judged sample keeps its embedding score for the record
-            d.score = scores.get(d.id)
-        pending: list[Pending] = []
-        upper, lower = thresholds.upper, thresholds.lower
-        mid = (upper + lower) / 2 if upper is not None and lower is not None else None
-        for i, text in rows:
-            if i in judged:
-                continue
-            s = scores.get(i)
-            if s is not None and upper is not None and s >= upper:
-                decisions.append(Decision(id=i, value=True, stage="embedding", score=s))
-            elif s is not None and lower is not None and s <= lower:
-                decisions.append(Decision(id=i, value=False, stage="embedding", score=s))
-            else:
-                guess = None if (s is None or mid is None) else bool(s >= mid)
-                pending.append(Pending(i, payload(text), s, guess))
+        decisions, pending = _cut(rows, scores, cfg.upper, cfg.lower, payload)
         decisions.extend(self._resolve(pending, task, models, decisions))
-        return decisions, thresholds, models
+        return decisions, Thresholds(upper=cfg.upper, lower=cfg.lower), models, None
+
+    @staticmethod
+    def _fixed(cfg: CascadeConfig, *names: str) -> bool:
+        """Cut points given by configuration: used as they are, with no guarantee."""
+        return all(getattr(cfg, n) is not None for n in names)
+
+    def _learned(self, keys: list[str], payloads: list[Any], x: Any, task: JudgeTask,
+                 cfg: CascadeConfig, models: Models, heads: Sequence[Head],
+                 ) -> tuple[list[Decision], list[Pending], Guarantee, dict[str, dict[str, Any]]]:
+        """Train the proxy on a random sample the judge answers, certify each head's sides
+        on held-out rows (`calibrate.certify`), decide the certified rows; the rest are
+        pending for the model stages. A row is the proxy's only when every head decided it;
+        otherwise the model answers it and the certified heads' values are kept (returned per
+        row id for `_merge`), so each side's decided rows are exactly those it was certified on."""
+        judge = models.judge
+        assert judge is not None
+        n = len(keys)
+        decisions: dict[int, Decision] = {}
+        answers_by_pos: dict[int, Any] = {}
+
+        def ask(positions: list[int]) -> dict[int, Any]:
+            got = judge.ask(task, [(keys[p], payloads[p]) for p in positions])
+            for p in positions:
+                ans = got.get(keys[p])
+                if ans is not None:
+                    answers_by_pos[p] = ans.value
+                    decisions[p] = Decision(id=keys[p], value=ans.value, stage=judge.stage,
+                                            confidence=ans.confidence)
+            return {p: answers_by_pos[p] for p in positions if p in answers_by_pos}
+
+        train_pos = calibrate.sample_indices(n, cfg.calibration_size, cfg.seed)
+        ask(train_pos)
+        judged: set[int] = set(train_pos)
+        guarantee = Guarantee(target=cfg.target_precision, confidence=cfg.confidence)
+        fitted = [p for p in train_pos if p in answers_by_pos]
+        guarantee.trained_on = len(fitted)
+        per_head: list[dict[int, Any]] = []
+        if len(judged) < n and fitted:
+            guarantee.proxy = proxy.NAME
+            for h_no, head in enumerate(heads):
+                model = proxy.train(x[fitted], [head.value_of(answers_by_pos[p]) for p in fitted], cfg.seed)
+                if model is None:
+                    per_head.append({})
+                    continue
+                predicted, conf = model.predict(x)
+
+                def ask_head(positions: list[int], head: Head = head) -> dict[int, Any]:
+                    return {p: head.value_of(v) for p, v in ask(positions).items()}
+
+                decided, sides = calibrate.certify(
+                    predicted, conf, judged, ask_head, target=cfg.target_precision,
+                    confidence=cfg.confidence, sample=cfg.certify_sample, steps=cfg.certify_steps,
+                    seed=cfg.seed + h_no, side_name=head.side_name, values=head.values)
+                guarantee.sides.extend(sides)
+                per_head.append({p: (v, float(conf[p])) for p, v in decided.items()})
+        guarantee.judged_by_model = len(judged)
+        out = list(decisions.values())
+        pending: list[Pending] = []
+        partial: dict[str, dict[str, Any]] = {}
+        for p in range(n):
+            if p in decisions:
+                continue
+            got = [h.get(p) for h in per_head]
+            if got and all(g is not None for g in got):
+                value = got[0][0] if len(heads) == 1 and not heads[0].name else {
+                    head.name: g[0] for head, g in zip(heads, got, strict=True)}
+                out.append(Decision(id=keys[p], value=_plain(value), stage="proxy",
+                                    score=round(min(g[1] for g in got), 6)))
+                continue
+            kept = {head.name: _plain(g[0]) for head, g in zip(heads, got, strict=True) if g is not None}
+            if kept:
+                partial[keys[p]] = kept
+            pending.append(Pending(keys[p], payloads[p]))
+        # a judged row the model never answered is still pending (retried, else unresolved)
+        guarantee.decided_by_proxy = sum(1 for d in out if d.stage == "proxy")
+        return out, pending, guarantee, partial
 
     # ------------------------------------------------------------------ sem_join
     def sem_join(self, left: str, left_column: str, right: str, right_column: str,
@@ -224,6 +275,8 @@ class SemanticOps:
             if cfg.embedding:
                 lv = self.embedder.embed([t for _, t in lrows])
                 rv = self.embedder.embed([t for _, t in rrows])
+                lvec = dict(zip([i for i, _ in lrows], lv, strict=True))
+                rvec = dict(zip([i for i, _ in rrows], rv, strict=True))
                 collection = f"sem:{uuid.uuid4().hex}"
                 self.index.add(collection, [i for i, _ in rrows], rv)
                 try:
@@ -237,6 +290,7 @@ class SemanticOps:
                         f"sem_join without the embedding stage would ask about {len(lrows) * len(rrows)} "
                         f"pairs (limit {MAX_UNPRUNED_PAIRS}); turn the embedding stage on")
                 pairs = [(f"{li}|{ri}", 0.0) for li, _ in lrows for ri, _ in rrows]
+                lvec = rvec = {}
             pair_rows = [(pid, pid) for pid, _ in pairs]
 
             def payload(pid: str) -> dict[str, str]:
@@ -244,12 +298,18 @@ class SemanticOps:
                 return {"left": ltext[li], "right": rtext[ri]}
 
             score_of = dict(pairs)
+            def pair_vectors(pids: list[str]) -> tuple[np.ndarray, np.ndarray]:
+                split = [p.split("|") for p in pids]
+                return (np.stack([lvec[li] for li, _ in split]), np.stack([rvec[ri] for _, ri in split]))
+
             failure: SemanticModelUnavailable | None = None
             try:
-                decisions, thresholds, models = self._pairs(pair_rows, score_of, condition, cfg, payload)
+                decisions, thresholds, models, guarantee = self._pairs(
+                    pair_rows, score_of, condition, cfg, payload, pair_vectors)
                 usage = models.usage()
             except SemanticModelUnavailable as err:  # keep and mark what was decided
                 decisions, thresholds, usage, failure = _stopped(err, [p for p, _ in pair_rows]), Thresholds(), err.usage, err
+                guarantee = None
             write_decisions(self.con, f"{out}__decisions", decisions, ("_left_row", "_right_row"))
             lcols = [c for c in columns_of(self.con, la) if c != "_row"]
             rcols = [c for c in columns_of(self.con, ra) if c != "_row"]
@@ -268,52 +328,31 @@ class SemanticOps:
             operator="sem_join", source=f"{left},{right}", column=f"{left_column},{right_column}",
             argument=condition, output_table=out, decisions_table=f"{out}__decisions",
             rows_in=len(pair_rows), rows_out=int(rows_out), stage_mix=_mix(decisions),
-            usage=usage, thresholds=thresholds, config=cfg), failure)
+            usage=usage, thresholds=thresholds, guarantee=guarantee, config=cfg), failure)
 
     def _pairs(self, pair_rows: list[tuple[str, str]], score_of: dict[str, float], condition: str,
-               cfg: CascadeConfig, payload: Any) -> tuple[list[Decision], Thresholds, Models]:
-        """Cascade over candidate pairs, thresholds on the pair's cosine similarity."""
+               cfg: CascadeConfig, payload: Any, pair_vectors: Any,
+               ) -> tuple[list[Decision], Thresholds, Models, Guarantee | None]:
+        """Cascade over candidate pairs: a proxy on pair features certified per side (match,
+        no match), or fixed cuts on the pair's cosine similarity."""
         models = self._models(cfg)
         task = JudgeTask("match", condition)
-        if not cfg.embedding:
-            return (self._resolve([Pending(p, payload(p)) for p, _ in pair_rows], task, models, []),
-                    Thresholds(scorer="none"), models)
-        thresholds = Thresholds(upper=cfg.upper, lower=cfg.lower)
-        decisions: list[Decision] = []
-        judged: set[str] = set()
-        if (cfg.upper is None or cfg.lower is None) and models.judge is not None and pair_rows:
-            picks = calibrate.sample_indices(len(pair_rows), cfg.calibration_size, cfg.seed)
-            ids = [pair_rows[i][0] for i in picks]
-            answers = models.judge.ask(task, [(p, payload(p)) for p in ids])
-            labels, scores = [], []
-            for p in ids:
-                if p in answers:
-                    judged.add(p)
-                    labels.append(bool(answers[p].value))
-                    scores.append(score_of[p])
-                    decisions.append(Decision(id=p, value=bool(answers[p].value), stage=models.judge.stage,
-                                              score=score_of[p], confidence=answers[p].confidence))
-            upper, lower = calibrate.binary_thresholds(scores, labels, cfg.target_precision)
-            thresholds.upper = cfg.upper if cfg.upper is not None else upper
-            thresholds.lower = cfg.lower if cfg.lower is not None else lower
-            thresholds.calibrated_on = len(judged)
-        elif (cfg.upper is None or cfg.lower is None) and pair_rows:
+        if not cfg.embedding or not pair_rows:
+            pending = [Pending(p, payload(p)) for p, _ in pair_rows]
+            return self._resolve(pending, task, models, []), Thresholds(scorer="none"), models, None
+        if not self._fixed(cfg, "upper", "lower") and models.judge is not None:
+            pids = [p for p, _ in pair_rows]
+            x = proxy.pair_features(*pair_vectors(pids))
+            head = Head("", bool, (True, False), lambda v: "match" if v else "no match")
+            decisions, pending, guarantee, _ = self._learned(
+                pids, [payload(p) for p in pids], x, task, cfg, models, [head])
+            decisions.extend(self._resolve(pending, task, models, decisions))
+            return decisions, Thresholds(scorer="proxy", calibrated_on=guarantee.trained_on), models, guarantee
+        if cfg.upper is None or cfg.lower is None:
             raise SemanticOpError("the embedding stage needs thresholds: set upper and lower, or a model")
-        upper, lower = thresholds.upper, thresholds.lower
-        mid = (upper + lower) / 2 if upper is not None and lower is not None else None
-        pending: list[Pending] = []
-        for p, _ in pair_rows:
-            if p in judged:
-                continue
-            s = score_of[p]
-            if upper is not None and s >= upper:
-                decisions.append(Decision(id=p, value=True, stage="embedding", score=s))
-            elif lower is not None and s <= lower:
-                decisions.append(Decision(id=p, value=False, stage="embedding", score=s))
-            else:
-                pending.append(Pending(p, payload(p), s, None if mid is None else bool(s >= mid)))
+        decisions, pending = _cut(pair_rows, score_of, cfg.upper, cfg.lower, payload)
         decisions.extend(self._resolve(pending, task, models, decisions))
-        return decisions, thresholds, models
+        return decisions, Thresholds(upper=cfg.upper, lower=cfg.lower), models, None
 
     # ------------------------------------------------------------------ sem_group
     def sem_group(self, table: str, column: str, out: str, labels: Sequence[str] | None = None,
@@ -332,9 +371,9 @@ class SemanticOps:
         names: list[str] = list(labels or [])
         try:
             try:
-                decisions, thresholds, names = self._classify(rows, labels, k, instruction, cfg, models)
+                decisions, thresholds, names, guarantee = self._classify(rows, labels, k, instruction, cfg, models)
             except SemanticModelUnavailable as err:  # keep and mark what was decided
-                decisions, thresholds, failure = _stopped(err, [i for i, _ in rows]), Thresholds(), err
+                decisions, thresholds, failure, guarantee = _stopped(err, [i for i, _ in rows]), Thresholds(), err, None
             write_decisions(self.con, f"{out}__decisions", decisions)
             self.con.execute(
                 f"CREATE OR REPLACE TABLE {quote(out)} AS SELECT s.*, d.value AS _group, d._stage, d._score "
@@ -346,11 +385,12 @@ class SemanticOps:
             argument={"labels": list(names), "k": k, "instruction": instruction},
             output_table=out, decisions_table=f"{out}__decisions", rows_in=len(rows),
             rows_out=len(rows), stage_mix=_mix(decisions), usage=models.usage(),
-            thresholds=thresholds, config=cfg), failure)
+            thresholds=thresholds, guarantee=guarantee, config=cfg), failure)
 
     def _classify(self, rows: Sequence[tuple[str, str]], labels: Sequence[str] | None, k: int | None,
                   instruction: str, cfg: CascadeConfig, models: Models,
-                  ) -> tuple[list[Decision], Thresholds, list[str]]:
+                  ) -> tuple[list[Decision], Thresholds, list[str], Guarantee | None]:
+        """Labels per row: the certified proxy (with a model) or nearest label vector."""
         ids = [i for i, _ in rows]
         texts = [t for _, t in rows]
         need_vectors = cfg.embedding or not labels
@@ -370,49 +410,28 @@ class SemanticOps:
         decisions: list[Decision] = []
         thresholds = Thresholds(margin=cfg.margin)
         if not cfg.embedding and labels:
-            return self._resolve([Pending(i, t) for i, t in rows], task, models, []), Thresholds(scorer="none"), names
-        judged: dict[str, str] = {}
+            return self._resolve([Pending(i, t) for i, t in rows], task, models, []), Thresholds(scorer="none"), names, None
         if cfg.margin is None and models.judge is not None and rows:
-            picks = calibrate.sample_indices(len(rows), cfg.calibration_size, cfg.seed)
-            answers = models.judge.ask(task, [(ids[i], texts[i]) for i in picks])
-            judged = {ids[i]: answers[ids[i]].value for i in picks if ids[i] in answers}
-            for i in picks:
-                if ids[i] in answers:
-                    decisions.append(Decision(id=ids[i], value=answers[ids[i]].value,
-                                              stage=models.judge.stage, confidence=answers[ids[i]].confidence))
-            where = {i: n for n, i in enumerate(ids)}
-            pos = [where[i] for i in judged]
-            learned = calibrate.class_prototypes(vectors[pos], [judged[ids[p]] for p in pos], names)
-            if labels and learned:
-                protos.update(learned)
-                thresholds.scorer = "prototype"
-            margins, correct = [], []
-            for p in pos:
-                top, second, _ = _top_two(self._label_scores_one(vectors[p], protos))
-                margins.append(top[1] - second[1])
-                correct.append(top[0] == judged[ids[p]])
-            thresholds.margin = calibrate.margin_threshold(margins, correct, cfg.target_precision)
-            thresholds.calibrated_on = len(judged)
-        elif cfg.margin is None and labels and rows:
+            sims = np.stack([vectors @ v for v in protos.values()], axis=1)
+            x = proxy.features(texts, vectors, sims)
+            head = Head("", str, tuple(names))
+            decisions, pending, guarantee, _ = self._learned(ids, list(texts), x, task, cfg, models, [head])
+            decisions.extend(self._resolve(pending, task, models, decisions))
+            return decisions, Thresholds(scorer="proxy", calibrated_on=guarantee.trained_on), names, guarantee
+        if cfg.margin is None and labels and rows:
             raise SemanticOpError("the embedding stage needs a margin: set margin, or configure a model")
+        # a fixed margin (or k clusters and no model): nearest label or centroid, no guarantee
         per_label = {n: self._scores(ids, vectors, v) for n, v in protos.items()}
         pending: list[Pending] = []
         for i, text in rows:
-            s = {n: per_label[n].get(i, -1.0) for n in per_label}
-            top, second, margin = _top_two(s)
-            if i in judged:
-                continue
-            trusted = thresholds.margin is not None and margin >= thresholds.margin
+            top, _second, margin = _top_two({n: per_label[n].get(i, -1.0) for n in per_label})
+            trusted = cfg.margin is not None and margin >= cfg.margin
             if trusted or (not labels and models.judge is None):
                 decisions.append(Decision(id=i, value=top[0], stage="embedding", score=margin))
             else:
                 pending.append(Pending(i, text, margin, top[0]))
         decisions.extend(self._resolve(pending, task, models, decisions))
-        return decisions, thresholds, names
-
-    @staticmethod
-    def _label_scores_one(vector: np.ndarray, protos: dict[str, np.ndarray]) -> dict[str, float]:
-        return {n: float(vector @ v) for n, v in protos.items()}
+        return decisions, thresholds, names, None
 
     def _name_groups(self, members: list[list[int]], texts: Sequence[str], models: Models,
                      instruction: str) -> list[str]:
@@ -459,10 +478,12 @@ class SemanticOps:
             thresholds = Thresholds(scorer="none")
             decisions: list[Decision] = []
             pending = [Pending(i, t) for i, t in rows]
+            guarantee, partial = None, {}
             try:
-                if cfg.embedding and all(spec.values()):
-                    decisions, pending, thresholds = self._extract_by_embedding(rows, spec, cfg, models, task)
-                decisions.extend(self._resolve(pending, task, models, decisions))
+                if cfg.embedding and all(spec.values()) and rows:
+                    decisions, pending, thresholds, guarantee, partial = self._extract_by_embedding(
+                        rows, spec, cfg, models, task)
+                decisions.extend(_merge(self._resolve(pending, task, models, decisions), partial))
             except SemanticModelUnavailable as err:  # keep and mark what was decided
                 decisions, failure = _stopped(err, [i for i, _ in rows]), err
             write_decisions(self.con, f"{out}__decisions", decisions)
@@ -476,67 +497,82 @@ class SemanticOps:
             operator="sem_extract", source=table, column=column, argument={"fields": spec},
             output_table=out, decisions_table=f"{out}__decisions", rows_in=len(rows),
             rows_out=len(rows), stage_mix=_mix(decisions), usage=models.usage(),
-            thresholds=thresholds, config=cfg), failure)
+            thresholds=thresholds, guarantee=guarantee, config=cfg), failure)
 
     def _extract_by_embedding(self, rows: Sequence[tuple[str, str]], spec: dict[str, list[str] | None],
                               cfg: CascadeConfig, models: Models, task: JudgeTask,
-                              ) -> tuple[list[Decision], list[Pending], Thresholds]:
-        """Enumerated fields: per field, nearest allowed value by embedding; a row is decided
-        when every field's margin clears that field's calibrated margin."""
+                              ) -> tuple[list[Decision], list[Pending], Thresholds, Guarantee | None,
+                                         dict[str, dict[str, Any]]]:
+        """Enumerated fields: with a model, one certified proxy head per field (each value a
+        side); with a fixed margin, the nearest allowed value when every field clears it."""
         ids = [i for i, _ in rows]
         texts = [t for _, t in rows]
         vectors = self.embedder.embed(texts)
+        value_vecs = {f: self.embedder.embed([f"{f}: {v}" for v in values or []]) for f, values in spec.items()}
+        if cfg.margin is None and models.judge is not None:
+            x = proxy.features(texts, vectors, np.hstack([vectors @ v.T for v in value_vecs.values()]))
+            heads = [Head(f, lambda a, f=f: str(a.get(f)) if isinstance(a, dict) else "None",
+                          tuple(values or []), lambda v, f=f: f"{f}={v}") for f, values in spec.items()]
+            decisions, pending, guarantee, partial = self._learned(ids, texts, x, task, cfg, models, heads)
+            return (decisions, pending, Thresholds(scorer="proxy", calibrated_on=guarantee.trained_on),
+                    guarantee, partial)
         decisions: list[Decision] = []
-        judged: dict[str, dict[str, Any]] = {}
-        if models.judge is not None and rows and cfg.margin is None:
-            picks = calibrate.sample_indices(len(rows), cfg.calibration_size, cfg.seed)
-            answers = models.judge.ask(task, [(ids[i], texts[i]) for i in picks])
-            for i in picks:
-                if ids[i] in answers:
-                    judged[ids[i]] = answers[ids[i]].value
-                    decisions.append(Decision(id=ids[i], value=answers[ids[i]].value,
-                                              stage=models.judge.stage, confidence=answers[ids[i]].confidence))
-        margins: dict[str, float | None] = {}
-        field_scores: dict[str, dict[str, dict[str, float]]] = {}
-        for f, values in spec.items():
-            assert values
-            protos = dict(zip(values, self.embedder.embed([f"{f}: {v}" for v in values]), strict=True))
-            where = {i: n for n, i in enumerate(ids)}
-            pos = [where[i] for i in judged]
-            learned = calibrate.class_prototypes(vectors[pos], [str(judged[ids[p]].get(f)) for p in pos], values)
-            protos.update(learned)
-            if cfg.margin is not None:
-                margins[f] = cfg.margin
-            elif pos:
-                ms, ok = [], []
-                for p in pos:
-                    top, second, _ = _top_two(self._label_scores_one(vectors[p], protos))
-                    ms.append(top[1] - second[1])
-                    ok.append(top[0] == str(judged[ids[p]].get(f)))
-                margins[f] = calibrate.margin_threshold(ms, ok, cfg.target_precision)
-            else:
-                margins[f] = None
-            per_value = {v: self._scores(ids, vectors, q) for v, q in protos.items()}
-            field_scores[f] = {i: {v: per_value[v][i] for v in per_value} for i in ids}
         pending: list[Pending] = []
-        for i, text in rows:
-            if i in judged:
-                continue
+        for n, (i, text) in enumerate(rows):
             value: dict[str, Any] = {}
             weakest = float("inf")
-            for f in spec:
-                top, _second, margin = _top_two(field_scores[f][i])
+            for f, values in spec.items():
+                sims = dict(zip(values or [], (value_vecs[f] @ vectors[n]).tolist(), strict=True))
+                top, _second, margin = _top_two(sims)
                 value[f] = top[0]
-                need = margins[f]
-                weakest = min(weakest, margin - (need if need is not None else float("inf")))
+                weakest = min(weakest, margin - (cfg.margin if cfg.margin is not None else float("inf")))
             if weakest >= 0:
                 decisions.append(Decision(id=i, value=value, stage="embedding", score=round(weakest, 6)))
             else:
                 pending.append(Pending(i, text, None, value))
-        shown = [m for m in margins.values() if m is not None]
-        thresholds = Thresholds(margin=max(shown) if shown else None, calibrated_on=len(judged),
-                                scorer="prototype" if judged else "similarity")
-        return decisions, pending, thresholds
+        return decisions, pending, Thresholds(margin=cfg.margin), None, {}
+
+
+@dataclass(frozen=True)
+class Head:
+    """One thing the proxy decides per row: a field name ("" for the row's whole value),
+    how to read the judge's answer into it, the sides to report and their names."""
+
+    name: str
+    value_of: Any
+    values: tuple[Any, ...] | None = None
+    side_name: Any = str
+
+
+def _plain(value: Any) -> Any:
+    """numpy scalars from the classifier as plain Python values."""
+    return value.item() if isinstance(value, np.generic) else value
+
+
+def _cut(rows: Sequence[tuple[str, Any]], scores: dict[str, float], upper: float, lower: float,
+         payload: Any) -> tuple[list[Decision], list[Pending]]:
+    """Fixed similarity cuts: accept at or above `upper`, reject at or below `lower`; the band
+    is pending, with its midpoint guess for runs without a model."""
+    decisions: list[Decision] = []
+    pending: list[Pending] = []
+    mid = (upper + lower) / 2
+    for i, item in rows:
+        s = scores.get(i)
+        if s is not None and s >= upper:
+            decisions.append(Decision(id=i, value=True, stage="embedding", score=s))
+        elif s is not None and s <= lower:
+            decisions.append(Decision(id=i, value=False, stage="embedding", score=s))
+        else:
+            pending.append(Pending(i, payload(item), s, None if s is None else bool(s >= mid)))
+    return decisions, pending
+
+
+def _merge(decisions: list[Decision], partial: dict[str, dict[str, Any]]) -> list[Decision]:
+    """Keep the proxy's certified fields on rows the model answered for the other fields."""
+    for d in decisions:
+        if d.id in partial and isinstance(d.value, dict):
+            d.value = {**d.value, **partial[d.id]}
+    return decisions
 
 
 def _json_path(field_name: str) -> str:

@@ -1,6 +1,6 @@
 """Vector search for the embedding stage: PostgreSQL + pgvector (the shared memory's
 server) or an in-process index. Both return inner-product scores, best first, so a
-condition vector and a calibrated prototype direction are searched the same way."""
+condition vector, a label vector and a centroid are searched the same way."""
 
 from __future__ import annotations
 
