@@ -40,6 +40,8 @@ from dia_assets.contracts.semantic_catalog import CatalogNode
 SPARSE_WEIGHT = 0.1
 ALIGN_WEIGHT = 1.5
 ANSWER_WEIGHT = 0.5
+VALUE_WEIGHT = 0.0
+USE_LEMMA = True
 SPARSE_HALF = 3.0
 LEXICAL_SIM = 1.0
 IDENTIFIER_PENALTY = 0.25
@@ -111,13 +113,18 @@ def lexical_links(question: list[str], words: list[str], relation: Callable[[str
     return out
 
 
-def alignment(question_vecs: np.ndarray, word_vecs: np.ndarray, links: np.ndarray | None = None) -> float:
+def alignment(question_vecs: np.ndarray, word_vecs: np.ndarray, links: np.ndarray | None = None,
+              lemma_vecs: np.ndarray | None = None) -> float:
     """Mean over the question's word vectors of the best similarity with any of the node's word
-    vectors (unit rows): their cosine, raised to LEXICAL_SIM where the lexicon links the two
-    words (`links`, see `lexical_links`); 0 when either side has no words."""
+    vectors (unit rows): their cosine (or its lemma's, `lemma_vecs`, one row per question word,
+    whichever is higher: a static embedding of an inflected form can be far from its lemma's,
+    "genres" / "genre"), raised to LEXICAL_SIM where the lexicon links the two words (`links`,
+    see `lexical_links`); 0 when either side has no words."""
     if not len(question_vecs) or not len(word_vecs):
         return 0.0
     sim = question_vecs @ word_vecs.T
+    if lemma_vecs is not None and USE_LEMMA:
+        sim = np.maximum(sim, lemma_vecs @ word_vecs.T)
     if links is not None:
         sim = np.maximum(sim, LEXICAL_SIM * links)
     return float(sim.max(axis=1).mean())
@@ -144,17 +151,18 @@ class Terms:
     sparse: float
     answer: float
     prior: float
+    value: float = 0.0
 
     @property
     def score(self) -> float:
         return (self.dense + ALIGN_WEIGHT * self.align + SPARSE_WEIGHT * self.sparse
-                + ANSWER_WEIGHT * self.answer + self.prior)
+                + ANSWER_WEIGHT * self.answer + VALUE_WEIGHT * self.value + self.prior)
 
 
 def score(node: CatalogNode, cosine: float, align: float, bm25: float | None, expected: frozenset[str],
-          wants_identifier: bool) -> Terms:
+          wants_identifier: bool, value: float = 0.0) -> Terms:
     """Terms of one candidate (bm25 None: no word in common)."""
     b = max(bm25 or 0.0, 0.0)
     answer = 1.0 if node.level == "attribute" and node.semantic_type in expected else 0.0
     return Terms(dense=cosine, align=align, sparse=b / (b + SPARSE_HALF), answer=answer,
-                 prior=prior(node, wants_identifier))
+                 prior=prior(node, wants_identifier), value=value)
