@@ -119,14 +119,14 @@ def is_identifier(column: str, stripped: str, semantic_type: str | None, in_key:
         _LETTER.search(v) for v in values)
 
 
-def sample_values(values: Iterable[Any], limit: int = SAMPLE_VALUES) -> list[str]:
-    """Up to `limit` distinct values that contain letters, each cut to its first few words."""
+def sample_values(values: Iterable[Any]) -> list[str]:
+    """Up to three distinct values that contain letters, each cut to its first few words."""
     out: list[str] = []
     for v in values:
         text = " ".join(str(v).split()[:SAMPLE_WORDS]) if v is not None else ""
         if text and _LETTER.search(text) and text not in out:
             out.append(text)
-        if len(out) == limit:
+        if len(out) == SAMPLE_VALUES:
             break
     return out
 

@@ -40,8 +40,6 @@ from dia_assets.contracts.semantic_catalog import CatalogNode
 SPARSE_WEIGHT = 0.1
 ALIGN_WEIGHT = 1.5
 ANSWER_WEIGHT = 0.5
-VALUE_WEIGHT = 0.0
-USE_LEMMA = True
 SPARSE_HALF = 3.0
 LEXICAL_SIM = 1.0
 IDENTIFIER_PENALTY = 0.25
@@ -123,7 +121,7 @@ def alignment(question_vecs: np.ndarray, word_vecs: np.ndarray, links: np.ndarra
     if not len(question_vecs) or not len(word_vecs):
         return 0.0
     sim = question_vecs @ word_vecs.T
-    if lemma_vecs is not None and USE_LEMMA:
+    if lemma_vecs is not None:
         sim = np.maximum(sim, lemma_vecs @ word_vecs.T)
     if links is not None:
         sim = np.maximum(sim, LEXICAL_SIM * links)
@@ -151,18 +149,17 @@ class Terms:
     sparse: float
     answer: float
     prior: float
-    value: float = 0.0
 
     @property
     def score(self) -> float:
         return (self.dense + ALIGN_WEIGHT * self.align + SPARSE_WEIGHT * self.sparse
-                + ANSWER_WEIGHT * self.answer + VALUE_WEIGHT * self.value + self.prior)
+                + ANSWER_WEIGHT * self.answer + self.prior)
 
 
 def score(node: CatalogNode, cosine: float, align: float, bm25: float | None, expected: frozenset[str],
-          wants_identifier: bool, value: float = 0.0) -> Terms:
+          wants_identifier: bool) -> Terms:
     """Terms of one candidate (bm25 None: no word in common)."""
     b = max(bm25 or 0.0, 0.0)
     answer = 1.0 if node.level == "attribute" and node.semantic_type in expected else 0.0
     return Terms(dense=cosine, align=align, sparse=b / (b + SPARSE_HALF), answer=answer,
-                 prior=prior(node, wants_identifier), value=value)
+                 prior=prior(node, wants_identifier))

@@ -23,7 +23,6 @@ from dia_assets.agents.catalog.ranking import (
     name_words,
     score,
 )
-from dia_assets.agents.catalog.values import kinds, value_evidence
 from dia_assets.agents.memory.migrations import SCHEMA
 from dia_assets.agents.memory.store import MemoryStore
 from dia_assets.contracts.semantic_catalog import CatalogNode, SemanticCatalog
@@ -44,7 +43,7 @@ class CatalogHit:
                 "dense_rank": self.dense_rank, "sparse_rank": self.sparse_rank,
                 **({"dense": round(self.terms.dense, 5), "align": round(self.terms.align, 5),
                     "sparse": round(self.terms.sparse, 5), "answer": self.terms.answer,
-                    "prior": self.terms.prior, "value": round(self.terms.value, 5)} if self.terms else {})}
+                    "prior": self.terms.prior} if self.terms else {})}
 
 
 class CatalogStore:
@@ -120,10 +119,9 @@ class CatalogStore:
             params).fetchall())
         wants_id, expected = asks_for_identifier(query), expected_types(query)
         nodes = {(sc, i): CatalogNode.model_validate(n) for sc, i, n, _, _ in rows}
-        aligned, question_vecs = self._alignments(content_words(query), nodes)
-        kind = kinds(nodes, self.memory.embedder.embed)
+        aligned = self._alignments(content_words(query), nodes)
         terms = {(sc, i): score(nodes[(sc, i)], float(cos), aligned[(sc, i)], None if bm is None else float(bm),
-                                expected, wants_id, value_evidence(question_vecs, kind[(sc, i)]))
+                                expected, wants_id)
                  for sc, i, _, cos, bm in rows}
         dense_rank = _ranks(terms, lambda t: t.dense)
         sparse_rank = _ranks({key: t for key, t in terms.items() if t.sparse > 0}, lambda t: t.sparse)
@@ -133,10 +131,9 @@ class CatalogStore:
                            terms[key].score, dense_rank.get(key), sparse_rank.get(key), terms[key])
                 for key in best]
 
-    def _alignments(self, content: str, nodes: dict[tuple[str, str], CatalogNode]
-                    ) -> tuple[dict[tuple[str, str], float], np.ndarray]:
-        """`ranking.alignment` of the question's content words with each candidate's name words
-        (every distinct word embedded once, in one call), and the question's word vectors."""
+    def _alignments(self, content: str, nodes: dict[tuple[str, str], CatalogNode]) -> dict[tuple[str, str], float]:
+        """`ranking.alignment` of the question's content words (and of their noun lemmas) with
+        each candidate's name words (every distinct word embedded once, in one call)."""
         question = list(dict.fromkeys(content.lower().split()))
         own = {key: name_words(n) for key, n in nodes.items()}
         lex = lexicon()
@@ -146,7 +143,7 @@ class CatalogStore:
         q = np.array([vecs[w] for w in question]) if question else np.zeros((0, 1))
         lq = np.array([vecs[w] for w in lemmas]) if question else np.zeros((0, 1))
         return {key: alignment(q, np.array([vecs[w] for w in ws]), lexical_links(question, ws, lex.relation), lq)
-                if ws else 0.0 for key, ws in own.items()}, (np.vstack([q, lq]) if question else q)
+                if ws else 0.0 for key, ws in own.items()}
 
     def _parents(self, scope: str | None, hits: list[CatalogNode]) -> dict[str, CatalogNode]:
         ids = {h.parent for h in hits if h.parent}
