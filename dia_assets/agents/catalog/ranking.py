@@ -10,6 +10,8 @@ reader can check (the hit reports each of them).
   label and its table's name): each question word takes its most similar name word (cosine of
   their embeddings), averaged over the question's words. A sentence embedding averages every
   word away; alignment keeps "earn" close to "salary" even when the rest of the text differs.
+  A question word is compared through its noun lemma too, whichever is closer ("genres" /
+  "genre": the static embedding of a plural can sit far from its lemma's).
 - `answer`: 1 when the column's semantic type is one the question's form expects ("when ...?"
   a date or a time; "how much / how many / how long ...?" a number), else 0: the expected
   answer type of question answering. No form, no term.
