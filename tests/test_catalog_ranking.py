@@ -161,7 +161,8 @@ def test_lexicon_bridges_words_the_schema_does_not_use(staff, monkeypatch) -> No
     for question, want in SYNONYM_QUESTIONS.items():
         assert _columns(store, question, scope)[0] == want, (question, _columns(store, question, scope)[:5])
     # the same questions without the lexicon: surname and levy are no longer bridged
-    monkeypatch.setattr(catalog_store, "lexicon", lambda: type("NoLexicon", (), {"relation": lambda s, a, b: 0.0})())
+    monkeypatch.setattr(catalog_store, "lexicon", lambda: type("NoLexicon", (), {
+        "relation": lambda s, a, b: 0.0, "base_forms": lambda s, w, pos: ()})())
     lost = [q for q, want in SYNONYM_QUESTIONS.items() if _columns(store, q, scope)[0] != want]
     assert lost, "the lexicon term changed no ranking"
 
@@ -197,3 +198,43 @@ def test_abbreviations_written_out() -> None:
     assert name_words(names, "customer", "acctbal") == ["account", "balance"]
     assert name_words(names, "jobs", "min_salary") == ["minimum", "salary"]
     assert name_words(names, "orders", "discount") == ["discount"]  # a known word stays whole
+
+
+def test_alignment_takes_the_lemma_when_it_is_closer() -> None:
+    q = np.array([[1.0, 0.0]], dtype=np.float32)  # "genres": far from the name word
+    lemma = np.array([[0.0, 1.0]], dtype=np.float32)  # "genre": close to it
+    w = np.array([[0.0, 1.0]], dtype=np.float32)
+    assert alignment(q, w) == pytest.approx(0.0)
+    assert alignment(q, w, None, lemma) == pytest.approx(1.0)
+    assert alignment(lemma, w, None, q) == pytest.approx(1.0)  # the higher of the two, never lower
+
+
+FILMS = [("Blue Hour", "Drama", 96), ("Salt and Smoke", "Action", 110), ("Paper Moon", "Comedy", 88),
+         ("Glass Garden", "Horror", 101), ("Open Sky", "Documentary", 75), ("Slow Fire", "Action", 120)]
+
+
+@pytest.fixture
+def films(tmp_path, db_url, embedder) -> Iterator[tuple[CatalogStore, str]]:  # noqa: F811
+    """A film table whose `category` a question calls "genres" (a plural the static embedding
+    places far from its lemma)."""
+    from dia_assets.agents.schema_creator.build import run
+
+    raw = tmp_path / "raw"
+    raw.mkdir()
+    (raw / "films.csv").write_text("film_id,title,category,length\n" + "".join(
+        f"{i},{t},{c},{n}\n" for i, (t, c, n) in enumerate(FILMS, start=1)))
+    ws, warehouse = tmp_path / "ws", tmp_path / "films.duckdb"
+    run(raw, ws, warehouse=str(warehouse))
+    with MemoryStore.open(url=db_url, embedder=embedder) as store:
+        yield CatalogStore(store), refresh_catalog(ws, str(warehouse), store).scope
+
+
+def test_question_words_align_by_their_lemma(films, monkeypatch) -> None:
+    store, scope = films
+    question = "Which genres are there?"
+    assert _columns(store, question, scope)[0] == "films.category", _columns(store, question, scope)[:5]
+    # without lemmas ("genres" compared as spelled) the category column is no longer first
+    lex = lexicon()
+    monkeypatch.setattr(catalog_store, "lexicon", lambda: type("NoLemma", (), {
+        "relation": lex.relation, "base_forms": lambda s, w, pos: ()})())
+    assert _columns(store, question, scope)[0] != "films.category"

@@ -10,6 +10,8 @@ reader can check (the hit reports each of them).
   label and its table's name): each question word takes its most similar name word (cosine of
   their embeddings), averaged over the question's words. A sentence embedding averages every
   word away; alignment keeps "earn" close to "salary" even when the rest of the text differs.
+  A question word is compared through its noun lemma too, whichever is closer ("genres" /
+  "genre": the static embedding of a plural can sit far from its lemma's).
 - `answer`: 1 when the column's semantic type is one the question's form expects ("when ...?"
   a date or a time; "how much / how many / how long ...?" a number), else 0: the expected
   answer type of question answering. No form, no term.
@@ -111,13 +113,18 @@ def lexical_links(question: list[str], words: list[str], relation: Callable[[str
     return out
 
 
-def alignment(question_vecs: np.ndarray, word_vecs: np.ndarray, links: np.ndarray | None = None) -> float:
+def alignment(question_vecs: np.ndarray, word_vecs: np.ndarray, links: np.ndarray | None = None,
+              lemma_vecs: np.ndarray | None = None) -> float:
     """Mean over the question's word vectors of the best similarity with any of the node's word
-    vectors (unit rows): their cosine, raised to LEXICAL_SIM where the lexicon links the two
-    words (`links`, see `lexical_links`); 0 when either side has no words."""
+    vectors (unit rows): their cosine (or its lemma's, `lemma_vecs`, one row per question word,
+    whichever is higher: a static embedding of an inflected form can be far from its lemma's,
+    "genres" / "genre"), raised to LEXICAL_SIM where the lexicon links the two words (`links`,
+    see `lexical_links`); 0 when either side has no words."""
     if not len(question_vecs) or not len(word_vecs):
         return 0.0
     sim = question_vecs @ word_vecs.T
+    if lemma_vecs is not None:
+        sim = np.maximum(sim, lemma_vecs @ word_vecs.T)
     if links is not None:
         sim = np.maximum(sim, LEXICAL_SIM * links)
     return float(sim.max(axis=1).mean())

@@ -132,15 +132,17 @@ class CatalogStore:
                 for key in best]
 
     def _alignments(self, content: str, nodes: dict[tuple[str, str], CatalogNode]) -> dict[tuple[str, str], float]:
-        """`ranking.alignment` of the question's content words with each candidate's name words
-        (every distinct word embedded once, in one call)."""
+        """`ranking.alignment` of the question's content words (and of their noun lemmas) with
+        each candidate's name words (every distinct word embedded once, in one call)."""
         question = list(dict.fromkeys(content.lower().split()))
         own = {key: name_words(n) for key, n in nodes.items()}
-        vocab = list(dict.fromkeys([*question, *(w for ws in own.values() for w in ws)]))
+        lex = lexicon()
+        lemmas = [(lex.base_forms(w, "n") or (w,))[0] for w in question]
+        vocab = list(dict.fromkeys([*question, *lemmas, *(w for ws in own.values() for w in ws)]))
         vecs = dict(zip(vocab, self.memory.embedder.embed(vocab), strict=True)) if vocab else {}
         q = np.array([vecs[w] for w in question]) if question else np.zeros((0, 1))
-        relation = lexicon().relation
-        return {key: alignment(q, np.array([vecs[w] for w in ws]), lexical_links(question, ws, relation))
+        lq = np.array([vecs[w] for w in lemmas]) if question else np.zeros((0, 1))
+        return {key: alignment(q, np.array([vecs[w] for w in ws]), lexical_links(question, ws, lex.relation), lq)
                 if ws else 0.0 for key, ws in own.items()}
 
     def _parents(self, scope: str | None, hits: list[CatalogNode]) -> dict[str, CatalogNode]:
