@@ -153,6 +153,11 @@ class SchemaIndex:
                     add(value, 1.5)
             self._terms[name] = weights
 
+    def refresh(self) -> None:
+        """Rebuild what is derived from the tables (after keys or descriptions were set by hand)."""
+        self._terms = {}
+        self._build_terms()
+
     def without_values(self) -> SchemaIndex:
         """A copy with no sampled data values (privacy modes): names, types, keys, row counts."""
         import copy
