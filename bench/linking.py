@@ -327,6 +327,7 @@ def main() -> int:
         print(f"renamed (seed {v['seed']}): recall {v['recall']} ({v['fully_linked']} fully linked), "
               f"prompt p50 {v['prompt_tokens_p50']} / max {v['prompt_tokens_max']} tokens; e.g. "
               f"{', '.join(v['renamed_examples'][:4])}")
+        print("  missed: " + "; ".join(f"{m['id']} ({', '.join(m['missing'])})" for m in v["missed"][:12]))
     for m in o["missed"][:15]:
         print(f"  missed {m['id']}: {', '.join(m['missing'])}")
     worst = min([o] + out["renamed"], key=lambda f: f["recall"])

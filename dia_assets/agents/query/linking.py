@@ -27,7 +27,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from dia_assets.agents.interpreter.key_names import abbreviates, abbreviates_run
+from dia_assets.agents.interpreter.key_names import abbreviates, abbreviates_run, key_suffix
 
 if TYPE_CHECKING:
     from dia_assets.agents.query.schema import SchemaIndex
@@ -52,7 +52,8 @@ NAME, ABBREV, PART, COLUMN, VALUE = 3.0, 2.4, 1.5, 1.2, 1.0
 NAMESPACE = 0.4  # a namespace word (`hospital_`, `tpch_`) the question says
 MEANING = 4.0  # weight of the cosine similarity above its per-question median
 SYNONYM, SYNONYMS, SYNONYM_FLOOR = 2.0, 6, 0.2  # nearest schema words to a question word
-NEIGHBOUR, HOPS = 0.5, 3  # a table inherits half of its best joined table's score, up to 3 joins away
+LAYER_SHARE = 0.6  # a layer prefix starts most names of its database
+NEIGHBOUR, HOPS, SECOND = 0.5, 3, 0.5  # a table inherits half of its best joined table's score, up to 3 joins away
 CLOSE_TOP, PATH_MAX = 8, 3  # join paths are closed between the first tables of the ranking  # share of a joined table's score a table inherits
 CHARS_PER_TOKEN = 3.6  # schema text, gpt-4o tokenizer; the agent trims by the exact count
 
@@ -106,6 +107,7 @@ class Linker:
         self.embedder = embedder
         names = list(index.tables)
         self.namespaces = _namespaces(names)
+        self.layers = _layers(names, self.namespaces)
         self.tables = {n: self._table(n) for n in names}
         self.neighbours: dict[str, set[str]] = {n: set() for n in names}
         for n, t in self.tables.items():
@@ -120,25 +122,39 @@ class Linker:
 
     def _table(self, name: str) -> _Table:
         info = self.index.tables[name]
-        ws = words(name)
-        namespace, entity = [], []
-        for i, w in enumerate(ws):
-            if i == 0 and w in self.namespaces and len(ws) > 1:
-                namespace.append(w)
-            else:  # a glued prefix (`sbcustomer`) is read by `_word_match`
-                entity.append(stem(w))
+        namespace, rest = self._split(name)
         prefix = _column_prefix([c.name for c in info.columns])
         columns: list[str] = []
         for c in info.columns:
             cw = words(c.name)
             if prefix and len(cw) > 1 and cw[0] == prefix:
                 cw = cw[1:]
+            if cw and (glued := key_suffix((cw[-1],)))[1] and glued[0]:  # `custkey` -> cust
+                cw = [*cw[:-1], glued[0][0]]
             columns += [stem(w) for w in cw if w not in GENERIC_COLUMN_WORDS and len(w) > 1]
             if c.description:
                 columns += [stem(w) for w in words(c.description) if w not in STOP and len(w) > 2][:6]
+        entity = [stem(w) for w in rest]
+        # an abbreviated name (`rgns`, `ntn`) read through the table's own columns (`r_regionkey`)
+        entity += [c for w in entity for c in columns if len(c) > len(w) >= 2 and abbreviates(w, c)][:2]
         values = {stem(w) for c in info.columns for v in (c.values or c.samples) for w in words(v) if len(w) > 2}
         targets = {fk.split("->")[1].strip().split(".")[0] for fk in info.foreign_keys if "->" in fk}
-        return _Table(name, entity or [stem(w) for w in ws], namespace, list(dict.fromkeys(columns)), values, targets)
+        return _Table(name, list(dict.fromkeys(entity)), namespace, list(dict.fromkeys(columns)), values, targets)
+
+    def _split(self, name: str) -> tuple[list[str], list[str]]:
+        """(namespace words, entity words): `tpch_sb_customer` -> ([tpch, sb], [customer]);
+        a glued layer prefix is cut off too (`sbcustomer` -> sb + customer)."""
+        ws = words(name)
+        namespace: list[str] = []
+        if len(ws) > 1 and ws[0] in self.namespaces:
+            namespace.append(ws.pop(0))
+        layer, glued = self.layers.get(namespace[0] if namespace else "", (frozenset(), None))
+        if len(ws) > 1 and ws[0] in layer:
+            namespace.append(ws.pop(0))
+        elif glued and ws and ws[0].startswith(glued) and len(ws[0]) - len(glued) >= 3:
+            namespace.append(glued)
+            ws[0] = ws[0][len(glued):]
+        return namespace, ws or words(name)
 
     # -- scoring --------------------------------------------------------------------------
 
@@ -155,7 +171,7 @@ class Linker:
                 out[n] += s
         spread = dict(out)
         for _ in range(HOPS):  # a question names some tables of a database; its keys lead to the rest
-            spread = {n: out[n] + NEIGHBOUR * max((spread[m] for m in self.neighbours[n]), default=0.0) for n in out}
+            spread = {n: out[n] + NEIGHBOUR * _top2(spread[m] for m in self.neighbours[n]) for n in out}
         return spread
 
     def _lexical(self, t: _Table, qwords: list[str]) -> float:
@@ -282,6 +298,13 @@ class Linker:
         return LinkPlan(head, compact)
 
 
+def _top2(values: Any) -> float:
+    """The best joined score plus `SECOND` of the next: a table that joins two relevant tables
+    (an order line between orders and parts) outranks one that joins only one."""
+    best = sorted(values, reverse=True)[:2]
+    return (best[0] + SECOND * best[1] if len(best) == 2 else best[0]) if best else 0.0
+
+
 def _namespaces(names: list[str]) -> frozenset[str]:
     """First words that start the names of several tables (`tpch_`, `sb_`, `dim_`): names of a
     database or a layer, not of what a table holds. A word that is a whole table's name
@@ -295,6 +318,34 @@ def _namespaces(names: list[str]) -> frozenset[str]:
         elif ws:
             single.add(stem(ws[0]))
     return frozenset(w for w, k in firsts.items() if k >= 3 and stem(w) not in single)
+
+
+def _layers(names: list[str], namespaces: frozenset[str]) -> dict[str, tuple[frozenset[str], str | None]]:
+    """Per namespace (or none): the layer words that start most of its names after the
+    namespace (`sb_`, `dim_`, `t_`), and a layer prefix glued to most of them (`sbcustomer`,
+    `tcustomer`): `LAYER_SHARE` of a group of 3+ tables, longest first."""
+    groups: dict[str, list[list[str]]] = {}
+    for n in names:
+        ws = words(n)
+        key = ws[0] if len(ws) > 1 and ws[0] in namespaces else ""
+        groups.setdefault(key, []).append(ws[1:] if key else ws)
+    out = {}
+    for key, members in groups.items():
+        if len(members) < 3:
+            continue
+        need = LAYER_SHARE * len(members)
+        firsts = Counter(m[0] for m in members if len(m) > 1)
+        layer = frozenset(w for w, k in firsts.items() if k >= need and k >= 3)
+        glued = None
+        for size in (4, 3, 2, 1):
+            heads = Counter(m[0][:size] for m in members if m and len(m[0]) - size >= 3)
+            head, k = heads.most_common(1)[0] if heads else ("", 0)
+            if k >= max(3, need if size > 1 else 0.8 * len(members)) and head not in layer:
+                glued = head
+                break
+        if layer or glued:
+            out[key] = (layer, glued)
+    return out
 
 
 def _column_prefix(columns: list[str]) -> str | None:
