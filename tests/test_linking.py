@@ -114,3 +114,22 @@ def test_first_prompt_respects_the_token_budget(tmp_path: Path) -> None:
         assert not set(others.split(", ")) & set(agent._linked)  # each table is named once
     assert len(linked[3000]) > len(linked[2200]) > 6
     db.close()
+
+
+def test_wide_tables_list_keys_and_named_columns_first(tmp_path: Path) -> None:
+    """A compact line of a 40-column table keeps its keys and the column the question names."""
+    con = duckdb.connect(str(tmp_path / "wide.duckdb"))
+    cols = ", ".join(f"metric_{i} DOUBLE" for i in range(36))
+    con.execute(f"CREATE TABLE sensor (sensor_id INTEGER, site_id INTEGER, {cols}, humidity DOUBLE, note VARCHAR)")
+    con.execute("CREATE TABLE site (site_id INTEGER, label VARCHAR)")
+    con.close()
+    index = SchemaIndex.build(open_database(tmp_path / "wide.duckdb"))
+    index.tables["sensor"].primary_key = ["sensor_id"]
+    index.tables["sensor"].foreign_keys = ["site_id -> site.site_id"]
+    index.refresh()
+    plan = Linker(index).plan("What is the average humidity per site?", full=1)
+    line = index.render_compact(["sensor"], max_columns=8, prefer=plan.names_column)
+    shown = line.split(": ", 1)[1].split(" [")[0].split(", ")
+    assert {"sensor_id", "site_id", "humidity"} <= set(shown)
+    assert len(shown) == 9 and shown[-1] == "+32 more"
+    assert "humidity" not in index.render_compact(["sensor"], max_columns=8)  # not named: cut

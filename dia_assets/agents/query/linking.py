@@ -93,6 +93,11 @@ class LinkPlan:
 
     full: list[str]
     compact: list[str]
+    words: list[str] = field(default_factory=list)  # the question's words, to pick a wide table's columns
+
+    def names_column(self, column: str) -> bool:
+        """The question names this column (by a word of it): listed first when columns are cut."""
+        return any(_word_match(q, stem(w)) for w in words(column) for q in self.words)
 
     @property
     def tables(self) -> list[str]:
@@ -281,8 +286,9 @@ class Linker:
         head = ranked[:full]
         head += [t for t in dict.fromkeys(extra or []) if t in self.tables and t not in head]  # the catalog's
         ranked = head + [t for t in ranked if t not in head]
+        qwords = question_words(question)
         if budget_tokens is None:
-            return LinkPlan(head, [])
+            return LinkPlan(head, [], qwords)
         cost = {n: (len(self.index.render([n])) + 1) / CHARS_PER_TOKEN for n in head}
         while len(head) > 1 and sum(cost.values()) > budget_tokens / 2:  # very wide tables: fewer in full
             cost.pop(head.pop())
@@ -290,12 +296,12 @@ class Linker:
         spent = sum(cost.values()) + sum(len(n) + 2 for n in rest) / CHARS_PER_TOKEN
         compact: list[str] = []
         for name in rest:
-            line = (len(self.index.render_compact([name])) + 1 - len(name) - 2) / CHARS_PER_TOKEN
+            line = (len(self.index.render_compact([name])) + 1 - len(name) - 2) / CHARS_PER_TOKEN  # upper bound
             if spent + line > budget_tokens:
                 break
             compact.append(name)
             spent += line
-        return LinkPlan(head, compact)
+        return LinkPlan(head, compact, qwords)
 
 
 def _top2(values: Any) -> float:

@@ -297,7 +297,7 @@ class QueryAgent:
             """The two messages; with no plan, the frame alone (what the schema text must fit beside)."""
             schema = self.index.render(plan.full) if plan else ""
             if plan and plan.compact:
-                schema += "\n" + self.index.render_compact(plan.compact)
+                schema += "\n" + self.index.render_compact(plan.compact, prefer=plan.names_column)
             others = sorted(set(self.index.tables) - set(plan.tables)) if plan else []
             user = fill(p["user"], question=question, schema=data_text(schema),
                         all_tables=", ".join(others) or "(none)", memory=memory, carryover=carry,

@@ -9,6 +9,7 @@ works from the database alone when there is none.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -267,15 +268,23 @@ class SchemaIndex:
             lines.append(f"- {head}: " + "; ".join(cols) + (f" [{'; '.join(extra)}]" if extra else ""))
         return "\n".join(lines)
 
-    def render_compact(self, names: list[str]) -> str:
-        """One short line per table: column names only, keys inline (lower-ranked linked tables)."""
+    def render_compact(self, names: list[str], max_columns: int = 16,
+                       prefer: Callable[[str], bool] | None = None) -> str:
+        """One short line per table: column names only, keys inline (lower-ranked linked tables).
+        A wide table lists its key columns and the `prefer`red ones (those the question names)
+        first, up to `max_columns`, and says how many more it has."""
         lines = []
         for name in names:
             info = self.tables[name]
             extra = [f"pk {', '.join(info.primary_key)}"] if info.primary_key else []
             extra += [f"fk {fk.replace(' -> ', '->')}" for fk in info.foreign_keys]
-            lines.append(f"- {name}: " + ", ".join(c.name for c in info.columns)
-                         + (f" [{'; '.join(extra)}]" if extra else ""))
+            cols = [c.name for c in info.columns]
+            if len(cols) > max_columns:
+                keys = set(info.primary_key) | {c.strip() for fk in info.foreign_keys for c in fk.split("->")[0].split(",")}
+                first = [c for c in cols if c in keys or (prefer is not None and prefer(c))][:max_columns]
+                shown = set(first + [c for c in cols if c not in first][: max_columns - len(first)])
+                cols = [c for c in cols if c in shown] + [f"+{len(info.columns) - len(shown)} more"]
+            lines.append(f"- {name}: " + ", ".join(cols) + (f" [{'; '.join(extra)}]" if extra else ""))
         return "\n".join(lines)
 
     def primary_key(self, table: str) -> list[str]:
