@@ -1,7 +1,7 @@
 """Benchmark: schema linking on questions in a user's words, over a side-by-side warehouse.
 
-One DuckDB warehouse holds every development dataset (../shared/datasets: hr, classicmodels,
-northwind, pagila, tpch; tables named `<db>_<table>`), the bundled example data (as it is) and,
+One DuckDB warehouse holds every dataset under --datasets (../shared/datasets: hr, classicmodels,
+northwind, pagila, tpch; each folder with a raw/ inside; tables named `<db>_<table>`), the bundled example data (as it is) and,
 by default, 50 generated distractor tables whose names collide with the real ones (`crm_customer`,
 `crm_supplier`, ...). Each part is built by the Schema Creator (`dia build`); its manifest gives
 the keys the index sees. Questions: bench/data/user_questions.jsonl (written in a user's words),
@@ -43,7 +43,6 @@ sys.path.insert(0, str(ROOT))
 from dia_assets.agents.query import AgentSettings, QueryAgent, SchemaIndex, open_database  # noqa: E402
 from dia_assets.agents.query.tools import AGENT_TOOLS, tool_specs  # noqa: E402
 
-DATASETS = ("hr", "classicmodels", "northwind", "pagila", "tpch")
 QUESTION_FILES = ("user_questions.jsonl", "verifier_questions.jsonl")
 RECALL_MIN = 0.98
 TOKENS_MAX = 4000
@@ -73,11 +72,16 @@ class _Chat:
         raise RuntimeError("the linking bench sends no prompt")
 
 
+def dataset_names(datasets: Path) -> list[str]:
+    """Every dataset folder with a `raw/` inside (the development ones, or any others given)."""
+    return sorted(d.name for d in datasets.iterdir() if (d / "raw").is_dir())
+
+
 def build_parts(workdir: Path, datasets: Path) -> list[tuple[str, Path, Any, str]]:
     """Each dataset built by the Schema Creator once per workdir: (name, warehouse, manifest, prefix)."""
     from dia_assets.agents.schema_creator.build import run
 
-    parts = [(name, datasets / name / "raw", None, f"{name}_") for name in DATASETS]
+    parts = [(name, datasets / name / "raw", None, f"{name}_") for name in dataset_names(datasets)]
     parts.append(("hospital", ROOT / "examples" / "data", ROOT / "examples" / "overrides.yaml", ""))
     out = []
     for name, raw, overrides, prefix in parts:
@@ -168,7 +172,7 @@ def renamed(wh: Warehouse, seed: int, folder: Path) -> tuple[Warehouse, dict[str
         "SELECT table_name FROM duckdb_tables() WHERE schema_name = 'main' ORDER BY 1").fetchall()]
     groups: dict[str, list[str]] = {}
     for t in tables:
-        db = next((d for d in (*DATASETS, "crm") if t.startswith(f"{d}_")), "")
+        db = next((d for d in (*wh.made, "crm") if d != "hospital" and t.startswith(f"{d}_")), "")
         groups.setdefault(db, []).append(t)
     mapping: dict[str, str] = {}
     for db, members in sorted(groups.items()):
@@ -214,11 +218,15 @@ def _tables_of(sql: str, prefix: str) -> tuple[str, set[str]]:
     return tree.sql(dialect="duckdb"), tables
 
 
-def load_questions() -> list[dict[str, Any]]:
-    """Every question with gold SQL: (id, question, gold over the side-by-side warehouse, tables, source)."""
+def load_questions(paths: list[Path] | None = None) -> list[dict[str, Any]]:
+    """Every question with gold SQL (JSONL: id, question, gold_sql, db; `hospital` is the example
+    data): id, question, gold over the side-by-side warehouse, the tables it reads, source."""
     out = []
-    files = [(ROOT / "bench" / "data" / f, f.split(".")[0]) for f in QUESTION_FILES]
-    files.append((ROOT / "examples" / "eval" / "questions.jsonl", "examples"))
+    if paths:
+        files = [(p, p.stem) for p in paths]
+    else:
+        files = [(ROOT / "bench" / "data" / f, f.split(".")[0]) for f in QUESTION_FILES]
+        files.append((ROOT / "examples" / "eval" / "questions.jsonl", "examples"))
     for path, source in files:
         for line in path.read_text(encoding="utf-8").splitlines():
             if not line.strip():
@@ -290,11 +298,12 @@ def measure(wh: Warehouse, questions: list[dict[str, Any]], mapping: dict[str, s
             "linked_tables_p50": linked_counts[len(linked_counts) // 2], "missed": missed}
 
 
-def run_bench(datasets: Path, workdir: Path | None, seeds: int, distractors: int) -> dict[str, Any]:
+def run_bench(datasets: Path, workdir: Path | None, seeds: int, distractors: int,
+              question_files: list[Path] | None = None) -> dict[str, Any]:
     folder = workdir or Path(tempfile.mkdtemp(prefix="dia_bench_linking_"))
     folder.mkdir(parents=True, exist_ok=True)
     wh = side_by_side(folder, datasets, distractors)
-    questions = load_questions()
+    questions = load_questions(question_files)
     gold = check_gold(wh, questions)
     original = measure(wh, questions)
     variants = []
@@ -316,8 +325,10 @@ def main() -> int:
     parser.add_argument("--workdir", help="keep the built datasets here and reuse them on the next run")
     parser.add_argument("--seeds", type=int, default=3, help="renamed variants of the warehouse")
     parser.add_argument("--distractors", type=int, default=50, help="generated tables with colliding names")
+    parser.add_argument("--questions", nargs="*", help="JSONL question files (default: the bundled three)")
     args = parser.parse_args()
-    out = run_bench(Path(args.datasets), Path(args.workdir) if args.workdir else None, args.seeds, args.distractors)
+    out = run_bench(Path(args.datasets), Path(args.workdir) if args.workdir else None, args.seeds, args.distractors,
+                    [Path(q) for q in args.questions] if args.questions else None)
     o = out["original"]
     print(f"gold queries returning rows on the side-by-side warehouse: {out['gold']['gold_ok']}/{o['questions']}")
     print(f"original names: {o['tables']} tables, {o['questions']} questions: recall {o['recall']} "

@@ -25,6 +25,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from dia_assets.agents.interpreter.key_names import abbreviates, abbreviates_run, key_suffix
@@ -142,6 +143,9 @@ class Linker:
         entity = [stem(w) for w in rest]
         # an abbreviated name (`rgns`, `ntn`) read through the table's own columns (`r_regionkey`)
         entity += [c for w in entity for c in columns if len(c) > len(w) >= 2 and abbreviates(w, c)][:2]
+        if self.embedder is not None:  # `cstmr`, `spplr`: the commonest English words it abbreviates
+            vocab = english_words()
+            entity += [v for w in entity if len(w) >= 4 and w not in vocab for v in expansions(w)]
         values = {stem(w) for c in info.columns for v in (c.values or c.samples) for w in words(v) if len(w) > 2}
         targets = {fk.split("->")[1].strip().split(".")[0] for fk in info.foreign_keys if "->" in fk}
         return _Table(name, list(dict.fromkeys(entity)), namespace, list(dict.fromkeys(columns)), values, targets)
@@ -302,6 +306,32 @@ class Linker:
             compact.append(name)
             spent += line
         return LinkPlan(head, compact, qwords)
+
+
+@lru_cache(maxsize=1)
+def _english() -> tuple[tuple[str, ...], frozenset[str]]:
+    """Whole English words of WordLlama's tokenizer, commonest first (its ids follow frequency)."""
+    try:
+        from tokenizers import Tokenizer
+
+        from dia_assets.agents.memory.embedder import wordllama_files
+
+        vocab = Tokenizer.from_file(str(wordllama_files()[1])).get_vocab()
+    except Exception:  # no tokenizer: abbreviations are read through columns only
+        return (), frozenset()
+    ordered = tuple(w[1:] for w, _ in sorted(vocab.items(), key=lambda kv: kv[1])
+                    if w.startswith("\u2581") and w[1:].isalpha() and w[1:].islower() and len(w) > 3)
+    return ordered, frozenset(ordered)
+
+
+def english_words() -> frozenset[str]:
+    return _english()[1]
+
+
+@lru_cache(maxsize=4096)
+def expansions(word: str, k: int = 2) -> tuple[str, ...]:
+    """The `k` commonest English words that `word` abbreviates (`cstmr` -> customer)."""
+    return tuple(stem(v) for v in [v for v in _english()[0] if len(v) > len(word) and abbreviates(word, v)][:k])
 
 
 def _top2(values: Any) -> float:

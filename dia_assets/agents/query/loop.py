@@ -312,8 +312,11 @@ class QueryAgent:
             tools = self._tool_specs()
             room = s.link_budget_tokens - _tokens(opening(None), tools)
             plan = linker.plan(question, s.link_tables, budget_tokens=room, extra=found)
-            while plan.compact and _tokens(opening(plan), tools) > s.link_budget_tokens:
-                plan.compact = plan.compact[:-2]  # the character estimate was short
+            while len(plan.tables) > 1 and _tokens(opening(plan), tools) > s.link_budget_tokens:
+                if plan.compact:  # the character estimate was short
+                    plan.compact = plan.compact[:-2]
+                else:
+                    plan.full = plan.full[:-1]
         self._linked = plan.tables
         if self.catalog_link is not None:
             self._event("catalog_link", tables=found, added=[t for t in found if t in plan.tables])
