@@ -74,6 +74,11 @@ def test_recall_on_prefixed_names_without_the_budget(tmp_path: Path, question: s
     assert needed <= set(linker.plan(question, full=4).tables), linker.rank(question)
 
 
+def test_a_question_of_stop_words_still_gets_a_plan(tmp_path: Path) -> None:
+    linker = Linker(_index(tmp_path / "w.duckdb"))
+    assert len(linker.plan("How many are there?", full=3).tables) == 3
+
+
 def test_link_tables_are_closed_over_the_keys(tmp_path: Path) -> None:
     """The link tables share no word with the questions: they are found through their keys,
     next to the tables the question names (one in between, or a path of three)."""

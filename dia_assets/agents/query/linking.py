@@ -60,6 +60,7 @@ CHARS_PER_TOKEN = 3.6  # schema text, gpt-4o tokenizer; the agent trims by the e
 
 
 def stem(word: str) -> str:
+    """Plural to singular, enough to compare names with questions (`categories` -> category)."""
     for suffix, repl in (("ies", "y"), ("sses", "ss"), ("shes", "sh"), ("ches", "ch"), ("xes", "x"), ("s", "")):
         if len(word) > 3 and word.endswith(suffix) and not word.endswith("ss"):
             return word[: -len(suffix)] + repl
@@ -94,11 +95,11 @@ class LinkPlan:
 
     full: list[str]
     compact: list[str]
-    words: list[str] = field(default_factory=list)  # the question's words, to pick a wide table's columns
+    terms: list[str] = field(default_factory=list)  # the question's words, to pick a wide table's columns
 
     def names_column(self, column: str) -> bool:
         """The question names this column (by a word of it): listed first when columns are cut."""
-        return any(_word_match(q, stem(w)) for w in words(column) for q in self.words)
+        return any(_word_match(q, stem(w)) for w in words(column) for q in self.terms)
 
     @property
     def tables(self) -> list[str]:
@@ -185,7 +186,8 @@ class Linker:
 
     def _lexical(self, t: _Table, qwords: list[str]) -> float:
         score = 0.0
-        for q, nxt in zip(qwords, [*qwords[1:], None], strict=True):
+        for i, q in enumerate(qwords):
+            nxt = qwords[i + 1] if i + 1 < len(qwords) else None
             best = 0.0
             for w in t.entity:
                 best = max(best, _word_match(q, w))
