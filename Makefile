@@ -55,6 +55,7 @@ bench: $(STAMP)
 	-$(BIN)/python bench/agent.py
 	-$(BIN)/python bench/memory.py
 	-$(BIN)/python bench/semantic.py
+	-$(BIN)/python bench/catalog.py
 
 # The bundled evaluation sample; DIA_MODEL=oracle checks the plumbing (must score 100%).
 eval: $(STAMP)

@@ -16,6 +16,7 @@ from typing import Annotated
 import typer
 
 from dia_assets.agents.locations import default_warehouse, is_postgres, workspace_root
+from dia_assets.contracts.query_result import Verification
 
 SESSION_FILE = "_session.json"
 
@@ -142,9 +143,7 @@ def ask(
             typer.echo(f"\n{result.answer}")
         if result.modification:
             typer.echo(f"modification: {result.modification.detail}")
-        failed = result.verification.failed()
-        typer.echo(f"\nverification: {'passed' if result.verification.passed else 'FAILED'}"
-                   + (f" ({', '.join(c.name for c in failed)})" if failed else ""))
+        typer.echo("\n" + verification_line(result.verification))
         typer.echo(f"attempts {result.attempts}; tokens {result.tokens.total_tokens}; "
                    f"cost USD {result.tokens.cost_usd:.4f}; {result.latency_s:.1f} s")
         if result.chart is not None:
@@ -158,4 +157,16 @@ def ask(
         if "answer" in result.artifacts:
             typer.echo(f"artifacts: {Path(result.artifacts['answer']).parent}")
     if result.status == "failed":
+        _echo(f"error: {result.message}")  # one line a person can act on, no traceback
         raise typer.Exit(1)
+
+
+def verification_line(verification: Verification) -> str:
+    """"passed" covers the checks only: semantic decisions they did not check are named
+    with their estimated precision (or as unverified)."""
+    failed = verification.failed()
+    if not verification.passed:
+        return "verification: FAILED" + (f" ({', '.join(c.name for c in failed)})" if failed else "")
+    if verification.unverified:
+        return ("verification: SQL checks passed; NOT verified: " + "; ".join(verification.unverified))
+    return "verification: passed"

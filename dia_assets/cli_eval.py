@@ -1,5 +1,6 @@
 """`dia eval QUESTIONS --db ... [--model ...] [--workers N] [--out DIR]`: score the Query
-Generator on a question set (ours, BIRD, Spider, defog sql-eval). Mount with
+Generator on a question set (ours, BIRD, Spider, defog sql-eval); with `--predictions FILE`,
+score SQL another system produced instead (no model). Mount with
 `app.command("eval")(eval)`; imports are lazy so `dia --help` stays fast."""
 
 from __future__ import annotations
@@ -118,6 +119,13 @@ def eval(  # noqa: A001 - the command is `dia eval`
     fail_under: Annotated[float | None, typer.Option("--fail-under", help="Exit 1 when EX (percent) is below this.")] = None,
     force: Annotated[bool, typer.Option("--force", help="Reuse an --out folder written by another model.")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
+    predictions: Annotated[Path | None, typer.Option("--predictions", help=(
+        "Score this file of SQL from any system instead of running a model: BIRD's predict_dev.json, "
+        "Spider's one query a line (optionally SQL<tab>db_id), or JSONL with id and sql."))] = None,
+    predictions_format: Annotated[str, typer.Option("--predictions-format", help="auto, bird, spider or jsonl.")] = "auto",
+    match: Annotated[str, typer.Option("--match", help=(
+        "How prediction keys name questions: index (0-based position in QUESTIONS), id (the question's id, "
+        "BIRD's question_id) or auto (index for bird/spider files, id for jsonl)."))] = "auto",
 ) -> None:
     """Run the Query Generator over QUESTIONS and score it: EX, soft-F1, VES, failure classes."""
     from dia_assets.agents.evaluation.datasets import load_instances
@@ -128,8 +136,8 @@ def eval(  # noqa: A001 - the command is `dia eval`
     if soft_f1_order not in ("auto", "sorted", "executed"):
         _err("error: --soft-f1-order is auto, sorted or executed")
         raise typer.Exit(2)
-    model = model or os.environ.get("DIA_MODEL") or None
-    if not model:
+    model = None if predictions else model or os.environ.get("DIA_MODEL") or None
+    if not model and not predictions:
         _err(_no_model_message())
         raise typer.Exit(2)
     try:
@@ -153,18 +161,29 @@ def eval(  # noqa: A001 - the command is `dia eval`
     if memory and workers > 1:
         _err("note: --memory runs one worker (the store's lessons depend on question order)")
         workers = 1
-    solver = OracleSolver() if model == "oracle-direct" else AgentSolver(
-        model, score_unverified=score_unverified, timeout_s=timeout, trace_dir=out / "traces" if traces else None,
-        memory=_memory_factory() if memory else None)
+    from dia_assets.agents.evaluation.databases import DatabaseResolver
+
+    execute_pred, extra, resolver = None, None, DatabaseResolver(db)
+    if predictions:
+        solver, execute_pred, extra = _predictions_setup(predictions, predictions_format, match, instances)
+        resolver = DatabaseResolver(db, catalog_reads=True)  # BIRD's scorer reads sqlite_master
+    elif model == "oracle-direct":
+        solver = OracleSolver()
+    else:
+        assert model is not None
+        solver = AgentSolver(
+            model, score_unverified=score_unverified, timeout_s=timeout, trace_dir=out / "traces" if traces else None,
+            memory=_memory_factory() if memory else None)
     config = RunConfig(questions=str(questions), db=str(db), solver=solver.name, model=model, workers=workers,
                        timeout_s=timeout, ves_iterations=ves_iterations, decimals=decimals,
                        soft_f1_order=soft_f1_order)  # type: ignore[arg-type]
     callback, context = _progress(quiet)
     try:
         with context:
-            summary = run_eval(instances, db, solver, out, workers=workers, timeout_s=timeout,
+            summary = run_eval(instances, resolver, solver, out, workers=workers, timeout_s=timeout,
                                ves_iterations=ves_iterations, decimals=decimals, progress=callback,
-                               config=config, force=force, soft_f1_order=soft_f1_order)
+                               config=config, force=force, soft_f1_order=soft_f1_order,
+                               execute_pred=execute_pred, summary_extra=extra)
     except EvalError as err:
         _err(f"error: {err}")
         raise typer.Exit(2) from err
@@ -178,6 +197,8 @@ def eval(  # noqa: A001 - the command is `dia eval`
     typer.echo(f"EX {pct(summary['ex'])}%  soft-F1 {pct(summary['soft_f1'])}%  VES {pct(summary['ves'])} "
                f"(time-ratio VES {pct(summary.get('ves_ratio'))})  "
                f"({summary['correct']}/{summary['scored']} correct, {summary['broken']} broken)")
+    if predictions:
+        _echo_matching(summary["predictions"])
     lat = summary["latency_s"]
     typer.echo(f"tokens {summary['tokens_total']}, cost USD {summary['cost_usd_total']:.4f}, "
                f"latency p50 {lat['p50']} s p90 {lat['p90']} s")
@@ -189,6 +210,47 @@ def eval(  # noqa: A001 - the command is `dia eval`
     if fail_under is not None and (summary["ex"] or 0.0) < fail_under:
         _err(f"EX {pct(summary['ex'])}% is below --fail-under {fail_under}")
         raise typer.Exit(1)
+
+
+def _predictions_setup(path: Path, fmt: str, match: str, instances: list[Any]) -> tuple[Any, Any, dict[str, Any]]:
+    """The solver answering from a predictions file, the gated executor and the matching summary."""
+    from dia_assets.agents.evaluation.predictions import (
+        PredictionsSolver,
+        match_predictions,
+        read_predictions,
+    )
+    from dia_assets.agents.evaluation.sandbox import PredictionSandbox
+
+    try:
+        fmt, preds = read_predictions(path, fmt)
+        mode, matching = match_predictions(instances, preds, fmt, match)
+    except (OSError, ValueError) as err:
+        _err(f"error: cannot read predictions {path}: {err}")
+        raise typer.Exit(2) from err
+    if not matching.by_id:
+        _err(f"error: no prediction in {path} names a question of the set (matched by {mode}; "
+             f"{len(preds)} predictions, e.g. keys {', '.join(p.key for p in preds[:5])}); try --match id or index")
+        raise typer.Exit(2)
+    summary = matching.summary(path, fmt, mode, len(preds))
+    return PredictionsSolver(matching, path), PredictionSandbox(), {"predictions": summary}
+
+
+def _ids(ids: list[Any], limit: int = 10) -> str:
+    shown = ", ".join(str(i) for i in ids[:limit])
+    return shown + (f" ... (+{len(ids) - limit})" if len(ids) > limit else "")
+
+
+def _echo_matching(info: dict[str, Any]) -> None:
+    typer.echo(f"predictions: {info['matched']} of {info['predictions']} matched a question "
+               f"({info['format']} file, matched by {info['match']})")
+    if info["missing"]:
+        _err(f"warning: {len(info['missing'])} question(s) have no prediction and score 0: {_ids(info['missing'])}")
+    if info["unmatched"]:
+        _err(f"warning: {len(info['unmatched'])} prediction(s) match no question and are not scored: "
+             f"{_ids(info['unmatched'])}")
+    if info["db_mismatch"]:
+        _err(f"warning: {len(info['db_mismatch'])} prediction(s) name another database than their question "
+             f"(run on the question's): {_ids([m['id'] for m in info['db_mismatch']])}")
 
 
 def main() -> None:  # `python -m dia_assets.cli_eval ...` before the command is mounted

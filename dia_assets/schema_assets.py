@@ -60,6 +60,10 @@ from resources.warehouse import warehouse_target
 from resources.workspace import WorkspaceResource
 
 GROUP = "schema_creator"
+# In the metadata of the warehouse step's Failure when the build was validated and refused: a
+# verdict on the data, which the data sensor does not ask for again (sensors/run_outcome.py).
+VERDICT_KEY = "dia/verdict"
+RETIRED = "retired"  # data version of a table asset whose table left the manifest
 
 
 def raw_asset_key(source_path: str) -> AssetKey:  # noqa: ARG001 - every file is a partition of one asset
@@ -180,7 +184,8 @@ def _build(context: AssetExecutionContext, config: WarehouseConfig, workspace: W
         raise Failure(
             description=f"the new build is not accepted, so the previous warehouse stays in place; "
             f"the build is kept at {report.rejected_build}. {sc.summary(report)}",
-            metadata={"report": MetadataValue.path(str(workspace.path("validation", "report.md")))},
+            metadata={"report": MetadataValue.path(str(workspace.path("validation", "report.md"))),
+                      VERDICT_KEY: "not_accepted"},
         )
     common = {
         "accepted": report.accepted,
@@ -221,6 +226,13 @@ def warehouse_asset(tables: Sequence[ManifestTable] = (), interp: Interpretation
         if new or gone:
             context.log.warning(f"the manifest now has tables {new or 'none'} new and {gone or 'none'} gone since the "
                                 "code location loaded: reload it (Deployment > Reload) to see them as assets")
+        # Every table asset gets an output (the specs are not skippable): a retired table says
+        # so, and the checks, the report and the catalog after it run instead of being skipped.
+        for name in gone:
+            yield MaterializeResult(asset_key=table_key(name), data_version=DataVersion(RETIRED), metadata={
+                **common, "retired": True, "dagster/row_count": MetadataValue.int(0),
+                "retired_reason": f"`{name}` is no longer in the manifest (its file was removed or renamed): "
+                "dropped from the warehouse; reload the code location to drop the asset"})
         for table in manifest.tables:
             if table.name not in known:
                 continue
@@ -314,11 +326,18 @@ def _details(items: list) -> str:
     return "\n".join(lines)
 
 
-def check_result(key: AssetCheckKey, report: ValidationReport, table: str | None, tables: Sequence[str]) -> AssetCheckResult:
-    """One axis of the validation, for one table (`table`) or the whole warehouse (None)."""
+def check_result(key: AssetCheckKey, report: ValidationReport, table: str | None, tables: Sequence[str],
+                 current: set[str] | None = None) -> AssetCheckResult:
+    """One axis of the validation, for one table (`table`) or the whole warehouse (None);
+    `current`: the tables of the manifest now (a table asset not among them is retired)."""
     field = AXES[key.name][0]
     items = [i for i in getattr(report, field) if table is None or item_table(i, tables) == table]
     stale = report.stale_reason
+    if table is not None and current is not None and table not in current and not stale:
+        return AssetCheckResult(asset_key=key.asset_key, check_name=key.name, passed=True,
+                                severity=AssetCheckSeverity.ERROR, metadata={"retired": True},
+                                description=f"retired: `{table}` is no longer in the manifest (its file was removed "
+                                "or renamed), so the warehouse has no such table to check")
     passed = not stale and not any(v.blocks(i) for i in items)
     description = f"STALE: {stale}. The last build's findings: " if stale else ""
     return AssetCheckResult(
@@ -356,9 +375,10 @@ def warehouse_checks(tables: Sequence[ManifestTable] = ()) -> AssetChecksDefinit
     def _checks(context: AssetCheckExecutionContext, workspace: WorkspaceResource,
                 duckdb: DuckDBResource) -> Iterator[AssetCheckResult]:
         report = _last_report(workspace) or _report(workspace, duckdb)
+        current = {t.name for t in _manifest(workspace).tables}
         for key in sorted(context.selected_asset_check_keys, key=lambda k: (k.asset_key.to_user_string(), k.name)):
             table = key.asset_key.path[-1] if names else None
-            yield check_result(key, report, table, names)
+            yield check_result(key, report, table, names, current)
 
     return _checks
 

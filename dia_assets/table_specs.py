@@ -121,7 +121,9 @@ def table_spec(table: ManifestTable, interp: Interpretation | None) -> AssetSpec
     or the files of a table loaded from several)."""
     return AssetSpec(
         key=table_key(table.name), group_name=WAREHOUSE_GROUP, kinds={"duckdb", "table"},
-        description=table_description(table), skippable=True,
+        # not skippable: a warehouse step that gives a table no output fails the run instead of
+        # skipping the checks, the report and the catalog after it in a green run
+        description=table_description(table), skippable=False,
         deps=["schema_manifest", RAW_FILES],
         metadata=table_metadata(table, interp),
     )

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import hashlib
-import json
+import time
 from pathlib import Path
 
 from dagster import (
@@ -18,7 +18,9 @@ from dagster import (
     sensor,
 )
 
-from dia_assets.agents.adaptation.snapshot import diff, interpreted_snapshot, run_key, snapshot
+from dia_assets.agents.adaptation.data_cursor import DataCursor, RunOutcome, absorb, decide
+from dia_assets.agents.adaptation.settle import stat_files, unsettled
+from dia_assets.agents.adaptation.snapshot import interpreted_snapshot, snapshot
 from dia_assets.interpretation_assets import (
     DATA_VERSION_TAG,
     folder_partitions,
@@ -29,7 +31,8 @@ from dia_assets.interpretation_assets import (
 from dia_assets.table_specs import RAW_FILES
 from resources.workspace import default_data_dir, default_workspace
 from sensors.jobs import build_job, schema_job
-from sensors.settings import SENSOR_INTERVAL_S
+from sensors.run_outcome import REQUEST_TAG, run_outcome
+from sensors.settings import SENSOR_INTERVAL_S, build_tries, settle_s
 
 
 def partition_requests(context: SensorEvaluationContext, data_dir: Path) -> list:
@@ -62,34 +65,72 @@ def unobserved(context: SensorEvaluationContext, hashes: dict[str, str]) -> set[
     return out
 
 
+def pending_outcome(context: SensorEvaluationContext, cursor: DataCursor, workspace: Path) -> RunOutcome | None:
+    """What became of the run requested for the pending change (None: no pending change)."""
+    if cursor.pending is None:
+        return None
+    try:
+        instance = context.instance
+    except DagsterInvariantViolationError:  # a context built without an instance (unit tests): cannot tell
+        return "success"
+    return run_outcome(instance, cursor.pending, workspace)
+
+
+def _result(cursor: DataCursor, before: str | None, reason: str, **kwargs: list) -> SensorResult | SkipReason:
+    """A tick that requests nothing: a plain skip when it changed nothing either."""
+    dumped = cursor.dump()
+    if dumped == before and not any(kwargs.values()):
+        return SkipReason(reason)
+    return SensorResult(skip_reason=reason, cursor=dumped, **kwargs)
+
+
 @sensor(job=build_job, minimum_interval_seconds=SENSOR_INTERVAL_S, default_status=DefaultSensorStatus.RUNNING,
-        description="New, changed or deleted files in DIA_DATA_DIR rebuild the warehouse once per change; the "
-        "raw_files partitions follow the folder and each new or changed file is observed (its content hash).")
+        description="New, changed or deleted files in DIA_DATA_DIR rebuild the warehouse once per change, once "
+        "they have settled (size and mtime unchanged for DIA_SETTLE_S); the change counts as done only when "
+        "its run finished its checks (a failed, canceled or vanished run is asked for again). The raw_files "
+        "partitions follow the folder and each new or changed file is observed (its content hash).")
 def new_data_sensor(context: SensorEvaluationContext) -> SensorResult | SkipReason:
-    data_dir = Path(default_data_dir())
+    data_dir, workspace = Path(default_data_dir()), Path(default_workspace())
     if not data_dir.is_dir():
         return SkipReason(f"data folder {data_dir} does not exist")
     # First start: compare with what the workspace's interpretation was built from, not with
     # nothing, so the sensor does not rebuild what `make demo` (or a build before) just built.
-    before = json.loads(context.cursor) if context.cursor else interpreted_snapshot(Path(default_workspace()), data_dir)
+    cursor = DataCursor.parse(context.cursor) or DataCursor(done=interpreted_snapshot(workspace, data_dir))
+    outcome = pending_outcome(context, cursor, workspace)
+    if cursor.pending is not None and outcome == "running":
+        return SkipReason(decide(cursor, cursor.pending.snapshot, outcome, build_tries()).wait)
+    cursor = absorb(cursor, outcome)
     after = snapshot(data_dir)
-    change = diff(before, after)
+    moving = sorted(rel for rel, digest in after.items() if cursor.done.get(rel) != digest)
+    now = time.time()
+    seen = stat_files(data_dir, moving, now, cursor.seen)
+    waiting = unsettled(moving, cursor.seen, seen, now, settle_s())
+    cursor = cursor.model_copy(update={"seen": seen})
+    if waiting:  # nothing is read (observed, partitioned, built) until every changed file settled
+        return SensorResult(skip_reason=f"waiting for {', '.join(waiting)} to settle (size and modification time "
+                            f"unchanged for {settle_s():g} s across two ticks)", cursor=cursor.dump())
+    decision = decide(cursor, after, outcome, build_tries())
     partitions = partition_requests(context, data_dir)
     hashes = {raw_partition_key(data_dir / rel, data_dir): digest for rel, digest in after.items()}
     stale = unobserved(context, hashes)
     events = raw_observations(data_dir, stale) if stale else []
-    cursor = json.dumps(after, sort_keys=True)
-    if not change.any:
-        if partitions or events or not context.cursor:
-            return SensorResult(dynamic_partitions_requests=partitions, asset_events=events, cursor=cursor)
-        return SkipReason("no change in the data folder")
+    if decision.request is None:
+        reason = decision.wait or "no change in the data folder"
+        if context.cursor is None:  # the first tick always stores what it found
+            return SensorResult(dynamic_partitions_requests=partitions, asset_events=events, cursor=decision.cursor.dump())
+        return _result(decision.cursor, context.cursor, reason, dynamic_partitions_requests=partitions, asset_events=events)
+    change = decision.change
     if change.deleted:
         context.log.warning(f"files deleted from {data_dir}: {', '.join(change.deleted)}")
+    ask = decision.request
+    if ask.tries > 1:
+        context.log.warning(f"the run for this change ended {outcome}; asking again ({ask.run_key})")
     return SensorResult(
-        run_requests=[RunRequest(run_key=run_key(after, before), tags={"dia/change": change.describe()[:4000]})],
+        run_requests=[RunRequest(run_key=ask.run_key, tags={"dia/change": change.describe()[:4000],
+                                                            REQUEST_TAG: ask.key, "dia/try": str(ask.tries)})],
         dynamic_partitions_requests=partitions,
         asset_events=events,
-        cursor=cursor,
+        cursor=decision.cursor.dump(),
     )
 
 

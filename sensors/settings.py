@@ -32,3 +32,14 @@ QUALITY_BASELINE = _int("DIA_QUALITY_BASELINE", 30)
 QUALITY_MARGIN = _float("DIA_QUALITY_MARGIN", 0.15)
 NIGHTLY_CRON = os.environ.get("DIA_NIGHTLY_CRON", "0 2 * * *")
 WEEKLY_MEMORY_CRON = os.environ.get("DIA_MEMORY_CRON", "0 3 * * 0")
+
+
+def settle_s() -> float:
+    """Seconds a changed file's size and mtime must stay the same (across two sensor ticks)
+    before it is read; 0 reads at once. Read per tick, so tests can set it."""
+    return _float("DIA_SETTLE_S", 5.0)
+
+
+def build_tries() -> int:
+    """Runs the data sensor requests for one change whose run fails, is canceled or vanishes."""
+    return max(1, _int("DIA_BUILD_TRIES", 3))

@@ -111,8 +111,8 @@ class Replay:
             for event in found.asset_events:  # the daemon stores the raw files' observations
                 self.instance.report_runless_asset_event(event)
             self.data_cursor = found.cursor
-            if not found.run_requests:  # files observed, nothing changed since the last build
-                out["skip"] = "observed only"
+            if not found.run_requests:  # the cursor moved (files observed, the last run's outcome read)
+                out["skip"] = found.skip_reason.skip_message if found.skip_reason else "observed only"
             else:
                 assert len(found.run_requests) == 1, "one build per change"
                 req = found.run_requests[0]
@@ -143,6 +143,7 @@ def test_replay_of_real_source_changes(tmp_path: Path, monkeypatch: pytest.Monke
     data.mkdir()
     monkeypatch.setenv("DIA_DATA_DIR", str(data))
     monkeypatch.setenv("DIA_WORKSPACE", str(ws))
+    monkeypatch.setenv("DIA_SETTLE_S", "0")  # files are written whole here
     monkeypatch.delenv("DIA_WAREHOUSE", raising=False)
     replay = Replay(data, ws)
 

@@ -82,7 +82,7 @@ def test_each_instance_is_timed_alone() -> None:
             seen.append(evaluators.TIMING_LOCK.locked())
             inside.set()
 
-    ctx = SimpleNamespace(matched=0, gold_sql=["SELECT 1"], prediction=SimpleNamespace(sql="SELECT 1"),
+    ctx = SimpleNamespace(matched=0, gold_sql=["SELECT 1"], prediction=SimpleNamespace(sql="SELECT 1"), pred_execution=None,
                           db=DB(), timeout_s=5.0)
     result = evaluators.ValidEfficiency(iterations=3).evaluate(ctx)  # type: ignore[arg-type]
     assert "ves_reward" in result  # its value is a timing ratio: never asserted (shared machines)

@@ -22,6 +22,7 @@ def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Path]:
     (data / "a.csv").write_text("id,name\n1,x\n2,y\n")
     monkeypatch.setenv("DIA_DATA_DIR", str(data))
     monkeypatch.setenv("DIA_WORKSPACE", str(ws))
+    monkeypatch.setenv("DIA_SETTLE_S", "0")
     return data, ws
 
 

@@ -94,13 +94,16 @@ def test_each_stage_can_be_switched_off(con, embedder) -> None:
         "reviews", "body", "late delivery", out="late")
     assert report.stage_mix == {"strong": 120} and llm.count("light") == 0
     assert report.thresholds.scorer == "none"
-    # no model at all: fixed thresholds, the band is decided at its midpoint and says so
-    report = ops(con, embedder, light_model=None, strong_model=None, upper=0.6, lower=0.2).sem_filter(
+    # no model at all, explicitly accepted: fixed thresholds, the band is decided at its
+    # midpoint and says so
+    report = ops(con, embedder, light_model=None, strong_model=None, upper=0.6, lower=0.2,
+                 allow_unverified=True).sem_filter(
         "reviews", "body", "the review complains about late delivery", out="late")
     assert set(report.stage_mix) <= {"embedding", "embedding_fallback"} and report.model_calls == 0
     assert sum(report.stage_mix.values()) == 120
     with pytest.raises(SemanticOpError, match="needs thresholds"):
-        ops(con, embedder, light_model=None, strong_model=None).sem_filter("reviews", "body", "late", out="x")
+        ops(con, embedder, light_model=None, strong_model=None, allow_unverified=True).sem_filter(
+            "reviews", "body", "late", out="x")
 
 
 def test_items_no_model_answers_are_recorded_unresolved_not_dropped(con, embedder) -> None:
@@ -167,7 +170,8 @@ def test_group_with_labels_and_with_k(con, embedder) -> None:
     got = con.execute("SELECT truth, _group, count(*) FROM g GROUP BY ALL ORDER BY ALL").fetchall()
     assert got == [("late", "delivery", 60), ("other", "product", 60)]
     assert report.stage_mix.get("embedding", 0) > 0 and report.rows_out == 120
-    report = ops(con, embedder, light_model=None, strong_model=None).sem_group("reviews", "body", out="g2", k=2)
+    report = ops(con, embedder, light_model=None, strong_model=None, allow_unverified=True).sem_group(
+        "reviews", "body", out="g2", k=2)
     groups = con.execute("SELECT _group, count(*) FROM g2 GROUP BY 1").fetchall()
     assert report.model_calls == 0 and sorted(g for g, _ in groups) == ["group 1", "group 2"]
     centroids, members = kmeans(embedder.embed(["a cat", "a dog", "stock prices fell"]), 5)

@@ -9,10 +9,12 @@ import pytest
 from dagster import (
     AssetMaterialization,
     DagsterInstance,
+    DagsterRunStatus,
     SensorResult,
     SkipReason,
     build_sensor_context,
 )
+from dagster._core.test_utils import create_run_for_test
 
 from dia_assets.agents.interpreter.discover import content_hash
 from dia_assets.agents.interpreter.run import interpret_to_files
@@ -27,11 +29,17 @@ def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Path]:
     data.mkdir()
     monkeypatch.setenv("DIA_DATA_DIR", str(data))
     monkeypatch.setenv("DIA_WORKSPACE", str(ws))
+    monkeypatch.setenv("DIA_SETTLE_S", "0")  # files are written whole here (settle time: tests/faults/test_sensor_cursor.py)
     return data, ws
 
 
 def _eval(sensor, instance, cursor=None):  # noqa: ANN001
     return sensor(build_sensor_context(instance=instance, cursor=cursor))
+
+
+def _succeeded(instance: DagsterInstance, result: SensorResult) -> None:
+    """The requested run ended well (the sensor moves past a change only then)."""
+    create_run_for_test(instance, job_name="build_job", status=DagsterRunStatus.SUCCESS, tags=result.run_requests[0].tags)
 
 
 def test_new_data_sensor_runs_once_per_change_and_reports_deletions(env):
@@ -46,17 +54,22 @@ def test_new_data_sensor_runs_once_per_change_and_reports_deletions(env):
     [observation] = first.asset_events
     assert observation.partition == "a_csv" and observation.tags["dagster/data_version"] == content_hash(data / "a.csv")
     instance.report_runless_asset_event(observation)
-    # the cursor round-trips: the same folder asks for nothing
-    assert isinstance(_eval(new_data_sensor, instance, first.cursor), SkipReason)
+    _succeeded(instance, first)
+    # the cursor round-trips: the same folder asks for nothing once its run succeeded
+    same = _eval(new_data_sensor, instance, first.cursor)
+    assert not same.run_requests and same.skip_reason.skip_message == "no change in the data folder"
+    assert isinstance(_eval(new_data_sensor, instance, same.cursor), SkipReason)
     (data / "a.csv").write_text("id\n2\n")
     second = _eval(new_data_sensor, instance, first.cursor)
     assert second.run_requests[0].run_key != first.run_requests[0].run_key
     # the same tick evaluated twice asks for the same run: one change never runs twice
     assert _eval(new_data_sensor, instance, first.cursor).run_requests[0].run_key == second.run_requests[0].run_key
+    _succeeded(instance, second)
     # reverting the file is a new change (the warehouse holds the second content): a new key
     (data / "a.csv").write_text("id\n1\n")
     third = _eval(new_data_sensor, instance, second.cursor)
     assert third.run_requests[0].run_key not in {first.run_requests[0].run_key, second.run_requests[0].run_key}
+    _succeeded(instance, third)
     (data / "a.csv").unlink()
     (data / "b.csv").write_text("id\n1\n")
     fourth = _eval(new_data_sensor, instance, third.cursor)

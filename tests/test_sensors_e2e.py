@@ -23,6 +23,7 @@ def test_dropping_a_file_rebuilds_the_warehouse_with_its_rows(tmp_path: Path, mo
     shutil.copy(EXAMPLES / "data" / "hospital.xlsx", data)
     monkeypatch.setenv("DIA_DATA_DIR", str(data))
     monkeypatch.setenv("DIA_WORKSPACE", str(ws))
+    monkeypatch.setenv("DIA_SETTLE_S", "0")  # files are written whole here
     monkeypatch.delenv("DIA_WAREHOUSE", raising=False)
     instance = DagsterInstance.ephemeral()
 

@@ -75,8 +75,11 @@ class Check(BaseModel):
 
 
 class Verification(BaseModel):
-    passed: bool = False
+    passed: bool = Field(False, description="Every check passed; covers the checks only.")
     checks: list[Check] = Field(default_factory=list)
+    unverified: list[str] = Field(default_factory=list, description=(
+        "What the checks do not cover: semantic steps that decided rows without the strong model, "
+        "each with the operator's estimated precision or 'unverified'."))
 
     def failed(self) -> list[Check]:
         return [c for c in self.checks if not c.passed]

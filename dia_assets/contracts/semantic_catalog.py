@@ -29,6 +29,8 @@ class CatalogNode(BaseModel):
     row_count: int | None = None
     distinct_count: int | None = None
     null_fraction: float | None = None
+    identifier: bool = Field(False, description="An attribute that holds identifiers (keys, codes), "
+                             "not something a plain question asks about: search ranks it lower.")
     related: list[str] = Field(default_factory=list, description="Related attribute ids: keys that "
                                "join, and columns close in embedding space.")
 

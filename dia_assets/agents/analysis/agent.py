@@ -8,6 +8,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from dia_assets.agents.analysis.caveats import answer_note, unverified_decisions, unverified_rows
 from dia_assets.agents.analysis.session import AnalysisSession
 from dia_assets.agents.analysis.steps import PipelineError, Step
 from dia_assets.agents.query.dialects import Database
@@ -18,6 +19,7 @@ from dia_assets.agents.query.memory import QueryMemory
 from dia_assets.agents.query.schema import SchemaIndex
 from dia_assets.agents.query.tools import AGENT_TOOLS, Explorer
 from dia_assets.agents.semantic_ops.judge import prompts as semantic_prompts
+from dia_assets.agents.semantic_ops.models import SemanticModelUnavailable
 
 _STR = {"type": "string"}
 RUN_PIPELINE_PARAMETERS: dict[str, Any] = {
@@ -70,6 +72,15 @@ class PipelineAgent(QueryAgent):
         if self.session is not None:
             run.trace["pipeline"] = [r.model_dump() for r in self.session.records]
             run.trace["optimizations"] = self.plan_notes
+            caveats = unverified_decisions(self.session.records)
+            if caveats:  # "passed" covers the checks; say what they could not cover
+                run.result.verification.unverified = caveats
+                run.trace["verification"]["unverified"] = caveats
+                if run.result.status == "answered":
+                    rows = unverified_rows(self.session.records)
+                    run.result.message += f"; semantic decisions of {rows} rows not verified"
+                if run.result.answer:
+                    run.result.answer += "\n\n" + answer_note(caveats)
         return run
 
     def _tool_run_pipeline(self, call: ToolCall, args: dict[str, Any], state: _State) -> str:
@@ -89,6 +100,8 @@ class PipelineAgent(QueryAgent):
             done = [r.output for r in self.session.records] if self.session is not None else []
             self._event("pipeline_error", error=str(err), done=done)
             return self._tool(call, {"error": str(err), "tables_so_far": done}, refused=True)
+        except SemanticModelUnavailable as err:  # no answer can stand on it: stop, keep the tables
+            return self._stop_on_outage(call, err, state)
         self.plan_notes += notes
         for r in records:
             self._event("pipeline_step", **r.model_dump())
@@ -98,6 +111,23 @@ class PipelineAgent(QueryAgent):
                  "cost_usd": r.operator["cost_usd"]} if r.operator else {}),
              **({"estimated": r.estimate} if r.estimate else {})} for r in records]}
         return self._tool(call, payload)
+
+
+    def _stop_on_outage(self, call: ToolCall, err: SemanticModelUnavailable, state: _State) -> str:
+        """A model stage is unreachable: the run ends failed with one line naming the model,
+        the cause and what was kept (the partial step's tables, exported with the others)."""
+        records = self.session.records if self.session is not None else []
+        last = records[-1] if records and records[-1].status == "partial" else None
+        kept = ""
+        if last is not None and last.operator:
+            mix = last.operator.get("stage_mix", {})
+            decided = sum(v for k, v in mix.items() if k not in ("undecided", "unresolved"))
+            kept = (f"; {last.step.op} -> {last.output} stopped after deciding {decided} of "
+                    f"{last.operator.get('rows_in', 0)} rows (kept, the rest marked _stage='undecided')")
+        message = f"{err}{kept}"
+        self._event("pipeline_stopped", error=message, done=[r.output for r in records])
+        self._finish(state, "failed", message)
+        return self._tool(call, {"error": message}, refused=True)
 
 
 class OnDemandPipelineAgent(PipelineAgent):

@@ -24,7 +24,11 @@ from dia_assets.agents.query.dialects import DuckDBDatabase, duckdb_config
 from dia_assets.agents.query.gate import Gate, schema_of, shows_values
 from dia_assets.agents.query.safety import SQLRefused
 from dia_assets.agents.query.schema import ColumnInfo, SchemaIndex, TableInfo
-from dia_assets.agents.semantic_ops.models import CascadeConfig, SemanticOpError
+from dia_assets.agents.semantic_ops.models import (
+    CascadeConfig,
+    SemanticModelUnavailable,
+    SemanticOpError,
+)
 from dia_assets.agents.semantic_ops.operators import SemanticOps
 from dia_assets.agents.semantic_ops.tables import qcol
 from dia_assets.agents.semantic_ops.vectors import InProcessIndex, VectorIndex
@@ -205,6 +209,7 @@ class AnalysisSession:
         self._check_output(step.output)
         created = [step.output]
         report = None
+        stopped: SemanticModelUnavailable | None = None
         if step.op == "sql":
             self._create_from_select(step.output, step.sql or "", gate)
         else:
@@ -224,6 +229,10 @@ class AnalysisSession:
                 report = self._semantic(step, table)
             except SemanticOpError as err:
                 raise PipelineError(str(err)) from err
+            except SemanticModelUnavailable as err:  # the partial tables stay, recorded as partial
+                if err.report is None:
+                    raise
+                report, stopped = err.report, err
             created.append(f"{step.output}__decisions")
         self.step_tables += created
         self._register(created, gate, index)
@@ -233,6 +242,9 @@ class AnalysisSession:
                             operator=report.summary() if report is not None else None,
                             seconds=round(time.perf_counter() - started, 3))
         self.records.append(record)
+        if stopped is not None:
+            record.status, record.error = "partial", str(stopped)
+            raise stopped
         return record
 
     def _semantic(self, step: Step, table: str | None) -> Any:

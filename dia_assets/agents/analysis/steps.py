@@ -69,3 +69,7 @@ class StepRecord(BaseModel):
                                              "rows_in, selectivity, rows_out and where they came from (basis).")
     notes: list[str] = []
     seconds: float = 0.0
+    status: Literal["complete", "partial"] = Field("complete", description=(
+        "partial: a model became unreachable mid-step; the step's tables hold the rows decided "
+        "before (`_stage` says by whom) and the rest marked `undecided`."))
+    error: str | None = None

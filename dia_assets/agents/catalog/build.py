@@ -11,6 +11,14 @@ from typing import Any
 
 import numpy as np
 
+from dia_assets.agents.catalog.column_text import (
+    column_text,
+    humanize,
+    is_identifier,
+    name_words,
+    sample_values,
+)
+from dia_assets.agents.interpreter.key_names import SchemaNames
 from dia_assets.agents.memory.embedder import Embedder
 from dia_assets.agents.semantic_ops.operators import kmeans
 from dia_assets.contracts.interpretation import Interpretation
@@ -22,28 +30,31 @@ RELATED_MIN_SIMILARITY = 0.9
 DomainNamer = Callable[[list[tuple[str, list[str]]]], dict[str, str]]
 
 
-def humanize(name: str) -> str:
-    """`order_date` -> `order date`; `CustomerID` -> `customer id`."""
-    spaced = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", " ", name)
-    return re.sub(r"[_\W]+", " ", spaced).strip().lower()
-
-
 def slug(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "_", text.lower()).strip("_") or "domain"
 
 
-def _attribute_text(table: str, col: Any, source_col: Any) -> str:
-    parts = [f"{humanize(col.name)} of {humanize(table)}", f"({col.semantic_type}, {col.type})"]
-    if source_col is not None and source_col.description:
-        parts.append(source_col.description)
-    if source_col is not None and source_col.examples:
-        parts.append("e.g. " + ", ".join(str(x) for x in source_col.examples[:3]))
-    return " ".join(parts)
+def _attribute(names: SchemaNames, table: Any, col: Any, source_col: Any) -> tuple[str, bool, str]:
+    """(what the column holds, in words; whether it is an identifier; its name as words):
+    see column_text.py."""
+    source = table.sources[0] if table.sources else table.name
+    raw = col.source_column or col.name
+    words = name_words(names, source, raw)
+    keys = set(table.primary_key) | {c for fk in table.foreign_keys for c in fk.columns}
+    examples = list(source_col.examples) if source_col is not None else []
+    tops = [v for v, _ in source_col.top_values] if source_col is not None else []
+    identifier = is_identifier(raw, "_".join(names.stripped(source, raw.lower())), col.semantic_type,
+                               col.name in keys, examples + tops)
+    entity = " ".join(names.entity(source)) or humanize(table.name)
+    text = column_text(words, entity, col.semantic_type, source_col.description if source_col else None,
+                       identifier, sample_values(tops + examples))
+    return text, identifier, " ".join(words)
 
 
 def entities_and_attributes(interpretation: Interpretation, manifest: Manifest) -> list[CatalogNode]:
     nodes: list[CatalogNode] = []
     sources = {s.name: s for s in interpretation.sources}
+    names = SchemaNames(interpretation.sources)
     for table in manifest.tables:
         src = sources.get(table.sources[0]) if table.sources else None
         words = ", ".join(humanize(c.name) for c in table.columns[:12])
@@ -57,11 +68,12 @@ def entities_and_attributes(interpretation: Interpretation, manifest: Manifest) 
             scol = None
             if src is not None:
                 scol = next((c for c in src.columns if c.name == col.source_column), None)
+            text, identifier, label = _attribute(names, table, col, scol)
             nodes.append(CatalogNode(
-                id=f"attribute:{table.name}.{col.name}", level="attribute", label=humanize(col.name),
+                id=f"attribute:{table.name}.{col.name}", level="attribute", label=label,
                 parent=f"entity:{table.name}", table=table.name, column=col.name,
                 source=table.source_path, semantic_type=col.semantic_type, data_type=col.type,
-                description=_attribute_text(table.name, col, scol),
+                description=text, identifier=identifier,
                 examples=[str(x) for x in (scol.examples[:5] if scol else [])]
                 + [str(v) for v, _ in (scol.top_values[:5] if scol else []) if v is not None],
                 row_count=src.row_count if src else None,

@@ -1,22 +1,31 @@
 """The catalog in the shared memory's PostgreSQL (`dia_memory.catalog_nodes`, migration 3):
-replaced whole per scope on refresh, searched with dense (pgvector cosine) and sparse
-(PostgreSQL full text over the query's keywords) retrieval fused by reciprocal rank."""
+replaced whole per scope on refresh, searched with dense (pgvector cosine) and sparse (BM25
+over PostgreSQL's full-text lexemes) retrieval, scored as `ranking.py` documents."""
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 from psycopg.types.json import Jsonb
 
+from dia_assets.agents.catalog.lexicon import lexicon
+from dia_assets.agents.catalog.ranking import (
+    BM25_B,
+    BM25_K1,
+    Terms,
+    alignment,
+    asks_for_identifier,
+    content_words,
+    expected_types,
+    lexical_links,
+    name_words,
+    score,
+)
 from dia_assets.agents.memory.migrations import SCHEMA
 from dia_assets.agents.memory.store import MemoryStore
 from dia_assets.contracts.semantic_catalog import CatalogNode, SemanticCatalog
-
-RRF_K = 60
-_WORD = re.compile(r"[A-Za-z0-9]+")
 
 
 @dataclass
@@ -26,17 +35,15 @@ class CatalogHit:
     score: float
     dense_rank: int | None
     sparse_rank: int | None
+    terms: Terms | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return {"id": self.node.id, "level": self.node.level, "path": self.path,
                 "table": self.node.table, "column": self.node.column, "score": round(self.score, 5),
-                "dense_rank": self.dense_rank, "sparse_rank": self.sparse_rank}
-
-
-def keyword_query(text: str) -> str:
-    """`to_tsquery` text OR-ing the query's words (sanitised: letters and digits only)."""
-    words = [w.lower() for w in _WORD.findall(text) if len(w) > 1]
-    return " | ".join(dict.fromkeys(words))
+                "dense_rank": self.dense_rank, "sparse_rank": self.sparse_rank,
+                **({"dense": round(self.terms.dense, 5), "align": round(self.terms.align, 5),
+                    "sparse": round(self.terms.sparse, 5), "answer": self.terms.answer,
+                    "prior": self.terms.prior} if self.terms else {})}
 
 
 class CatalogStore:
@@ -76,45 +83,65 @@ class CatalogStore:
 
     def search(self, query: str, scope: str | None = None, k: int = 10,
                level: str | None = None, depth: int = 50) -> list[CatalogHit]:
-        """Top-k nodes by reciprocal-rank fusion of the dense and the sparse ranking."""
-        vec = self.memory.embedder.embed([query])[0]
+        """Top-k nodes by `ranking.score`: the `depth` nearest nodes to the question's content
+        words and the `depth` best by BM25 are the candidates; each is scored on both sides
+        and by its prior (identifiers and constant columns rank lower)."""
+        vec = self.memory.embedder.embed([content_words(query)])[0]
         where = ["TRUE"]
-        params: list[Any] = []
+        params: dict[str, Any] = {"vec": vec, "text": query, "depth": depth, "k1": BM25_K1, "b": BM25_B}
         if scope:
-            where.append("scope = %s")
-            params.append(scope)
+            where.append("scope = %(scope)s")
+            params["scope"] = scope
         if level:
-            where.append("level = %s")
-            params.append(level)
+            where.append("level = %(level)s")
+            params["level"] = level
         cond = " AND ".join(where)
-        keywords = keyword_query(query)
-
-        def op(conn: Any) -> tuple[list[Any], list[Any]]:
-            dense = conn.execute(
-                f"SELECT scope, id, node FROM {SCHEMA}.catalog_nodes WHERE {cond} "
-                "ORDER BY embedding <=> %s, id LIMIT %s", [*params, vec, depth]).fetchall()
-            sparse = []
-            if keywords:
-                sparse = conn.execute(
-                    f"SELECT scope, id, node FROM {SCHEMA}.catalog_nodes WHERE {cond} "
-                    "AND tsv @@ to_tsquery('english', %s) "
-                    "ORDER BY ts_rank_cd(tsv, to_tsquery('english', %s)) DESC, id LIMIT %s",
-                    [*params, keywords, keywords, depth]).fetchall()
-            return dense, sparse
-
-        dense, sparse = self.memory.with_connection(op)
-        nodes: dict[tuple[str, str], CatalogNode] = {}
-        ranks: dict[tuple[str, str], list[int | None]] = {}
-        for which, rows in ((0, dense), (1, sparse)):
-            for rank, (sc, node_id, node) in enumerate(rows, start=1):
-                key = (sc, node_id)
-                nodes.setdefault(key, CatalogNode.model_validate(node))
-                ranks.setdefault(key, [None, None])[which] = rank
-        scored = sorted(((sum(1 / (RRF_K + r) for r in rk if r), key) for key, rk in ranks.items()),
-                        key=lambda t: (-t[0], t[1]))[:k]
-        parents = self._parents(scope, [nodes[key] for _, key in scored])
+        rows = self.memory.with_connection(lambda conn: conn.execute(f"""
+            WITH docs AS MATERIALIZED (
+                SELECT scope, id, node, tsv, embedding FROM {SCHEMA}.catalog_nodes WHERE {cond}),
+            q AS (SELECT DISTINCT lexeme FROM unnest(to_tsvector('english', %(text)s))),
+            stats AS (SELECT count(*)::float8 AS n, greatest(avg(length(tsv)), 1)::float8 AS avglen FROM docs),
+            terms AS (
+                SELECT d.scope, d.id, t.lexeme, coalesce(array_length(t.positions, 1), 1)::float8 AS tf,
+                       length(d.tsv)::float8 AS len
+                FROM docs d CROSS JOIN LATERAL unnest(d.tsv) t WHERE t.lexeme IN (SELECT lexeme FROM q)),
+            df AS (SELECT lexeme, count(*)::float8 AS df FROM terms GROUP BY lexeme),
+            bm25 AS (
+                SELECT terms.scope, terms.id,
+                       sum(ln(1 + (s.n - df.df + 0.5) / (df.df + 0.5)) * tf * (%(k1)s + 1)
+                           / (tf + %(k1)s * (1 - %(b)s + %(b)s * len / s.avglen))) AS bm25
+                FROM terms JOIN df USING (lexeme) CROSS JOIN stats s
+                GROUP BY terms.scope, terms.id ORDER BY bm25 DESC, terms.id LIMIT %(depth)s),
+            dense AS (SELECT scope, id FROM docs ORDER BY embedding <=> %(vec)s, id LIMIT %(depth)s),
+            cand AS (SELECT scope, id FROM dense UNION SELECT scope, id FROM bm25)
+            SELECT d.scope, d.id, d.node, 1 - (d.embedding <=> %(vec)s) AS cosine, b.bm25
+            FROM cand JOIN docs d USING (scope, id) LEFT JOIN bm25 b USING (scope, id)""",
+            params).fetchall())
+        wants_id, expected = asks_for_identifier(query), expected_types(query)
+        nodes = {(sc, i): CatalogNode.model_validate(n) for sc, i, n, _, _ in rows}
+        aligned = self._alignments(content_words(query), nodes)
+        terms = {(sc, i): score(nodes[(sc, i)], float(cos), aligned[(sc, i)], None if bm is None else float(bm),
+                                expected, wants_id)
+                 for sc, i, _, cos, bm in rows}
+        dense_rank = _ranks(terms, lambda t: t.dense)
+        sparse_rank = _ranks({key: t for key, t in terms.items() if t.sparse > 0}, lambda t: t.sparse)
+        best = sorted(terms, key=lambda key: (-terms[key].score, key))[:k]
+        parents = self._parents(scope, [nodes[key] for key in best])
         return [CatalogHit(nodes[key], nodes[key].path(parents | {n.id: n for n in nodes.values()}),
-                           score, ranks[key][0], ranks[key][1]) for score, key in scored]
+                           terms[key].score, dense_rank.get(key), sparse_rank.get(key), terms[key])
+                for key in best]
+
+    def _alignments(self, content: str, nodes: dict[tuple[str, str], CatalogNode]) -> dict[tuple[str, str], float]:
+        """`ranking.alignment` of the question's content words with each candidate's name words
+        (every distinct word embedded once, in one call)."""
+        question = list(dict.fromkeys(content.lower().split()))
+        own = {key: name_words(n) for key, n in nodes.items()}
+        vocab = list(dict.fromkeys([*question, *(w for ws in own.values() for w in ws)]))
+        vecs = dict(zip(vocab, self.memory.embedder.embed(vocab), strict=True)) if vocab else {}
+        q = np.array([vecs[w] for w in question]) if question else np.zeros((0, 1))
+        relation = lexicon().relation
+        return {key: alignment(q, np.array([vecs[w] for w in ws]), lexical_links(question, ws, relation))
+                if ws else 0.0 for key, ws in own.items()}
 
     def _parents(self, scope: str | None, hits: list[CatalogNode]) -> dict[str, CatalogNode]:
         ids = {h.parent for h in hits if h.parent}
@@ -130,3 +157,8 @@ class CatalogStore:
                 f"SELECT node FROM {SCHEMA}.catalog_nodes WHERE id = ANY(%s)", [list(grand)]).fetchall())
             parents.update({n.id: n for n in (CatalogNode.model_validate(r[0]) for r in rows)})
         return parents
+
+
+def _ranks(terms: dict[tuple[str, str], Terms], key: Any) -> dict[tuple[str, str], int]:
+    """1-based rank of each candidate on one side (ties broken by id)."""
+    return {k: r for r, k in enumerate(sorted(terms, key=lambda x: (-key(terms[x]), x)), start=1)}

@@ -10,7 +10,9 @@ Modules, one concept each: `models` (instances, predictions, records), `datasets
 defog sql-eval, our JSONL), `databases` (read-only SQLite/DuckDB/PostgreSQL with timeouts),
 `metrics` (EX, soft-F1, VES after DIA App. A.2 and BIRD's code), `failures` (App. C classes),
 `evaluators` (the metrics as typed objects applied per instance),
-`solvers` (the `Solver` protocol, `OracleSolver`, `AgentSolver`), `oracle` (the litellm
+`solvers` (the `Solver` protocol, `OracleSolver`, `AgentSolver`), `predictions` (another
+system's predictions file, matched to the question set), `sandbox` (its SQL through the gate,
+as BIRD's scorer runs it), `oracle` (the litellm
 provider that answers with the gold SQL), `runner` (parallel, resumable), `report` (JSON and
 Markdown), `sample` (the bundled question set's stand-in warehouse).
 """
@@ -47,8 +49,14 @@ from dia_assets.agents.evaluation.metrics import (
     ves_reward,
 )
 from dia_assets.agents.evaluation.models import EvalInstance, InstanceRecord, Prediction, RunConfig
+from dia_assets.agents.evaluation.predictions import (
+    PredictionsSolver,
+    match_predictions,
+    read_predictions,
+)
 from dia_assets.agents.evaluation.report import render_markdown, summarize
 from dia_assets.agents.evaluation.runner import EvalError, read_records, run_eval, score_instance
+from dia_assets.agents.evaluation.sandbox import PredictionSandbox
 from dia_assets.agents.evaluation.solvers import AgentSolver, OracleSolver, Solver
 
 __all__ = [
@@ -63,6 +71,8 @@ __all__ = [
     "InstanceRecord",
     "OracleSolver",
     "Prediction",
+    "PredictionSandbox",
+    "PredictionsSolver",
     "QueryTimeout",
     "RunConfig",
     "ScoringContext",
@@ -76,7 +86,9 @@ __all__ = [
     "detect_format",
     "execution_match",
     "load_instances",
+    "match_predictions",
     "open_database",
+    "read_predictions",
     "read_records",
     "render_markdown",
     "results_match",

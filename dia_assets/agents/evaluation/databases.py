@@ -94,8 +94,9 @@ def sniff(path: Path) -> str:
     return "sqlite" if path.suffix.lower() in (".sqlite", ".sqlite3", ".db") else "duckdb"
 
 
-def open_database(target: str | Path, name: str = "") -> Database:
-    """Open one database read-only: a SQLite/DuckDB file or a PostgreSQL URL."""
+def open_database(target: str | Path, name: str = "", catalog_reads: bool = False) -> Database:
+    """Open one database read-only: a SQLite/DuckDB file or a PostgreSQL URL. `catalog_reads`:
+    SQLite's own tables and `sqlite_version()` may be read too (scoring a predictions file)."""
     text = str(target)
     if is_postgres(text):
         return Database("postgres", text, name, PostgresDatabase(text))
@@ -103,15 +104,16 @@ def open_database(target: str | Path, name: str = "") -> Database:
     if not path.is_file():
         raise FileNotFoundError(f"no database file at {path}")
     if sniff(path) == "sqlite":
-        return Database("sqlite", str(path), name, SQLiteDatabase(path.resolve()))
+        return Database("sqlite", str(path), name, SQLiteDatabase(path.resolve(), catalog_reads=catalog_reads))
     return Database("duckdb", str(path), name, DuckDBDatabase(path))
 
 
 class DatabaseResolver:
     """Maps an instance's db id to a database target, from the `--db` spec."""
 
-    def __init__(self, spec: str | Path) -> None:
+    def __init__(self, spec: str | Path, catalog_reads: bool = False) -> None:
         self.spec = str(spec)
+        self.catalog_reads = catalog_reads
 
     def target(self, db_id: str) -> str:
         spec = self.spec
@@ -132,4 +134,4 @@ class DatabaseResolver:
         raise FileNotFoundError(f"--db {spec}: no such file or folder (or a postgresql:// URL)")
 
     def open(self, db_id: str) -> Database:
-        return open_database(self.target(db_id), name=db_id)
+        return open_database(self.target(db_id), name=db_id, catalog_reads=self.catalog_reads)

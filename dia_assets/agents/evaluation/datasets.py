@@ -182,7 +182,52 @@ def transpile_gold(sql: str, read: str, write: str) -> str:
         return sql
     import sqlglot
 
-    return sqlglot.transpile(sql, read=_sqlglot_name(read), write=_sqlglot_name(write))[0]
+    target = _sqlglot_name(write)
+    tree = sqlglot.parse_one(sql, read=_sqlglot_name(read))
+    fix = _ENGINE_FIXES.get(target)
+    if fix is not None:
+        tree = tree.transform(fix)
+    return tree.sql(dialect=target)
+
+
+# Date parts as SQLite's strftime spells them.
+_SQLITE_PARTS = {"YEAR": "%Y", "MONTH": "%m", "DAY": "%d", "HOUR": "%H", "MINUTE": "%M", "SECOND": "%S",
+                 "DOW": "%w", "DAYOFWEEK": "%w", "DOY": "%j", "DAYOFYEAR": "%j"}
+_SQLITE_TRUNC = {"YEAR": "start of year", "MONTH": "start of month", "DAY": "start of day"}
+
+
+def _sqlite_fix(node: Any) -> Any:
+    """What sqlglot leaves unportable for SQLite (no EXTRACT, no date_trunc, no timestamptz):
+    date parts through strftime, truncation through date modifiers, timestamps as DATETIME."""
+    from sqlglot import exp
+
+    part, value = None, None
+    if isinstance(node, exp.Extract):
+        part, value = node.this.name.upper(), node.expression
+    elif isinstance(node, (exp.Year, exp.Month, exp.Day)):
+        part, value = type(node).__name__.upper(), node.this
+    if part in _SQLITE_PARTS and value is not None:
+        fmt = exp.Anonymous(this="STRFTIME", expressions=[exp.Literal.string(_SQLITE_PARTS[part]), value.copy()])
+        return exp.Cast(this=fmt, to=exp.DataType.build("INTEGER"))
+    if isinstance(node, (exp.TimestampTrunc, exp.DateTrunc)):
+        unit = (node.args.get("unit").name if node.args.get("unit") is not None else "").upper()
+        if unit in _SQLITE_TRUNC:
+            return exp.Anonymous(this="DATETIME", expressions=[node.this.copy(), exp.Literal.string(_SQLITE_TRUNC[unit])])
+    if isinstance(node, exp.Cast) and node.to.this in (exp.DataType.Type.TIMESTAMPTZ, exp.DataType.Type.TIMESTAMPLTZ):
+        return exp.Anonymous(this="DATETIME", expressions=[node.this.copy()])
+    return node
+
+
+def _postgres_fix(node: Any) -> Any:
+    """PostgreSQL has ROUND(numeric, int) only: a double's rounding goes through NUMERIC."""
+    from sqlglot import exp
+
+    if isinstance(node, exp.Round) and node.args.get("decimals") is not None:
+        node.set("this", exp.Cast(this=node.this.copy(), to=exp.DataType.build("NUMERIC")))
+    return node
+
+
+_ENGINE_FIXES = {"sqlite": _sqlite_fix, "postgres": _postgres_fix}
 
 
 def _sqlglot_name(dialect: str) -> str:

@@ -110,7 +110,10 @@ class ValidEfficiency:
             return {"ves_reward": 0.0, "time_ratio": None}
         if self.iterations <= 0:
             return {"ves_reward": None, "time_ratio": None}
-        gold_sql, pred_sql = ctx.gold_sql[ctx.matched] or "", ctx.prediction.sql or ""
+        gold_sql = ctx.gold_sql[ctx.matched] or ""
+        # the statement as it ran (a predictions file's SQL runs as the gate regenerated it)
+        executed = ctx.pred_execution.sql if ctx.pred_execution is not None else None
+        pred_sql = executed if executed is not None else ctx.prediction.sql or ""
         try:
             with TIMING_LOCK:
                 tau = measure_time_ratio(lambda: ctx.db.query(gold_sql, ctx.timeout_s),

@@ -30,7 +30,8 @@ Rules, as in the BIRD evaluation code (`evaluation_ex.py`, `evaluation_f1.py`,
   (DAMO-ConvAI `evaluation_ves.py`): 100/N * sum(1[correct] * sqrt(tau)). Both are reported.
   Each instance is timed alone (a process-wide lock), so the score does not depend on --workers.
 - Deviations from BIRD's code, on purpose: a blank prediction, and a write or PRAGMA statement
-  that happens to return the gold's rows, score 0 here (BIRD's code scores them 1). BIRD times
+  that happens to return the gold's rows, score 0 here (BIRD's code scores them 1). A predictions
+  file (`sandbox.py`) scores a blank or comment-only prediction as BIRD does (an empty result). BIRD times
   execute and fetch on an open connection, as we do; it does not time its connect.
 """
 

@@ -8,11 +8,13 @@ contract's own classes and overall.
 Classes: dropped_filter, constant_or_comparison, wrong_join_key, group_by (a GROUP BY column
 missing or extra), wrong_aggregate (COUNT vs COUNT DISTINCT, SUM vs AVG, MIN vs MAX),
 dropped_distinct, flipped_order, limit_off_by_one, fanout_join (an extra join to a child
-table), join_type (INNER vs LEFT).
+table), join_type (INNER vs LEFT). What a mutant does on the data (a fan-out join that repeats
+no row only drops rows) is settled after it runs: see `kept_mutants`.
 """
 
 from __future__ import annotations
 
+import random
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -34,6 +36,7 @@ class Mutant:
     sql: str
     note: str
     covered: bool
+    fanout_probe: str | None = None  # fan-out join: a query true when it repeats some row (on data)
 
 
 def _variants(tree: exp.Expression, pick: Callable[[exp.Expression], bool],
@@ -94,13 +97,36 @@ def _sources(select: exp.Select) -> dict[str, str]:
             if t.find_ancestor(exp.Select) is select}
 
 
+def _fanout_probe(select: exp.Select, root: exp.Expression, alias: str, key: str, child: str,
+                  dialect: str) -> str:
+    """A query whose value is true when joining `child` on `key` repeats some row `select`
+    reads (a child key value matched by the select's rows occurs twice in the child)."""
+    rows = select.copy()
+    for part in ("group", "having", "order", "limit", "offset", "distinct", "qualify", "windows"):
+        rows.set(part, None)
+    rows.set("expressions", [exp.column(key, table=alias)])
+    with_ = root.args.get("with_") or root.args.get("with")
+    if select is not root and with_ is not None:
+        rows.set("with_" if "with_" in root.args else "with", with_.copy())
+    return (f"SELECT EXISTS (SELECT 1 FROM {exp.to_table(child).sql(dialect=dialect)} AS fx WHERE fx.{key} IN "
+            f"({rows.sql(dialect=dialect)}) GROUP BY fx.{key} HAVING COUNT(*) > 1)")
+
+
 def mutants(sql: str, dialect: str, schema: dict[str, dict[str, str]], contract: dict[str, Any],
-            keys: dict[str, list[str]] | None = None) -> list[Mutant]:
+            keys: dict[str, list[str]] | None = None, seed: int = 0) -> list[Mutant]:
     """Every mutant of `sql` (deduplicated, not yet executed). `schema` is {table: {column:
-    type}} in lower case; `keys` the tables' key columns when known (for fan-out joins)."""
+    type}} in lower case; `keys` the tables' key columns when known (for fan-out joins).
+    Deterministic: where several mistakes of a kind fit (another join column, another child
+    table), `seed` picks one; tables are taken in sorted order, never in the
+    order a dictionary happens to hold them."""
+    schema = {t: dict(cols) for t, cols in sorted(schema.items())}
+    keys = {t: list(k) for t, k in sorted((keys or {}).items())}
+
+    def pick(options: list[Any], *why: str) -> Any:
+        return random.Random("|".join((str(seed), sql, *why))).choice(options) if options else None
+
     tree = sqlglot.parse_one(sql, read=dialect)
     ctes = {c.alias_or_name.lower() for c in tree.find_all(exp.CTE)}
-    keys = keys or {}
     has_keys = bool(contract.get("granularity", {}).get("key_columns"))
     has_order = bool(contract.get("order"))
     out: list[Mutant] = []
@@ -158,13 +184,15 @@ def mutants(sql: str, dialect: str, schema: dict[str, dict[str, str]], contract:
         table = _sources(select).get(side.table.lower()) if select is not None and side.table else None
         cols = schema.get(table or "", {})
         want = cols.get(side.name.lower(), "")
-        for name, typ in cols.items():
-            if name != side.name.lower() and typ == want and (name.endswith("id") or name.endswith("_number")
-                                                              or name.endswith("code")):
-                text = on.sql()
-                side.replace(exp.column(name, table=side.table))
-                return f"join on {name} instead of {text[:60]}"
-        return ""
+        options = [name for name, typ in cols.items()
+                   if name != side.name.lower() and typ == want
+                   and (name.endswith("id") or name.endswith("_number") or name.endswith("code"))]
+        name = pick(options, "join_key", on.sql())
+        if name is None:
+            return ""
+        text = on.sql()
+        side.replace(exp.column(name, table=side.table))
+        return f"join on {name} instead of {text[:60]}"
 
     for root, note in _variants(tree, lambda n: isinstance(n, exp.Join), join_key):
         add("wrong_join_key", root, note, False)
@@ -252,25 +280,32 @@ def mutants(sql: str, dialect: str, schema: dict[str, dict[str, str]], contract:
     def fanout(node: exp.Expression, root: exp.Expression) -> str:
         if not isinstance(node, exp.Select) or node.args.get("from_", node.args.get("from")) is None:
             return ""
-        for alias, table in _sources(node).items():
+        for alias, table in sorted(_sources(node).items()):
             key = keys.get(table) or []
             if len(key) != 1:
                 continue
-            for child, cols in schema.items():
-                if child != table and key[0] in cols and child not in ctes:
-                    aggs = any(a.find_ancestor(exp.Select) is node and not (
-                        isinstance(a, exp.Count) and isinstance(a.this, exp.Distinct))
-                        for a in node.find_all(exp.Count, exp.Sum, exp.Avg))
-                    scope = "covered" if aggs or (node is root and has_keys) else "uncovered"
-                    node.append("joins", exp.Join(this=exp.to_table(child).as_("fx"),
-                                                  on=exp.EQ(this=exp.column(key[0], table="fx"),
-                                                            expression=exp.column(key[0], table=alias))))
-                    return f"{scope}: JOIN {child} fx ON fx.{key[0]} = {alias}.{key[0]}"
+            children = [child for child, cols in schema.items()
+                        if child != table and key[0] in cols and child not in ctes]
+            child = pick(children, "fanout", alias, table)
+            if child is None:
+                continue
+            aggs = any(a.find_ancestor(exp.Select) is node and not (
+                isinstance(a, exp.Count) and isinstance(a.this, exp.Distinct))
+                for a in node.find_all(exp.Count, exp.Sum, exp.Avg))
+            scope = "covered" if aggs or (node is root and has_keys) else "uncovered"
+            probes.append(_fanout_probe(node, root, alias, key[0], child, dialect))
+            node.append("joins", exp.Join(this=exp.to_table(child).as_("fx"),
+                                          on=exp.EQ(this=exp.column(key[0], table="fx"),
+                                                    expression=exp.column(key[0], table=alias))))
+            return f"{scope}: JOIN {child} fx ON fx.{key[0]} = {alias}.{key[0]}"
         return ""
+
+    probes: list[str] = []
 
     for root, note in _variants(tree, lambda n: isinstance(n, exp.Select), fanout):
         scope, _, text = note.partition(": ")
         add("fanout_join", root, text, scope == "covered")
+        out[-1].fanout_probe = probes[-1]
 
     def join_type(node: exp.Expression, root: exp.Expression) -> str:
         side = (node.side or "").upper()

@@ -51,13 +51,15 @@ def not_null_columns(sql: str, dialect: str) -> list[str]:
     import sqlglot
     from sqlglot import exp
 
+    from dia_assets.agents.query.predicates import negated
+
     try:
         tree = sqlglot.parse_one(sql, read=dialect)
     except sqlglot.errors.SqlglotError:
         return []
     out = []
     for is_ in tree.find_all(exp.Is):
-        if isinstance(is_.parent, exp.Not) and isinstance(is_.this, exp.Column):
+        if negated(is_) and isinstance(is_.expression, exp.Null) and isinstance(is_.this, exp.Column):
             out.append(is_.this.name)
     return sorted(set(out))
 

@@ -113,6 +113,7 @@ def render_markdown(summary: dict[str, Any], records: Sequence[InstanceRecord]) 
         "score (DIA App. A.2), time-ratio VES the original uncapped one (sqrt of the time ratio). "
         "Broken instances (gold failed or timed out) are not counted.", "",
     ]
+    lines += _predictions_section(summary.get("predictions"))
     if summary["by_difficulty"]:
         lines += ["## By difficulty", "", "| difficulty | n | correct | EX % | soft-F1 % | VES |", "|---|---|---|---|---|---|"]
         for d, s in summary["by_difficulty"].items():
@@ -147,6 +148,25 @@ def render_markdown(summary: dict[str, Any], records: Sequence[InstanceRecord]) 
         lines += [f"- `{b['id']}`: {b['reason'][:200]}" for b in summary["broken_instances"]]
         lines.append("")
     return "\n".join(lines)
+
+
+def _predictions_section(info: dict[str, Any] | None) -> list[str]:
+    """How a predictions file lined up with the question set (`dia eval --predictions`)."""
+    if not info:
+        return []
+    lines = ["## Predictions file", "",
+             f"- `{info['file']}` ({info['format']}), keys matched by {info['match']}: "
+             f"{info['matched']} of {info['predictions']} predictions matched a question"]
+    if info["missing"]:
+        lines += [f"- {len(info['missing'])} question(s) without a prediction (scored 0): "
+                  + ", ".join(f"`{i}`" for i in info["missing"][:50]) + (" ..." if len(info["missing"]) > 50 else "")]
+    if info["unmatched"]:
+        lines += [f"- {len(info['unmatched'])} prediction(s) matching no question (not scored): "
+                  + ", ".join(f"`{k}`" for k in info["unmatched"][:50]) + (" ..." if len(info["unmatched"]) > 50 else "")]
+    if info["db_mismatch"]:
+        lines += [f"- {len(info['db_mismatch'])} prediction(s) naming another database than their question "
+                  "(run on the question's): " + ", ".join(f"`{m['id']}`" for m in info["db_mismatch"][:50])]
+    return [*lines, ""]
 
 
 def write_reports(summary: dict[str, Any], records: Sequence[InstanceRecord], out_dir: str | Path) -> None:

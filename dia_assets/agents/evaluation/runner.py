@@ -52,7 +52,12 @@ class EvalError(RuntimeError):
 
 
 
-def _execute(db: Database, sql: str, timeout_s: float) -> tuple[Execution, ResultSet | None]:
+# Runs a predicted SQL string: (None, None) when there is nothing to run.
+Executor = Callable[[Database, str, float], tuple[Execution | None, ResultSet | None]]
+
+
+def execute(db: Database, sql: str, timeout_s: float) -> tuple[Execution, ResultSet | None]:
+    """Run one statement on the read-only connection; errors and timeouts become records."""
     try:
         res = db.query(sql, timeout_s)
     except QueryTimeout as err:
@@ -64,10 +69,18 @@ def _execute(db: Database, sql: str, timeout_s: float) -> tuple[Execution, Resul
                      preview=[jsonable(list(r)) for r in res.rows[:PREVIEW_ROWS]]), res
 
 
+def _execute_given(db: Database, sql: str, timeout_s: float) -> tuple[Execution | None, ResultSet | None]:
+    """The agent's SQL (already through its gate): run as given; blank SQL is no answer."""
+    return execute(db, sql, timeout_s) if sql.strip() else (None, None)
+
+
 def score_instance(instance: EvalInstance, db: Database, solver: Solver, *, timeout_s: float = 30.0,
                    ves_iterations: int = 10, decimals: int | None = None, soft_f1_order: str = "sorted",
-                   evaluators: Sequence[Evaluator] | None = None) -> InstanceRecord:
-    """Run the gold alternatives, ask the solver, run its SQL, apply the evaluators."""
+                   evaluators: Sequence[Evaluator] | None = None,
+                   execute_pred: Executor | None = None) -> InstanceRecord:
+    """Run the gold alternatives, ask the solver, run its SQL, apply the evaluators.
+    `execute_pred` runs the predicted SQL (default: as given, nothing for blank SQL;
+    `sandbox.PredictionSandbox` for SQL from a predictions file)."""
     places = instance.decimals if instance.decimals is not None else decimals
     base = {"id": instance.id, "db": instance.db, "question": instance.question,
             "difficulty": instance.difficulty, "order_matters": instance.order_matters, "decimals": places}
@@ -82,7 +95,7 @@ def score_instance(instance: EvalInstance, db: Database, solver: Solver, *, time
             gold_results.append(None)
             gold_sql.append(None)
             continue
-        ex, res = _execute(db, sql, timeout_s)
+        ex, res = execute(db, sql, timeout_s)
         golds.append(ex)
         gold_results.append(res)
         gold_sql.append(sql if res is not None else None)
@@ -96,8 +109,8 @@ def score_instance(instance: EvalInstance, db: Database, solver: Solver, *, time
         prediction = Prediction(sql=None, status="error", sql_source="none", error=f"{type(err).__name__}: {err}"[:500])
     pred_exec: Execution | None = None
     pred_res: ResultSet | None = None
-    if prediction.sql and prediction.sql.strip():
-        pred_exec, pred_res = _execute(db, prediction.sql, timeout_s)
+    if prediction.sql is not None:
+        pred_exec, pred_res = (execute_pred or _execute_given)(db, prediction.sql, timeout_s)
 
     ctx = ScoringContext(instance=instance, db=db, prediction=prediction, gold=gold_results, gold_sql=gold_sql,
                          pred=pred_res, pred_execution=pred_exec, decimals=places, timeout_s=timeout_s)
@@ -193,9 +206,12 @@ def run_eval(
     force: bool = False,
     soft_f1_order: str = "sorted",
     evaluators: Sequence[Evaluator] | None = None,
+    execute_pred: Executor | None = None,
+    summary_extra: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Score every instance not yet in `out_dir`, then write the summary and the report.
-    Returns the summary (see `report.summarize`)."""
+    `summary_extra` is merged into the summary (and shown in the report: e.g. how a predictions
+    file matched the question set). Returns the summary (see `report.summarize`)."""
     from dia_assets.agents.evaluation.report import summarize, write_reports
 
     out = Path(out_dir)
@@ -226,7 +242,7 @@ def run_eval(
             return _broken_no_db(instance, err)
         return score_instance(instance, database, solver, timeout_s=timeout_s,
                               ves_iterations=ves_iterations, decimals=decimals, soft_f1_order=soft_f1_order,
-                              evaluators=evaluators)
+                              evaluators=evaluators, execute_pred=execute_pred)
 
     results_path = out / RESULTS
     torn = results_path.exists() and results_path.stat().st_size > 0 and not results_path.read_bytes().endswith(b"\n")
@@ -269,6 +285,6 @@ def run_eval(
             connections.close()
 
     records = [done[i.id] for i in instances if i.id in done]
-    summary = summarize(records, config)
+    summary = {**summarize(records, config), **(summary_extra or {})}
     write_reports(summary, records, out)
     return summary

@@ -86,6 +86,21 @@ class Database(Protocol):
     def close(self) -> None: ...
 
 
+# Where each engine puts NULLs when an ORDER BY item says neither NULLS FIRST nor NULLS LAST,
+# as (ascending, descending): DuckDB (since 0.8, setting default_null_order) last both ways,
+# PostgreSQL treats NULL as the largest value, SQLite as the smallest. The installed engines
+# are checked against this table by tests/test_verify_semantics.py.
+NULLS_FIRST_BY_DEFAULT: dict[str, tuple[bool, bool]] = {
+    "duckdb": (False, False), "postgres": (False, True), "sqlite": (True, False),
+}
+
+
+def nulls_first_default(dialect: str, desc: bool) -> bool:
+    """Whether `dialect` sorts NULLs first for an item without NULLS FIRST/LAST."""
+    asc_first, desc_first = NULLS_FIRST_BY_DEFAULT.get(dialect, NULLS_FIRST_BY_DEFAULT["postgres"])
+    return desc_first if desc else asc_first
+
+
 def transpile(sql: str, read: str, write: str) -> str:
     return sqlglot.transpile(sql, read=read, write=write, pretty=True)[0]
 
@@ -251,15 +266,26 @@ _SQLITE_ALLOW = {sqlite3.SQLITE_SELECT, sqlite3.SQLITE_READ, sqlite3.SQLITE_FUNC
 _SQLITE_DENIED_FUNCTIONS = {"load_extension", "readfile", "writefile", "edit", "fts3_tokenizer",
                             "sqlite_version", "sqlite_source_id", "sqlite_compileoption_get",
                             "sqlite_compileoption_used", "sqlite_offset"}
+# SQLite's schema tables: what `catalog_reads` admits (with the engine's version). They hold
+# the CREATE statements of the file's own tables, which a scorer's prompt shows anyway.
+SQLITE_SCHEMA_TABLES = ("sqlite_master", "sqlite_schema", "sqlite_temp_master", "sqlite_temp_schema")
+SQLITE_SCHEMA_COLUMNS = {"type": "TEXT", "name": "TEXT", "tbl_name": "TEXT", "rootpage": "INTEGER", "sql": "TEXT"}
+_SQLITE_CATALOG_FUNCTIONS = {"sqlite_version"}
 
 
 class SQLiteDatabase:
+    """Read-only by default (a `mode=ro` URI and an allow-list authorizer). `catalog_reads`
+    (scoring other systems' SQL as BIRD's scorer runs it) also lets SELECT read SQLite's own
+    tables (`sqlite_master`, `sqlite_sequence`, `sqlite_stat1`, ...) and call
+    `sqlite_version()`; every other rule, and the read-only connection, stay."""
+
     dialect = "sqlite"
 
-    def __init__(self, path: str | Path, read_only: bool = True) -> None:
+    def __init__(self, path: str | Path, read_only: bool = True, catalog_reads: bool = False) -> None:
         self.path = Path(path)
         self.location = str(self.path)
         self.read_only = read_only
+        self.catalog_reads = catalog_reads
         uri = f"file:{self.path}?mode={'ro' if read_only else 'rw'}"
         self.con = sqlite3.connect(uri, uri=True, check_same_thread=False, isolation_level=None)
         self._deadline = 0.0
@@ -274,8 +300,10 @@ class SQLiteDatabase:
         if action not in _SQLITE_ALLOW:
             return sqlite3.SQLITE_DENY
         if action == sqlite3.SQLITE_READ and str(arg1 or "").lower().startswith("sqlite_"):
-            return sqlite3.SQLITE_DENY  # the catalog
+            return sqlite3.SQLITE_OK if self.catalog_reads else sqlite3.SQLITE_DENY  # the catalog
         if action == sqlite3.SQLITE_FUNCTION and str(arg2 or "").lower() in _SQLITE_DENIED_FUNCTIONS:
+            if self.catalog_reads and str(arg2).lower() in _SQLITE_CATALOG_FUNCTIONS:
+                return sqlite3.SQLITE_OK
             return sqlite3.SQLITE_DENY
         return sqlite3.SQLITE_OK
 
@@ -312,6 +340,22 @@ class SQLiteDatabase:
             if self.read_only:
                 self.con.set_authorizer(self._authorize)
         return _group(rows)
+
+    def catalog_tables(self) -> list[TableMeta]:
+        """SQLite's own tables in this file (schema tables always; `sqlite_sequence` and
+        `sqlite_stat*` when present), for a gate that admits catalog reads."""
+        meta = [TableMeta(name, [ColumnMeta(c, t) for c, t in SQLITE_SCHEMA_COLUMNS.items()])
+                for name in SQLITE_SCHEMA_TABLES]
+        self.con.set_authorizer(None)
+        try:
+            names = [r[0] for r in self.con.execute(
+                "SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'sqlite\\_%' ESCAPE '\\'")]
+            rows = [(name, col[1], col[2] or "TEXT") for name in names
+                    for col in self.con.execute(f'PRAGMA table_info("{name}")')]
+        finally:
+            if self.read_only:
+                self.con.set_authorizer(self._authorize)
+        return meta + _group(rows)
 
     def execute_script(self, statements: list[str]) -> None:
         for stmt in statements:

@@ -27,7 +27,7 @@ from dia_assets.agents.query.dialects import Database, QueryOutput, transpile_al
 from dia_assets.agents.query.gate import Gate, privacy_mode, shows_values
 from dia_assets.agents.query.lineage import column_lineage
 from dia_assets.agents.query.linking import LinkPlan
-from dia_assets.agents.query.llm import ChatFn, ChatReply, ToolCall
+from dia_assets.agents.query.llm import ChatFn, ChatReply, ModelUnavailable, ToolCall
 from dia_assets.agents.query.memory import Lesson, QueryMemory
 from dia_assets.agents.query.modification import run_modification
 from dia_assets.agents.query.policies import (
@@ -235,7 +235,8 @@ class QueryAgent:
             try:
                 reply = self._call(messages, tools, turn)
             except Exception as err:  # provider down, auth, rate limit: keep the trace, say why
-                self._finish(state, "failed", f"model call failed: {type(err).__name__}: {err}"[:500])
+                why = str(err) if isinstance(err, ModelUnavailable) else f"{type(err).__name__}: {err}"
+                self._finish(state, "failed", f"model call failed: {why}"[:500])
                 break
             messages.append(reply.as_message())
             if not reply.tool_calls:
@@ -479,7 +480,7 @@ class QueryAgent:
                               {"execution_error": gate.error_text(err, 600, sql=checked.text)})
         assert checked.qualified is not None
         verification = verify_result(contract, checked.text, checked.qualified, output, self.db, self.index,
-                                     s.timeout_s, gate=gate)
+                                     s.timeout_s, gate=gate, question=self._question)
         self._event("verification", attempt=state.attempts, sql=sql, passed=verification.passed,
                     checks=[c.model_dump() for c in verification.checks])
         if not verification.passed:

@@ -71,23 +71,32 @@ def qualified_column(col: exp.Column, tree: exp.Expression, ctes: set[str]) -> s
     return f"{table}.{col.name}"
 
 
+def negated(pred: exp.Expression) -> bool:
+    """Whether a predicate is negated: `NOT p` around it, or sqlglot's own `negate` flag
+    (how it reads `x NOT LIKE y` everywhere and `x IS NOT NULL` in PostgreSQL)."""
+    parent = pred.parent
+    while isinstance(parent, exp.Paren):
+        parent = parent.parent
+    return isinstance(parent, exp.Not) != bool(pred.args.get("negate"))
+
+
 def literal_filter(pred: exp.Expression, tree: exp.Expression, ctes: set[str]) -> dict[str, Any] | None:
-    negated = isinstance(pred, exp.Not)
-    inner = pred.this if negated else pred
+    inner = pred.this if isinstance(pred, exp.Not) else pred
     if isinstance(inner, exp.Paren):
         inner = inner.this
+    neg = isinstance(pred, exp.Not) != bool(inner.args.get("negate"))
     col, op, value = None, None, None
     if isinstance(inner, exp.Is) and isinstance(inner.expression, exp.Null):
-        col, op = sole_column(inner.this), ("is not null" if negated else "is null")
+        col, op = sole_column(inner.this), ("is not null" if neg else "is null")
     elif isinstance(inner, exp.In) and not inner.args.get("query"):
         values = [literal_value(v) for v in inner.expressions]
         if values and all(v is not None for v in values):
-            col, op, value = sole_column(inner.this), ("not in" if negated else "in"), values
-    elif isinstance(inner, exp.Between) and not negated:
+            col, op, value = sole_column(inner.this), ("not in" if neg else "in"), values
+    elif isinstance(inner, exp.Between) and not neg:
         low, high = literal_value(inner.args["low"]), literal_value(inner.args["high"])
         if low is not None and high is not None:
             col, op, value = sole_column(inner.this), "between", [low, high]
-    elif not negated:
+    elif not neg:
         for cls, name in _OPS:
             if type(inner) is cls:
                 left, right = literal_value(inner.expression), literal_value(inner.this)

@@ -262,9 +262,10 @@ def render_answer(result: QueryResult) -> str:
         lines += ["", "## Chart", ""] + chart_markdown(result.chart)
     if result.preview:
         lines += ["", "## Result (preview)", "", markdown_table(result.columns, result.preview)]
-    if result.verification.checks:
+    if result.verification.checks or result.verification.unverified:
         lines += ["", "## Verification", ""]
         lines += [f"- {'PASS' if c.passed else 'FAIL'} {c.name}: {c.detail}" for c in result.verification.checks]
+        lines += [f"- NOT VERIFIED {u}" for u in result.verification.unverified]
     if result.clarifications:
         lines += ["", "## Clarifications", ""]
         lines += [f"- {c.question} -> {c.answer or '(no answer)'}" for c in result.clarifications]

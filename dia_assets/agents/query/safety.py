@@ -218,8 +218,10 @@ def _function_name(node: exp.Func) -> str:
     return (node.sql_name() or type(node).__name__).lower()
 
 
-def check_functions(tree: exp.Expression, dialect: str) -> None:
-    """Typed functions unless denied; anonymous ones only by a vetted name."""
+def check_functions(tree: exp.Expression, dialect: str,
+                    also_allowed: frozenset[type[exp.Expression]] = frozenset()) -> None:
+    """Typed functions unless denied (or named in `also_allowed`, a caller's own exception such
+    as `sqlite_version()` when scoring other systems' SQL); anonymous ones only by a vetted name."""
     vetted = ANONYMOUS.get(dialect, ANONYMOUS["duckdb"])
     for func in tree.find_all(exp.Func):
         name = _function_name(func)
@@ -230,7 +232,7 @@ def check_functions(tree: exp.Expression, dialect: str) -> None:
             if qualifier not in BUILTIN_SCHEMAS:
                 raise SQLRefused(f"function {qualifier}.{name}() is not allowed (no schema-qualified "
                                  "functions)", "forbidden_function")
-        if type(func) in DENIED_TYPED:
+        if type(func) in DENIED_TYPED and type(func) not in also_allowed:
             raise SQLRefused(f"function {name}() discloses the environment or reads outside the "
                              "database and is not allowed", "forbidden_function")
         if isinstance(func, exp.Anonymous) and name not in vetted:
@@ -297,13 +299,14 @@ def check_system_columns(tree: exp.Expression, schema: dict[str, dict[str, str]]
 
 
 @guarded
-def check_static(sql: str, dialect: str, allow_write: bool = False) -> tuple[exp.Expression, bool]:
+def check_static(sql: str, dialect: str, allow_write: bool = False,
+                 also_allowed: frozenset[type[exp.Expression]] = frozenset()) -> tuple[exp.Expression, bool]:
     """The checks that need no schema: one statement of bounded size, allowed statement
     kinds, functions and types. Returns the tree and whether it writes."""
     tree = parse_one_statement(sql, dialect)
     check_size(tree)
     is_write = check_allowed(tree, allow_write)
-    check_functions(tree, dialect)
+    check_functions(tree, dialect, also_allowed)
     check_types(tree, dialect)
     return tree, is_write
 
@@ -390,10 +393,11 @@ def qualify_columns(tree: exp.Expression, schema: dict[str, dict[str, str]], dia
 
 @guarded
 def check_sql(
-    sql: str, dialect: str, schema: dict[str, dict[str, str]], allow_write: bool = False
+    sql: str, dialect: str, schema: dict[str, dict[str, str]], allow_write: bool = False,
+    also_allowed: frozenset[type[exp.Expression]] = frozenset(),
 ) -> CheckedSQL:
     """Parse, statement, function and type allow-lists, tables, column qualification."""
-    tree, is_write = check_static(sql, dialect, allow_write)
+    tree, is_write = check_static(sql, dialect, allow_write, also_allowed)
     check_objects(tree, set(schema) | _created_tables(tree), dialect)
     check_system_columns(tree, schema, dialect)
     qualified = None

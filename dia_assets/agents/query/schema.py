@@ -48,6 +48,7 @@ class ColumnInfo:
     description: str = ""
     samples: list[str] = field(default_factory=list)
     values: list[str] = field(default_factory=list)  # every value of a low-cardinality column (linking)
+    semantic: str = ""  # the Interpreter's semantic type (manifest), for sanity checks
 
 
 @dataclass
@@ -124,6 +125,7 @@ class SchemaIndex:
                 semantic = getattr(mc, "semantic_type", "unknown")
                 if semantic and semantic != "unknown":
                     bits.append(semantic)
+                    col.semantic = semantic
                 original = getattr(mc, "original_name", None) or getattr(mc, "renamed_from", None)
                 if original and original != col.name:
                     bits.append(f"was {original!r}")
@@ -170,7 +172,7 @@ class SchemaIndex:
         tables = {}
         for name, info in self.tables.items():
             clone = copy.copy(info)
-            clone.columns = [ColumnInfo(c.name, c.type, c.description) for c in info.columns]
+            clone.columns = [ColumnInfo(c.name, c.type, c.description, semantic=c.semantic) for c in info.columns]
             tables[name] = clone
         index = SchemaIndex(self.dialect, tables)
         index._build_terms()

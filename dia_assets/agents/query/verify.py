@@ -6,13 +6,16 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import functools
 from decimal import Decimal
 from typing import Any
 
 from sqlglot import exp
 
-from dia_assets.agents.query.dialects import Database, QueryOutput
+from dia_assets.agents.query.dialects import Database, QueryOutput, nulls_first_default
 from dia_assets.agents.query.gate import Gate
+from dia_assets.agents.query.predicates import negated
+from dia_assets.agents.query.sanity import sanity_checks
 from dia_assets.agents.query.schema import SchemaIndex
 from dia_assets.contracts.query_result import Check, FilterSpec, OutputContract, Verification
 
@@ -28,6 +31,7 @@ def verify_result(
     index: SchemaIndex,
     timeout_s: float = 10.0,
     gate: Gate | None = None,
+    question: str | None = None,
 ) -> Verification:
     """With a gate, every verification probe passes it (they embed the model's SQL)."""
     if gate is not None:
@@ -36,11 +40,12 @@ def verify_result(
         *check_columns(contract, output),
         check_non_empty(contract, output),
         check_granularity(contract, sql, output, db, timeout_s),
-        check_order(contract, qualified, output),
+        check_order(contract, qualified, output, db.dialect),
         check_limit(contract, qualified, output, db, timeout_s),
         *check_filters(contract, qualified),
         check_null_filters(contract, qualified),
         check_fanout(contract, qualified, db, index, timeout_s),
+        *sanity_checks(qualified, question, db, index, timeout_s),
     ]
     return Verification(passed=all(c.passed for c in checks), checks=checks)
 
@@ -108,8 +113,7 @@ def check_granularity(
 
 
 def _sort_key(value: Any) -> tuple[int, Any]:
-    if value is None:
-        return (1, 0)
+    """A comparable form of a non-NULL value (NULLs are placed by `_nulls_first`)."""
     if isinstance(value, (int, float, Decimal)):
         return (0, float(value))
     if isinstance(value, (dt.date, dt.datetime, dt.time)):
@@ -117,7 +121,83 @@ def _sort_key(value: Any) -> tuple[int, Any]:
     return (0, str(value))
 
 
-def check_order(contract: OutputContract, tree: exp.Expression, output: QueryOutput) -> Check:
+def _collation_key(value: Any) -> tuple[int, Any]:
+    """Text as a linguistic collation may compare it (case and punctuation ignored): an
+    engine with such a collation (PostgreSQL's en_US, say) orders 'b' before 'C'."""
+    if isinstance(value, str):
+        return (0, "".join(ch for ch in value.casefold() if ch.isalnum()))
+    return _sort_key(value)
+
+
+def _out_of_order(a: Any, b: Any, desc: bool) -> bool | None:
+    """True when non-NULL `a` must not come before `b` in this direction, False when it
+    rightly does, None when they tie (rows tied on a sort key may come in any order). Text is
+    out of order only if it is so byte-wise and under a linguistic collation alike."""
+    keys = [_sort_key] + ([_collation_key] if isinstance(a, str) or isinstance(b, str) else [])
+    verdicts = []
+    for key in keys:
+        ka, kb = key(a), key(b)
+        verdicts.append(None if ka == kb else ((ka > kb) if not desc else (ka < kb)))
+    if any(v is None for v in verdicts):
+        return None
+    return all(verdicts)
+
+
+@functools.lru_cache(maxsize=64)
+def _default_nulls_first(dialect: str, desc: bool) -> bool:
+    """sqlglot's notion of the dialect's default NULL placement (what it fills in when the
+    SQL does not say NULLS FIRST/LAST)."""
+    import sqlglot
+
+    tree = sqlglot.parse_one(f"SELECT x FROM t ORDER BY x{' DESC' if desc else ''}", read=dialect)
+    return bool(tree.find(exp.Ordered).args.get("nulls_first"))  # type: ignore[union-attr]
+
+
+def order_items(tree: exp.Expression, columns: list[str]) -> dict[str, exp.Ordered]:
+    """The outer ORDER BY items by the (lower-case) result column they sort: a column or
+    alias of that name, a position, or the expression a projection shows under that name."""
+    order = tree.args.get("order")
+    if order is None:
+        return {}
+    lower = [c.lower() for c in columns]
+    projections = tree.expressions if isinstance(tree, exp.Select) else []
+    out: dict[str, exp.Ordered] = {}
+    for item in order.expressions:
+        node = item.this
+        name = None
+        if isinstance(node, exp.Literal) and node.is_int and 0 < int(node.name) <= len(lower):
+            name = lower[int(node.name) - 1]
+        elif isinstance(node, exp.Column) and node.name.lower() in lower:
+            name = node.name.lower()
+        else:
+            for i, p in enumerate(projections):
+                if i < len(lower) and isinstance(p, exp.Alias) and p.this == node:
+                    name = lower[i]
+                    break
+        if name is not None:
+            out.setdefault(name, item)
+    return out
+
+
+def nulls_first(item: exp.Ordered | None, desc: bool, dialect: str | None) -> bool:
+    """Where NULLs come for one sort key on this engine: an explicit NULLS FIRST/LAST of the
+    SQL, else the engine's default (`dialects.nulls_first_default`). sqlglot fills
+    `nulls_first` with its dialect default when the SQL says nothing, so a value that differs
+    from that default was written explicitly."""
+    engine = nulls_first_default(dialect or "postgres", desc)
+    if item is None or dialect is None:
+        return engine
+    written = item.args.get("nulls_first")
+    if written is None:
+        return engine
+    return bool(written) if bool(written) != _default_nulls_first(dialect, desc) else engine
+
+
+def check_order(contract: OutputContract, tree: exp.Expression, output: QueryOutput,
+                dialect: str | None = None) -> Check:
+    """The rows follow the declared order, with NULLs where this engine puts them (the SQL's
+    NULLS FIRST/LAST, else the engine's default); rows tied on every declared key may come
+    in any order."""
     if not contract.order:
         return Check(name="ordering", passed=True, detail="unordered by contract")
     order = tree.args.get("order")
@@ -127,16 +207,30 @@ def check_order(contract: OutputContract, tree: exp.Expression, output: QueryOut
     for item in contract.order:
         if item.column.lower() not in lower:
             return Check(name="ordering", passed=False, detail=f"order column {item.column!r} is not in the result")
+    written = order_items(tree, output.columns)
+    plan = []
+    for item in contract.order:
+        desc = item.direction == "desc"
+        first = nulls_first(written.get(item.column.lower()), desc, dialect)
+        plan.append((item, lower.index(item.column.lower()), desc, first))
     rows = output.rows
     for i in range(1, len(rows)):
-        for item in contract.order:
-            j = lower.index(item.column.lower())
-            a, b = _sort_key(rows[i - 1][j]), _sort_key(rows[i][j])
-            if a == b:
+        for item, j, desc, first in plan:
+            a, b = rows[i - 1][j], rows[i][j]
+            if a is None and b is None:
                 continue
-            if (a > b) if item.direction == "asc" else (a < b):
+            if a is None or b is None:
+                bad = (b is None) == first  # a NULL after a value when NULLs come first, or before when last
+            else:
+                verdict = _out_of_order(a, b, desc)
+                if verdict is None:
+                    continue
+                bad = verdict
+            if bad:
+                nulls = "first" if first else "last"
                 return Check(name="ordering", passed=False,
-                             detail=f"rows {i} and {i + 1} are not ordered by {item.column} {item.direction}")
+                             detail=f"rows {i} and {i + 1} are not ordered by {item.column} {item.direction} "
+                                    f"(NULLs {nulls} on this engine)")
             break
     spec = ", ".join(f"{o.column} {o.direction}" for o in contract.order)
     return Check(name="ordering", passed=True, detail=f"rows ordered by {spec}")
@@ -167,7 +261,7 @@ def check_null_filters(contract: OutputContract, tree: exp.Expression) -> Check:
     declared = {f.column.split(".")[-1].lower() for f in contract.filters if f.column}
     spurious = []
     for is_ in tree.find_all(exp.Is):
-        if not isinstance(is_.expression, exp.Null) or not isinstance(is_.parent, exp.Not):
+        if not isinstance(is_.expression, exp.Null) or not negated(is_):
             continue
         if is_.find_ancestor(exp.Where, exp.Having) is None:
             continue
@@ -254,7 +348,7 @@ def tree_op(pred: exp.Expression, column: str) -> str | None:
         left = {c.name.lower() for c in pred.left.find_all(exp.Column)}
         if name not in left:
             kind = _FLIP[kind]
-    if isinstance(pred.parent, exp.Not):
+    if negated(pred):
         kind = _NEGATE.get(kind, kind)
     return kind
 
@@ -321,7 +415,11 @@ def check_limit(contract: OutputContract, tree: exp.Expression, output: QueryOut
     full.set("limit", None)
     full.set("offset", None)
     cols = [output.columns[lower.index(o.column.lower())] for o in contract.order]
-    order = ", ".join(f"{_q(c)} {o.direction.upper()}" for c, o in zip(cols, contract.order, strict=True))
+    written = order_items(tree, output.columns)
+    order = ", ".join(  # NULLs where the query puts them, so the probe picks the same first k
+        f"{_q(c)} {o.direction.upper()} NULLS "
+        f"{'FIRST' if nulls_first(written.get(o.column.lower()), o.direction == 'desc', db.dialect) else 'LAST'}"
+        for c, o in zip(cols, contract.order, strict=True))
     probe = (f"SELECT {', '.join(_q(c) for c in cols)} FROM ({full.sql(dialect=db.dialect)}) AS topk_probe "
              f"ORDER BY {order} LIMIT {k}")
     try:
@@ -450,6 +548,54 @@ def _repeated(select: exp.Select, tree: exp.Expression, aliases: list[str], keye
     return {a for i, a in enumerate(aliases) if (row[i] or 0) > 0}
 
 
+def _agg_kind(agg: exp.Expression) -> str:
+    if isinstance(agg, exp.Count):
+        return "count_star" if isinstance(agg.this, exp.Star) or not list(agg.find_all(exp.Column)) else "count"
+    return "sum" if isinstance(agg, exp.Sum) else "avg"
+
+
+_DOUBLE = "DOUBLE PRECISION"  # a floating type name DuckDB, PostgreSQL and SQLite all accept
+# the aggregate as written (each distinct row counted n times) and de-duplicated (once)
+_WRITTEN_DEDUP = {
+    "count_star": ("SUM(n)", "COUNT(*)"),
+    "count": ("SUM(CASE WHEN v IS NOT NULL THEN n ELSE 0 END)", "COUNT(v)"),
+    "sum": (f"SUM(CAST(v AS {_DOUBLE}) * n)", f"SUM(CAST(v AS {_DOUBLE}))"),
+    "avg": (f"SUM(CAST(v AS {_DOUBLE}) * n) / SUM(CASE WHEN v IS NOT NULL THEN n END)", f"AVG(CAST(v AS {_DOUBLE}))"),
+}
+
+
+def _changed_by_dedup(select: exp.Select, tree: exp.Expression, agg: exp.Expression, alias: str,
+                      key: list[str], db: Database, timeout_s: float) -> bool:
+    """Whether counting each row of `alias` once per group (by its key) changes the
+    aggregate's value in some group. The joined rows are grouped by (group, key, value) with
+    their multiplicity n: the query computes its aggregate over every copy, the
+    de-duplicated one over each distinct row once. AVG over rows all repeated the same
+    number of times, a SUM whose repeated values are 0, or COUNT(col) over repeated NULLs
+    leave the value unchanged."""
+    kind = _agg_kind(agg)
+    probe = select.copy()
+    group = _resolved_group(select)
+    value = "1" if kind == "count_star" else agg.this.sql(dialect=db.dialect)
+    items = [f"{g.sql(dialect=db.dialect)} AS g{i}" for i, g in enumerate(group)]
+    items += [f"{_key_sql(alias, key)} AS k", f"{value} AS v"]
+    probe.set("expressions", [exp.maybe_parse(sql, dialect=db.dialect) for sql in items])
+    for arg in ("group", "order", "having", "limit", "offset", "qualify", "distinct", "windows"):
+        probe.set(arg, None)
+    with_ = _with(tree)
+    if with_ is not None and select is not tree:
+        probe.set("with_", with_.copy())
+    gs = ", ".join(f"g{i}" for i in range(len(group)))
+    written, dedup = _WRITTEN_DEDUP[kind]
+    per_row = (f"SELECT {gs + ', ' if gs else ''}k, v, COUNT(*) AS n FROM ({probe.sql(dialect=db.dialect)}) AS rows_probe "
+               f"GROUP BY {gs + ', ' if gs else ''}k, v")
+    per_group = (f"SELECT {written} AS w, {dedup} AS d FROM ({per_row}) AS per_row"
+                 + (f" GROUP BY {gs}" if gs else ""))
+    outer = ("SELECT COUNT(*) FROM (" + per_group + ") AS per_group WHERE "
+             "(w IS NULL) <> (d IS NULL) OR ABS(w - d) > 1e-9 * (1 + ABS(d))")
+    row = db.query(outer, 1, timeout_s).rows[0]
+    return bool(row[0])
+
+
 def count_entity(sql: str, db: Database, index: SchemaIndex, timeout_s: float = 10.0) -> str | None:
     """`table.column` of what a correct query's plain COUNT counts: the table whose key is
     unique in every group of the first select with a COUNT(*) or COUNT(col) (the FROM table
@@ -495,8 +641,11 @@ def check_fanout(
     group (else two one-to-many branches multiply). COUNT(t.col), SUM and AVG read table t:
     t's key must be unique in every group (else its rows repeat), unless COUNT groups by
     t's key (one group per entity, counting its many side on purpose). A declared
-    entity_key is what every COUNT in its select counts. Every select is checked; a probe
-    that does not run fails the check (it cannot be shown to hold)."""
+    entity_key is what every COUNT in its select counts. A repetition fails the check only
+    when counting each repeated row once changes the aggregate's value in some group
+    (`_changed_by_dedup`): MIN, MAX and DISTINCT aggregates are never checked. Every select
+    is checked; a repetition probe that does not run fails the check (it cannot be shown to
+    hold)."""
     keys = _Keys(index, db, timeout_s)
     entity = contract.entity_key.lower().split(".", 1) if contract.entity_key and "." in contract.entity_key else None
     passed_details, checked = [], 0
@@ -505,7 +654,7 @@ def check_fanout(
             continue
         aggs = [a for a in select.find_all(*_KEYED_AGGS)
                 if a.find_ancestor(exp.Select) is select and not isinstance(a.parent, exp.Window)
-                and not (isinstance(a, exp.Count) and isinstance(a.this, exp.Distinct))]
+                and not isinstance(a.this, exp.Distinct)]  # duplicates never change a DISTINCT aggregate
         if not aggs or _outer_refs(select):
             continue
         sources = _sources(select)
@@ -542,7 +691,13 @@ def check_fanout(
                          detail=f"the fan-out probe did not run, so the join cannot be shown not to fan out: {err}"[:300])
         checked += 1
         for agg, tables in needs:
-            if all(a in repeated for a in tables):
+            if not all(a in repeated for a in tables):
+                continue
+            try:  # repetition matters only when counting each row once would change the value
+                changed = [a for a in tables if _changed_by_dedup(select, tree, agg, a, keyed[a], db, timeout_s)]
+            except Exception:
+                changed = tables  # the value probe did not run: the repetition stands
+            if len(changed) == len(tables):
                 names = ", ".join(f"{a}.{'+'.join(keyed[a])}" for a in tables)
                 return Check(name="join_fanout", passed=False, detail=(
                     f"{agg.sql(dialect=db.dialect)[:80]} reads rows that the joins repeat ({names} not unique "

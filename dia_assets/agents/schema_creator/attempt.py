@@ -36,6 +36,14 @@ def process_started(pid: int) -> str | None:
     return stat.rsplit(")", 1)[1].split()[19]
 
 
+def zombie(pid: int) -> bool:
+    """A process that ended and waits for its parent to read its exit status (state Z)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+    except (OSError, IndexError):
+        return False
+
+
 def alive(record: BuildAttempt) -> bool | None:
     """Whether the attempt's process still runs (None: another host, cannot tell)."""
     if record.pid is None:
@@ -48,6 +56,8 @@ def alive(record: BuildAttempt) -> bool | None:
         return False
     except PermissionError:
         pass
+    if zombie(record.pid):  # killed, not yet reaped by its parent: gone all the same
+        return False
     started = process_started(record.pid)
     return record.pid_started is None or started is None or started == record.pid_started
 

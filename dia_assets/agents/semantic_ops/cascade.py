@@ -10,7 +10,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from dia_assets.agents.semantic_ops.judge import Judge, JudgeTask
-from dia_assets.agents.semantic_ops.models import CascadeConfig, Decision, StageUsage
+from dia_assets.agents.semantic_ops.models import (
+    CascadeConfig,
+    Decision,
+    SemanticModelUnavailable,
+    StageUsage,
+)
 
 
 @dataclass
@@ -53,7 +58,14 @@ def resolve(pending: Sequence[Pending], task: JudgeTask, models: Models) -> list
     rest = list(pending)
     light_answers: dict[str, Any] = {}
     if models.light is not None and rest:
-        light_answers = models.light.ask(task, [(p.id, p.payload) for p in rest])
+        try:
+            light_answers = models.light.ask(task, [(p.id, p.payload) for p in rest])
+        except SemanticModelUnavailable as err:  # keep the light answers it would have accepted
+            sure = [p for p in rest if p.id in err.answers and (
+                models.strong is None or err.answers[p.id].confidence >= models.light_confidence)]
+            err.keep(_answered(sure, err.answers, "light"), models.usage())
+            err.answers = {}
+            raise
         still: list[Pending] = []
         for p in rest:
             ans = light_answers.get(p.id)
@@ -64,11 +76,18 @@ def resolve(pending: Sequence[Pending], task: JudgeTask, models: Models) -> list
                 still.append(p)
         rest = still
     if models.strong is not None and rest:
-        answers = models.strong.ask(task, [(p.id, p.payload) for p in rest])
-        missing = [p for p in rest if p.id not in answers]
-        if missing:  # one more try, one item per call, before giving up on an item
-            for p in missing:
-                answers.update(models.strong.ask(task, [(p.id, p.payload)]))
+        answers: dict[str, Any] = {}
+        try:
+            answers = models.strong.ask(task, [(p.id, p.payload) for p in rest])
+            missing = [p for p in rest if p.id not in answers]
+            if missing:  # one more try, one item per call, before giving up on an item
+                for p in missing:
+                    answers.update(models.strong.ask(task, [(p.id, p.payload)]))
+        except SemanticModelUnavailable as err:  # keep what was decided before the outage
+            got = {**answers, **err.answers}
+            err.keep(out + _answered([p for p in rest if p.id in got], got, "strong"), models.usage())
+            err.answers = {}
+            raise
         for p in rest:
             ans = answers.get(p.id)
             if ans is not None:
@@ -83,3 +102,8 @@ def resolve(pending: Sequence[Pending], task: JudgeTask, models: Models) -> list
         else:
             out.append(Decision(id=p.id, value=None, stage="unresolved", score=p.score))
     return out
+
+
+def _answered(items: Sequence[Pending], answers: dict[str, Any], stage: str) -> list[Decision]:
+    return [Decision(id=p.id, value=answers[p.id].value, stage=stage, score=p.score,  # type: ignore[arg-type]
+                     confidence=answers[p.id].confidence) for p in items]

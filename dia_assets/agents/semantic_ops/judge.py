@@ -15,7 +15,8 @@ from typing import Any
 
 import yaml
 
-from dia_assets.agents.semantic_ops.models import StageUsage
+from dia_assets.agents.query.llm import ModelUnavailable
+from dia_assets.agents.semantic_ops.models import SemanticModelUnavailable, StageUsage
 
 Complete = Callable[..., Any]
 
@@ -135,7 +136,9 @@ class Judge:
         }
 
     def ask(self, task: JudgeTask, items: Sequence[tuple[str, Any]]) -> dict[str, Answer]:
-        """Answers for as many items as the model answered validly, in batches."""
+        """Answers for as many items as the model answered validly, in batches. An
+        unreachable model stops the run: SemanticModelUnavailable carries the answers of the
+        batches before (row answers only: group names are not rows)."""
         out: dict[str, Answer] = {}
         for start in range(0, len(items), max(1, self.batch_size)):
             batch = list(items[start : start + self.batch_size])
@@ -143,7 +146,12 @@ class Judge:
                 {"role": "system", "content": prompts()["system"].strip()},
                 {"role": "user", "content": task.text() + "\n\n" + _data_block(batch)},
             ]
-            text, usage = self._call(messages)
+            try:
+                text, usage = self._call(messages)
+            except ModelUnavailable as err:
+                raise SemanticModelUnavailable(
+                    f"semantic {self.stage} {err}", self.stage,
+                    answers=out if task.kind != "name_groups" else {}, usage=[self.usage]) from err
             self.usage.add(usage, len(batch))
             out.update(parse_answers(text, task, {i for i, _ in batch}))
         return out

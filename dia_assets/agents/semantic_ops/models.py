@@ -8,8 +8,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-Stage = Literal["embedding", "light", "strong", "embedding_fallback", "unresolved"]
-STAGES: tuple[str, ...] = ("embedding", "light", "strong", "embedding_fallback", "unresolved")
+Stage = Literal["embedding", "light", "strong", "embedding_fallback", "unresolved", "undecided"]
+STAGES: tuple[str, ...] = ("embedding", "light", "strong", "embedding_fallback", "unresolved", "undecided")
+# `unresolved`: a model was asked and gave no valid answer; `undecided`: the run stopped (a
+# model became unreachable) before anyone looked at the row
 
 
 def _env(name: str) -> str | None:
@@ -35,6 +37,9 @@ class CascadeConfig(BaseModel):
     batch_size: int = 20
     candidates: int = 5
     seed: int = 0
+    allow_unverified: bool = Field(False, description=(
+        "Run with no model at all: rows are decided by embedding alone, on fixed thresholds, and "
+        "reported unverified. Off by default: without a model every operator refuses."))
 
     def stage_models(self) -> dict[str, str | None]:
         return {"light": self.light_model, "strong": self.strong_model}
@@ -95,6 +100,12 @@ class OperatorReport(BaseModel):
     stage_mix: dict[str, int] = Field(default_factory=dict)
     usage: list[StageUsage] = Field(default_factory=list)
     thresholds: Thresholds = Field(default_factory=Thresholds)
+    precision: dict[str, float] = Field(default_factory=dict, description=(
+        "Estimated precision of decisions made without the strong model, by stage or stage:side "
+        "(e.g. `embedding:accepted`), as the operator's calibration estimates it on held-out rows. "
+        "A stage that decided rows and is absent here is unverified."))
+    status: Literal["complete", "partial"] = "complete"
+    error: str | None = Field(None, description="Why a partial run stopped (a model outage).")
     config: CascadeConfig
 
     @property
@@ -117,9 +128,45 @@ class OperatorReport(BaseModel):
             "stage_mix": self.stage_mix, "model_calls": self.model_calls, "tokens": self.tokens,
             "cost_usd": self.cost_usd,
             "calls_per_stage": {u.stage: u.calls for u in self.usage},
-            "thresholds": self.thresholds.model_dump(),
+            "thresholds": self.thresholds.model_dump(), "precision": self.precision,
+            "status": self.status, "error": self.error,
         }
 
 
 class SemanticOpError(ValueError):
     """Bad input to a semantic operator (unknown table or column, empty labels...)."""
+
+
+class SemanticModelMissing(SemanticOpError):
+    """No model configured: an operator refuses before deciding any row (a silent
+    embedding-only labelling is what this prevents)."""
+
+
+def missing_model_message(operator: str) -> str:
+    return (f"{operator} needs a model to judge rows and calibrate its embedding stage, and none is "
+            "configured: set DIA_SEMANTIC_STRONG_MODEL (or DIA_MODEL) to a litellm model name, for "
+            "example `export DIA_MODEL=ollama/qwen2.5` (DIA_SEMANTIC_LIGHT_MODEL adds a cheaper first "
+            "pass); or pass allow_unverified=True with fixed thresholds to accept embedding-only "
+            "decisions, reported unverified")
+
+
+class SemanticModelUnavailable(RuntimeError):
+    """A model stage could not be reached mid-run. It carries what was decided before it
+    stopped (`decided`, plus `answers` of the failing call's earlier batches not yet turned
+    into decisions), the usage so far and, once the operator has written its partial
+    tables, the partial `report`."""
+
+    def __init__(self, message: str, stage: str, answers: dict[str, Any] | None = None,
+                 usage: list[StageUsage] | None = None) -> None:
+        super().__init__(message)
+        self.stage = stage
+        self.answers: dict[str, Any] = dict(answers or {})
+        self.decided: list[Decision] = []
+        self.usage: list[StageUsage] = list(usage or [])
+        self.report: OperatorReport | None = None
+
+    def keep(self, decided: list[Decision], usage: list[StageUsage] | None = None) -> None:
+        """Record decisions made before the failure, earlier ones first."""
+        self.decided = [*decided, *self.decided]
+        if usage is not None:
+            self.usage = usage

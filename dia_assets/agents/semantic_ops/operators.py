@@ -26,8 +26,11 @@ from dia_assets.agents.semantic_ops.models import (
     CascadeConfig,
     Decision,
     OperatorReport,
+    SemanticModelMissing,
+    SemanticModelUnavailable,
     SemanticOpError,
     Thresholds,
+    missing_model_message,
 )
 from dia_assets.agents.semantic_ops.tables import (
     columns_of,
@@ -46,6 +49,32 @@ def _mix(decisions: Sequence[Decision]) -> dict[str, int]:
     return dict(Counter(d.stage for d in decisions))
 
 
+def _require_model(cfg: CascadeConfig, operator: str) -> None:
+    """Refuse before any row is decided when no model stage is configured (unless the caller
+    explicitly accepts unverified embedding-only decisions)."""
+    if not (cfg.light_model or cfg.strong_model or cfg.allow_unverified):
+        raise SemanticModelMissing(missing_model_message(operator))
+
+
+def _stopped(err: SemanticModelUnavailable, ids: Sequence[str]) -> list[Decision]:
+    """Every row of a run a model outage stopped: the decided ones as decided (with the stage
+    that decided them), the rest `undecided`."""
+    decided = {d.id: d for d in err.decided}
+    for i, ans in err.answers.items():  # a calibration sample's answers before the outage
+        decided.setdefault(i, Decision(id=i, value=ans.value, stage=err.stage,  # type: ignore[arg-type]
+                                       confidence=ans.confidence))
+    return [decided.get(i) or Decision(id=i, stage="undecided") for i in ids]
+
+
+def _finish(report: OperatorReport, failure: SemanticModelUnavailable | None) -> OperatorReport:
+    """The report, or, after an outage, the partial report raised with the error."""
+    if failure is None:
+        return report
+    report.status, report.error = "partial", str(failure)
+    failure.report = report
+    raise failure
+
+
 @dataclass
 class SemanticOps:
     """Operators over one DuckDB connection (inputs read and outputs written there)."""
@@ -59,8 +88,20 @@ class SemanticOps:
     def _models(self, config: CascadeConfig) -> Models:
         return (self.models_factory or Models.from_config)(config)
 
-    def _cfg(self, overrides: dict[str, Any] | None) -> CascadeConfig:
-        return self.config.model_copy(update=overrides or {})
+    def _cfg(self, overrides: dict[str, Any] | None, operator: str) -> CascadeConfig:
+        cfg = self.config.model_copy(update=overrides or {})
+        _require_model(cfg, operator)
+        return cfg
+
+    @staticmethod
+    def _resolve(pending: Sequence[Pending], task: JudgeTask, models: Models,
+                 decided: Sequence[Decision]) -> list[Decision]:
+        """`resolve`, and after an outage the decisions made before it travel with the error."""
+        try:
+            return resolve(pending, task, models)
+        except SemanticModelUnavailable as err:
+            err.keep(list(decided))
+            raise
 
     def _scores(self, ids: Sequence[str], vectors: np.ndarray, query: np.ndarray) -> dict[str, float]:
         """Inner-product scores of every row, through the vector index."""
@@ -77,15 +118,20 @@ class SemanticOps:
         """Rows of `table` whose `column` satisfies `condition`, into table `out`."""
         if not condition.strip():
             raise SemanticOpError("sem_filter needs a condition")
-        cfg = self._cfg(config)
+        cfg = self._cfg(config, "sem_filter")
         quote(out)
         alias = f"__sem_in_{uuid.uuid4().hex[:8]}"
         rows = stage_input(self.con, table, column, alias)
+        failure: SemanticModelUnavailable | None = None
         try:
-            decisions, thresholds, models = self._binary(
-                rows, JudgeTask("filter", condition), condition, cfg,
-                payload=lambda text: text,
-            )
+            try:
+                decisions, thresholds, models = self._binary(
+                    rows, JudgeTask("filter", condition), condition, cfg,
+                    payload=lambda text: text,
+                )
+                usage = models.usage()
+            except SemanticModelUnavailable as err:  # keep and mark what was decided
+                decisions, thresholds, usage, failure = _stopped(err, [i for i, _ in rows]), Thresholds(), err.usage, err
             write_decisions(self.con, f"{out}__decisions", decisions)
             self.con.execute(
                 f"CREATE OR REPLACE TABLE {quote(out)} AS SELECT s.*, d._stage, d._score "
@@ -94,11 +140,11 @@ class SemanticOps:
             rows_out = self.con.execute(f"SELECT count(*) FROM {quote(out)}").fetchone()[0]
         finally:
             drop_temp(self.con, alias)
-        return OperatorReport(
+        return _finish(OperatorReport(
             operator="sem_filter", source=table, column=column, argument=condition,
             output_table=out, decisions_table=f"{out}__decisions", rows_in=len(rows),
-            rows_out=int(rows_out), stage_mix=_mix(decisions), usage=models.usage(),
-            thresholds=thresholds, config=cfg)
+            rows_out=int(rows_out), stage_mix=_mix(decisions), usage=usage,
+            thresholds=thresholds, config=cfg), failure)
 
     def _binary(self, rows: Sequence[tuple[str, Any]], task: JudgeTask, query_text: str,
                 cfg: CascadeConfig, payload: Any, texts: Sequence[str] | None = None,
@@ -108,7 +154,7 @@ class SemanticOps:
         decisions: list[Decision] = []
         if not cfg.embedding:
             pending = [Pending(i, payload(t)) for i, t in rows]
-            return resolve(pending, task, models), Thresholds(scorer="none"), models
+            return self._resolve(pending, task, models, []), Thresholds(scorer="none"), models
         if vectors is None:
             vectors = self.embedder.embed(list(texts if texts is not None else [t for _, t in rows]))
         ids = [i for i, _ in rows]
@@ -159,7 +205,7 @@ class SemanticOps:
             else:
                 guess = None if (s is None or mid is None) else bool(s >= mid)
                 pending.append(Pending(i, payload(text), s, guess))
-        decisions.extend(resolve(pending, task, models))
+        decisions.extend(self._resolve(pending, task, models, decisions))
         return decisions, thresholds, models
 
     # ------------------------------------------------------------------ sem_join
@@ -167,7 +213,7 @@ class SemanticOps:
                  condition: str, out: str, config: dict[str, Any] | None = None) -> OperatorReport:
         """Pairs (left row, right row) whose texts satisfy `condition`. With the embedding
         stage on, each left row is compared with its `candidates` nearest right rows only."""
-        cfg = self._cfg(config)
+        cfg = self._cfg(config, "sem_join")
         quote(out)
         la, ra = f"__sem_l_{uuid.uuid4().hex[:8]}", f"__sem_r_{uuid.uuid4().hex[:8]}"
         lrows = stage_input(self.con, left, left_column, la)
@@ -198,7 +244,12 @@ class SemanticOps:
                 return {"left": ltext[li], "right": rtext[ri]}
 
             score_of = dict(pairs)
-            decisions, thresholds, models = self._pairs(pair_rows, score_of, condition, cfg, payload)
+            failure: SemanticModelUnavailable | None = None
+            try:
+                decisions, thresholds, models = self._pairs(pair_rows, score_of, condition, cfg, payload)
+                usage = models.usage()
+            except SemanticModelUnavailable as err:  # keep and mark what was decided
+                decisions, thresholds, usage, failure = _stopped(err, [p for p, _ in pair_rows]), Thresholds(), err.usage, err
             write_decisions(self.con, f"{out}__decisions", decisions, ("_left_row", "_right_row"))
             lcols = [c for c in columns_of(self.con, la) if c != "_row"]
             rcols = [c for c in columns_of(self.con, ra) if c != "_row"]
@@ -213,11 +264,11 @@ class SemanticOps:
         finally:
             drop_temp(self.con, la)
             drop_temp(self.con, ra)
-        return OperatorReport(
+        return _finish(OperatorReport(
             operator="sem_join", source=f"{left},{right}", column=f"{left_column},{right_column}",
             argument=condition, output_table=out, decisions_table=f"{out}__decisions",
             rows_in=len(pair_rows), rows_out=int(rows_out), stage_mix=_mix(decisions),
-            usage=models.usage(), thresholds=thresholds, config=cfg)
+            usage=usage, thresholds=thresholds, config=cfg), failure)
 
     def _pairs(self, pair_rows: list[tuple[str, str]], score_of: dict[str, float], condition: str,
                cfg: CascadeConfig, payload: Any) -> tuple[list[Decision], Thresholds, Models]:
@@ -225,7 +276,8 @@ class SemanticOps:
         models = self._models(cfg)
         task = JudgeTask("match", condition)
         if not cfg.embedding:
-            return resolve([Pending(p, payload(p)) for p, _ in pair_rows], task, models), Thresholds(scorer="none"), models
+            return (self._resolve([Pending(p, payload(p)) for p, _ in pair_rows], task, models, []),
+                    Thresholds(scorer="none"), models)
         thresholds = Thresholds(upper=cfg.upper, lower=cfg.lower)
         decisions: list[Decision] = []
         judged: set[str] = set()
@@ -260,7 +312,7 @@ class SemanticOps:
                 decisions.append(Decision(id=p, value=False, stage="embedding", score=s))
             else:
                 pending.append(Pending(p, payload(p), s, None if mid is None else bool(s >= mid)))
-        decisions.extend(resolve(pending, task, models))
+        decisions.extend(self._resolve(pending, task, models, decisions))
         return decisions, thresholds, models
 
     # ------------------------------------------------------------------ sem_group
@@ -269,27 +321,32 @@ class SemanticOps:
                   config: dict[str, Any] | None = None) -> OperatorReport:
         """Every row of `table` with a `_group` label: one of `labels`, or one of `k` groups
         found by clustering the embeddings and named by the model."""
-        cfg = self._cfg(config)
+        cfg = self._cfg(config, "sem_group")
         quote(out)
         if not labels and not k:
             raise SemanticOpError("sem_group needs labels or a number of groups k")
         alias = f"__sem_in_{uuid.uuid4().hex[:8]}"
         rows = stage_input(self.con, table, column, alias)
+        failure: SemanticModelUnavailable | None = None
+        models = self._models(cfg)
+        names: list[str] = list(labels or [])
         try:
-            models = self._models(cfg)
-            decisions, thresholds, names = self._classify(rows, labels, k, instruction, cfg, models)
+            try:
+                decisions, thresholds, names = self._classify(rows, labels, k, instruction, cfg, models)
+            except SemanticModelUnavailable as err:  # keep and mark what was decided
+                decisions, thresholds, failure = _stopped(err, [i for i, _ in rows]), Thresholds(), err
             write_decisions(self.con, f"{out}__decisions", decisions)
             self.con.execute(
                 f"CREATE OR REPLACE TABLE {quote(out)} AS SELECT s.*, d.value AS _group, d._stage, d._score "
                 f"FROM {qcol(alias)} s JOIN {quote(out + '__decisions')} d USING (_row) ORDER BY s._row")
         finally:
             drop_temp(self.con, alias)
-        return OperatorReport(
+        return _finish(OperatorReport(
             operator="sem_group", source=table, column=column,
             argument={"labels": list(names), "k": k, "instruction": instruction},
             output_table=out, decisions_table=f"{out}__decisions", rows_in=len(rows),
             rows_out=len(rows), stage_mix=_mix(decisions), usage=models.usage(),
-            thresholds=thresholds, config=cfg)
+            thresholds=thresholds, config=cfg), failure)
 
     def _classify(self, rows: Sequence[tuple[str, str]], labels: Sequence[str] | None, k: int | None,
                   instruction: str, cfg: CascadeConfig, models: Models,
@@ -313,7 +370,7 @@ class SemanticOps:
         decisions: list[Decision] = []
         thresholds = Thresholds(margin=cfg.margin)
         if not cfg.embedding and labels:
-            return resolve([Pending(i, t) for i, t in rows], task, models), Thresholds(scorer="none"), names
+            return self._resolve([Pending(i, t) for i, t in rows], task, models, []), Thresholds(scorer="none"), names
         judged: dict[str, str] = {}
         if cfg.margin is None and models.judge is not None and rows:
             picks = calibrate.sample_indices(len(rows), cfg.calibration_size, cfg.seed)
@@ -350,7 +407,7 @@ class SemanticOps:
                 decisions.append(Decision(id=i, value=top[0], stage="embedding", score=margin))
             else:
                 pending.append(Pending(i, text, margin, top[0]))
-        decisions.extend(resolve(pending, task, models))
+        decisions.extend(self._resolve(pending, task, models, decisions))
         return decisions, thresholds, names
 
     @staticmethod
@@ -382,7 +439,7 @@ class SemanticOps:
         """One column per field extracted from `column`. A field with a list of allowed
         values can be decided by the embedding stage (nearest value, calibrated margin);
         free-text fields need a model stage."""
-        cfg = self._cfg(config)
+        cfg = self._cfg(config, "sem_extract")
         quote(out)
         spec = {str(f): None for f in fields} if not isinstance(fields, dict) else {
             str(f): (list(v) if v else None) for f, v in fields.items()}
@@ -394,16 +451,20 @@ class SemanticOps:
         if clash:
             drop_temp(self.con, alias)
             raise SemanticOpError(f"extracted field names clash with columns of {table!r}: {clash}")
+        failure: SemanticModelUnavailable | None = None
+        models = self._models(cfg)
         try:
-            models = self._models(cfg)
             described = tuple(f if not v else f"{f} (one of: {', '.join(v)})" for f, v in spec.items())
             task = JudgeTask("extract", instruction + (" Field details: " + "; ".join(described)), fields=tuple(spec))
             thresholds = Thresholds(scorer="none")
             decisions: list[Decision] = []
             pending = [Pending(i, t) for i, t in rows]
-            if cfg.embedding and all(spec.values()):
-                decisions, pending, thresholds = self._extract_by_embedding(rows, spec, cfg, models, task)
-            decisions.extend(resolve(pending, task, models))
+            try:
+                if cfg.embedding and all(spec.values()):
+                    decisions, pending, thresholds = self._extract_by_embedding(rows, spec, cfg, models, task)
+                decisions.extend(self._resolve(pending, task, models, decisions))
+            except SemanticModelUnavailable as err:  # keep and mark what was decided
+                decisions, failure = _stopped(err, [i for i, _ in rows]), err
             write_decisions(self.con, f"{out}__decisions", decisions)
             extracted = ", ".join(f"json_extract_string(d.value, {_json_path(f)}) AS {qcol(f)}" for f in spec)
             self.con.execute(
@@ -411,11 +472,11 @@ class SemanticOps:
                 f"FROM {qcol(alias)} s JOIN {quote(out + '__decisions')} d USING (_row) ORDER BY s._row")
         finally:
             drop_temp(self.con, alias)
-        return OperatorReport(
+        return _finish(OperatorReport(
             operator="sem_extract", source=table, column=column, argument={"fields": spec},
             output_table=out, decisions_table=f"{out}__decisions", rows_in=len(rows),
             rows_out=len(rows), stage_mix=_mix(decisions), usage=models.usage(),
-            thresholds=thresholds, config=cfg)
+            thresholds=thresholds, config=cfg), failure)
 
     def _extract_by_embedding(self, rows: Sequence[tuple[str, str]], spec: dict[str, list[str] | None],
                               cfg: CascadeConfig, models: Models, task: JudgeTask,

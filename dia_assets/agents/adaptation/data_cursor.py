@@ -1,0 +1,95 @@
+"""The data sensor's memory: what was checked, what is being built, what is still moving.
+
+The cursor moves past a change only when the run requested for it finished its checks
+(succeeded, or validated the data and refused it). A run that failed, was canceled or vanished
+(its process killed with the daemon) is asked for again on the next tick, a bounded number of
+times, so an interrupted build is redone after a restart instead of being forgotten. No Dagster
+here: the sensor (sensors/data_sensors.py) tells what became of the run.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Literal
+
+from pydantic import BaseModel
+
+from dia_assets.agents.adaptation.settle import Seen
+from dia_assets.agents.adaptation.snapshot import FolderChange, diff, run_key
+
+# success: the run ended well; checked: it validated the data and refused it (a verdict, not an
+# accident: asking again gives the same answer); running: queued or in progress; failed: it
+# failed before its verdict or was canceled; gone: no such run, or its process died with it.
+RunOutcome = Literal["success", "checked", "running", "failed", "gone"]
+FINISHED: set[RunOutcome] = {"success", "checked"}
+
+
+class Pending(BaseModel):
+    """The change a run was requested for."""
+
+    key: str  # the change's key (run_key of the folder after and before); the runs' dia/request tag
+    run_key: str  # the latest request's run key: `key`, then `key-retry1`, ...
+    snapshot: dict[str, str]  # relative path -> content hash the run was asked to build
+    tries: int = 1  # runs requested for this change
+
+
+class DataCursor(BaseModel):
+    done: dict[str, str]  # the folder as of the last run that finished its checks (or the built baseline)
+    seen: dict[str, Seen] = {}  # size and mtime of the files still settling, or settled since
+    pending: Pending | None = None
+
+    @classmethod
+    def parse(cls, text: str | None) -> DataCursor | None:
+        """The cursor a tick stored, or None. A cursor of an older DIA (path -> hash) is the
+        folder it last requested a build for: taken as done, as that DIA did."""
+        if not text:
+            return None
+        data = json.loads(text)
+        if isinstance(data, dict) and "done" in data:
+            return cls.model_validate(data)
+        return cls(done=dict(data))
+
+    def dump(self) -> str:
+        return self.model_dump_json()
+
+
+@dataclass
+class Decision:
+    """What one tick does: request `request` (new change or retry), or wait (`wait` says why)."""
+
+    cursor: DataCursor
+    change: FolderChange
+    request: Pending | None = None
+    wait: str | None = None
+
+
+def absorb(cursor: DataCursor, outcome: RunOutcome | None) -> DataCursor:
+    """The cursor once the pending run's outcome is known: past its change when it finished
+    its checks, unchanged otherwise."""
+    if cursor.pending is not None and outcome in FINISHED:
+        return cursor.model_copy(update={"done": cursor.pending.snapshot, "pending": None})
+    return cursor
+
+
+def decide(cursor: DataCursor, after: dict[str, str], outcome: RunOutcome | None, max_tries: int) -> Decision:
+    """The tick's decision, from the folder now (`after`, settled files only) and what became
+    of the pending run (`outcome`; None when there is none)."""
+    pending = cursor.pending
+    if pending is not None and outcome == "running":
+        return Decision(cursor, FolderChange(), wait=f"waiting for run {pending.run_key} (the change it builds: "
+                        f"{diff(cursor.done, pending.snapshot).describe()}) to finish")
+    cursor = absorb(cursor, outcome)
+    pending = cursor.pending
+    change = diff(cursor.done, after)
+    if not change.any:  # the folder is back where the last checked run left it
+        return Decision(cursor.model_copy(update={"pending": None}), change)
+    key = run_key(after, cursor.done)
+    if pending is None or pending.key != key:
+        ask = Pending(key=key, run_key=key, snapshot=after)
+        return Decision(cursor.model_copy(update={"pending": ask}), change, request=ask)
+    if pending.tries >= max_tries:
+        return Decision(cursor, change, wait=f"run {pending.run_key} {outcome} and this change was tried "
+                        f"{pending.tries} time(s); waiting for a new change in the data folder")
+    ask = pending.model_copy(update={"run_key": f"{key}-retry{pending.tries}", "tries": pending.tries + 1})
+    return Decision(cursor.model_copy(update={"pending": ask}), change, request=ask)
