@@ -30,7 +30,6 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 ROOT = Path(__file__).resolve().parents[1]
@@ -203,117 +202,31 @@ def bench_prompt(tables: int = 50) -> dict:
     first = fake.requests[0]["messages"]
     tools = tool_specs(AGENT_TOOLS)
     linked = litellm.token_counter(model="gpt-4o", messages=first, tools=tools)
-    unlinked_user = first[1]["content"].replace(index.render(agent._linked), index.render(sorted(index.tables)))
-    unlinked = litellm.token_counter(model="gpt-4o", messages=[first[0], {"role": "user", "content": unlinked_user}], tools=tools)
+    every = QueryAgent(db, index, litellm_chat(FAKE_MODEL),
+                       settings=AgentSettings(link_tables=len(index.tables), link_budget_tokens=None))
+    unlinked = litellm.token_counter(model="gpt-4o", messages=every._opening(question, None, []), tools=tools)
     db.close()
     shutil.rmtree(folder, ignore_errors=True)
     return {"tables": len(index.tables), "linked_tables": agent._linked,
             "prompt_tokens_linked": linked, "prompt_tokens_all_tables": unlinked}
 
 
-DATASETS = ("hr", "classicmodels", "northwind", "pagila")
 LINK_RECALL_MIN = 0.98
 LINK_TOKENS_MAX = 4000
-LINK_MIN_TABLES = 40
-
-
-def _side_by_side(folder: Path, datasets: Path) -> tuple[Path, dict[str, str], list[tuple[str, Any]]]:
-    """One DuckDB warehouse with the ../shared/datasets databases (tables prefixed `<db>_`) and
-    the example data (as it is) side by side, each built by the Schema Creator (raw CSVs when a
-    build fails). Returns the warehouse, how each part was made, and (prefix, manifest) pairs."""
-    import duckdb
-
-    from dia_assets.agents.schema_creator.build import run
-
-    target = folder / "side_by_side.duckdb"
-    con = duckdb.connect(str(target))
-    made, manifests = {}, []
-    parts = [(name, datasets / name / "raw", None, f"{name}_") for name in DATASETS]
-    parts.append(("hospital", ROOT / "examples" / "data", ROOT / "examples" / "overrides.yaml", ""))
-    for name, raw, overrides, prefix in parts:
-        part = folder / f"{name}.duckdb"
-        try:
-            result = run(raw, folder / f"{name}_ws", warehouse=str(part), overrides_seed=overrides)
-            manifests.append((prefix, result.manifest))
-            made[name] = "dia build"
-            con.execute(f"ATTACH '{part}' AS src (READ_ONLY)")
-            tables = [r[0] for r in con.execute(
-                "SELECT table_name FROM duckdb_tables() WHERE database_name = 'src' AND schema_name = 'main'").fetchall()]
-            for t in tables:
-                con.execute(f'CREATE TABLE "{prefix}{t}" AS SELECT * FROM src.main."{t}"')
-            con.execute("DETACH src")
-        except Exception as err:
-            made[name] = f"raw CSV load (dia build failed: {type(err).__name__})"
-            for csv in sorted(raw.glob("*.csv")):
-                con.execute(f'CREATE TABLE "{prefix}{csv.stem}" AS SELECT * FROM read_csv(?, header=true)', [str(csv)])
-    con.close()
-    return target, made, manifests
-
-
-def _prefixed(sql: str, prefix: str, dialect: str = "duckdb") -> tuple[str, set[str]]:
-    """The gold SQL over the side-by-side warehouse, and the warehouse tables it reads."""
-    import sqlglot
-    from sqlglot import exp
-
-    tree = sqlglot.parse_one(sql, read=dialect)
-    ctes = {c.alias_or_name.lower() for c in tree.find_all(exp.CTE)}
-    tables = set()
-    for t in tree.find_all(exp.Table):
-        if t.name.lower() in ctes:
-            continue
-        name = f"{prefix}{t.name}"
-        if prefix:
-            alias = t.alias or t.name
-            t.set("this", exp.to_identifier(name))
-            t.set("alias", exp.TableAlias(this=exp.to_identifier(alias)))
-        tables.add(name.lower())
-    return tree.sql(dialect=dialect), tables
+LINK_MIN_TABLES = 80
 
 
 def bench_linking(datasets: Path) -> dict:
-    """Schema linking: the tables each gold query reads against the tables the prompt carries."""
-    import litellm
+    """Schema linking, as bench/linking.py measures it (original names; its own run adds the
+    renamed variants): the tables each gold query reads against the tables the prompt carries."""
+    from bench.linking import run_bench
 
-    folder = Path(tempfile.mkdtemp(prefix="dia_bench_linking_"))
-    wh, made, manifests = _side_by_side(folder, datasets)
-    db = open_database(wh)
-    index = SchemaIndex.build(db)
-    for prefix, manifest in manifests:  # keys and joins from each part's manifest, renamed
-        for mt in manifest.tables:
-            info = index.tables.get(f"{prefix}{mt.name}")
-            if info is None:
-                continue
-            info.primary_key = list(mt.primary_key or [])
-            info.foreign_keys = [f"{', '.join(fk.columns)} -> {prefix}{fk.ref_table}.{', '.join(fk.ref_columns)}"
-                                 for fk in mt.foreign_keys or []]
-    questions = []
-    for path, own in ((ROOT / "bench" / "data" / "verifier_questions.jsonl", True),
-                      (ROOT / "examples" / "eval" / "questions.jsonl", False)):
-        for line in path.read_text(encoding="utf-8").splitlines():
-            if line.strip():
-                q = json.loads(line)
-                gold = q["gold_sql"][0] if isinstance(q["gold_sql"], list) else q["gold_sql"]
-                questions.append((q["id"], q["question"], gold, f"{q['db']}_" if own else ""))
-    agent = QueryAgent(db, index, litellm_chat(FAKE_MODEL), settings=AgentSettings(memory_refs=0))
-    tools = tool_specs(AGENT_TOOLS)
-    recalls, tokens, missed = [], [], []
-    for qid, question, gold, prefix in questions:
-        _, needed = _prefixed(gold, prefix)
-        messages = agent._opening(question, None, [])
-        linked = {t.lower() for t in agent._linked}
-        hit = needed & linked
-        recalls.append(len(hit) / len(needed) if needed else 1.0)
-        tokens.append(litellm.token_counter(model="gpt-4o", messages=messages, tools=tools))
-        if hit != needed:
-            missed.append({"id": qid, "missing": sorted(needed - linked)})
-    db.close()
-    shutil.rmtree(folder, ignore_errors=True)
-    tokens.sort()
-    return {"link_tables": len(index.tables), "link_questions": len(questions),
-            "link_recall": round(sum(recalls) / len(recalls), 4),
-            "link_questions_fully_linked": sum(r == 1.0 for r in recalls),
-            "link_prompt_tokens_p50": tokens[len(tokens) // 2], "link_prompt_tokens_max": tokens[-1],
-            "link_missed": missed[:20], "link_warehouses": made}
+    out = run_bench(datasets, None, seeds=0, distractors=50)
+    o = out["original"]
+    return {"link_tables": o["tables"], "link_questions": o["questions"], "link_recall": o["recall"],
+            "link_questions_fully_linked": o["fully_linked"], "link_prompt_tokens_p50": o["prompt_tokens_p50"],
+            "link_prompt_tokens_max": o["prompt_tokens_max"], "link_missed": o["missed"][:20],
+            "link_warehouses": out["warehouse"]}
 
 
 def main() -> int:

@@ -148,7 +148,7 @@ def test_query_agent_adds_catalog_tables_to_schema_linking(tmp_path) -> None:
     from dia_assets.agents.query import AgentSettings
 
     _, run = answer_question("zzz unrelated words", wh, chat=litellm_chat(FAKE_MODEL),
-                             settings=AgentSettings(link_tables=1, reflect=False),
+                             settings=AgentSettings(link_tables=1, link_budget_tokens=None, reflect=False),
                              catalog_link=lambda q: ["payroll", "no_such_table"])
     events = {e["event"]: e for e in run.trace["events"]}
     assert events["catalog_link"]["tables"] == ["payroll"] and events["catalog_link"]["added"] == ["payroll"]

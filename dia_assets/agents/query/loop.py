@@ -26,6 +26,7 @@ from dia_assets.agents.query.contract import (
 from dia_assets.agents.query.dialects import Database, QueryOutput, transpile_all
 from dia_assets.agents.query.gate import Gate, privacy_mode, shows_values
 from dia_assets.agents.query.lineage import column_lineage
+from dia_assets.agents.query.linking import LinkPlan
 from dia_assets.agents.query.llm import ChatFn, ChatReply, ModelUnavailable, ToolCall
 from dia_assets.agents.query.memory import Lesson, QueryMemory
 from dia_assets.agents.query.modification import run_modification
@@ -86,7 +87,10 @@ class AgentSettings:
     nl_check: str = "off"
     nl_threshold: float = 0.5
     resubmission_window: int = 5
-    link_tables: int = 12  # schema linking: recall 0.98 at 12 over 50 tables side by side (bench/agent.py)
+    link_tables: int = 6  # schema linking: tables rendered in full (types, sample values)
+    # the first prompt (system + user + tool schemas, gpt-4o tokens) is filled up to this with
+    # more linked tables, column names only; None: only `link_tables` (bench/linking.py)
+    link_budget_tokens: int | None = 4000
     memory_refs: int = 3
     reflect: bool = True
     transpile_to: tuple[str, ...] = ("snowflake", "bigquery")
@@ -117,6 +121,17 @@ class _State:
     failures: list[str] = field(default_factory=list)
     last_failed: list[str] = field(default_factory=list)  # check names of the last failed submit
     revisions: list[ContractRevision] = field(default_factory=list)
+
+
+def _tokens(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> int:
+    """Prompt tokens as litellm counts them for gpt-4o (the budget's unit); litellm is imported
+    on this path anyway, to call the model."""
+    import os
+
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    import litellm
+
+    return int(litellm.token_counter(model="gpt-4o", messages=messages, tools=tools))
 
 
 def preference_probe(sql: str | None, dialect: str, schema: dict[str, dict[str, str]]) -> str | None:
@@ -253,16 +268,13 @@ class QueryAgent:
             dialect_name=DIALECT_NAMES.get(dialect, dialect),
             dialect_notes=p["dialect_notes"].get(dialect, "").strip(),
         )
-        self._linked = self.index.link(question, self.settings.link_tables)
+        found: list[str] = []
         if self.catalog_link is not None:
             try:
                 found = [t for t in self.catalog_link(question) if t in self.index.tables]
             except Exception as err:  # the catalog is an aid: link without it, say so in the trace
                 found = []
                 self._event("catalog_unavailable", error=f"{type(err).__name__}: {err}"[:300])
-            extra = [t for t in dict.fromkeys(found) if t not in self._linked]
-            self._event("catalog_link", tables=found, added=extra)
-            self._linked = self._linked + extra
         memory = ""
         if self.memory is not None and self.settings.memory_refs:
             try:
@@ -281,12 +293,35 @@ class QueryAgent:
             known = "Earlier clarifications from the user (short-term memory):\n<data>\n" + "\n".join(
                 data_text(f"Q: {c.question}\nA: {c.answer}") for c in clarifications if c.answer
             ) + "\n</data>\n"
-        user = fill(p["user"],
-            question=question, schema=data_text(self.index.render(self._linked)),
-            all_tables=", ".join(sorted(self.index.tables)), memory=memory, carryover=carry,
-            clarifications=known,
-        )
-        return [{"role": "system", "content": system}, {"role": "user", "content": user}]
+
+        def opening(plan: LinkPlan | None) -> list[dict[str, Any]]:
+            """The two messages; with no plan, the frame alone (what the schema text must fit beside)."""
+            schema = self.index.render(plan.full) if plan else ""
+            if plan and plan.compact:
+                schema += "\n" + self.index.render_compact(plan.compact, prefer=plan.names_column)
+            others = sorted(set(self.index.tables) - set(plan.tables)) if plan else []
+            user = fill(p["user"], question=question, schema=data_text(schema),
+                        all_tables=", ".join(others) or "(none)", memory=memory, carryover=carry,
+                        clarifications=known)
+            return [{"role": "system", "content": system}, {"role": "user", "content": user}]
+
+        s = self.settings
+        linker = self.index.linker()
+        if s.link_budget_tokens is None:
+            plan = linker.plan(question, s.link_tables, extra=found)
+        else:
+            tools = self._tool_specs()
+            room = s.link_budget_tokens - _tokens(opening(None), tools)
+            plan = linker.plan(question, s.link_tables, budget_tokens=room, extra=found)
+            while len(plan.tables) > 1 and _tokens(opening(plan), tools) > s.link_budget_tokens:
+                if plan.compact:  # the character estimate was short
+                    plan.compact = plan.compact[:-2]
+                else:
+                    plan.full = plan.full[:-1]
+        self._linked = plan.tables
+        if self.catalog_link is not None:
+            self._event("catalog_link", tables=found, added=[t for t in found if t in plan.tables])
+        return opening(plan)
 
     def _call(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], turn: int) -> ChatReply:
         t0 = time.perf_counter()

@@ -9,6 +9,7 @@ works from the database alone when there is none.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -46,6 +47,7 @@ class ColumnInfo:
     type: str
     description: str = ""
     samples: list[str] = field(default_factory=list)
+    values: list[str] = field(default_factory=list)  # every value of a low-cardinality column (linking)
     semantic: str = ""  # the Interpreter's semantic type (manifest), for sanity checks
 
 
@@ -68,6 +70,7 @@ class SchemaIndex:
     tables: dict[str, TableInfo]
     _terms: dict[str, dict[str, float]] = field(default_factory=dict, repr=False)
     _qualify: dict[str, dict[str, str]] | None = field(default=None, repr=False)
+    _linker: Any = field(default=None, repr=False)
 
     # -- construction ---------------------------------------------------------------------
 
@@ -86,7 +89,8 @@ class SchemaIndex:
                 info.row_count = None
             for col in info.columns:
                 if samples and col.type.upper().startswith(SAMPLED_TYPES):
-                    col.samples = _sample(db, meta.name, col.name, samples, sample_max_distinct)
+                    col.values = _sample(db, meta.name, col.name, sample_max_distinct, sample_max_distinct)
+                    col.samples = col.values[:samples]
         index = cls(db.dialect, tables)
         if manifest is not None:
             index.apply_manifest(manifest)
@@ -155,6 +159,12 @@ class SchemaIndex:
                     add(value, 1.5)
             self._terms[name] = weights
 
+    def refresh(self) -> None:
+        """Rebuild what is derived from the tables (after keys or descriptions were set by hand)."""
+        self._terms = {}
+        self._linker = None
+        self._build_terms()
+
     def without_values(self) -> SchemaIndex:
         """A copy with no sampled data values (privacy modes): names, types, keys, row counts."""
         import copy
@@ -190,18 +200,18 @@ class SchemaIndex:
                 scored.append((name, score))
         return sorted(scored, key=lambda s: (-s[1], s[0]))
 
+    def linker(self) -> Any:
+        """The schema linker (agents/query/linking.py), built on first use: names, meaning
+        (WordLlama, when it loads) and the key graph."""
+        if self._linker is None:
+            from dia_assets.agents.query.linking import Linker
+
+            self._linker = Linker(self, embedder=_embedder())
+        return self._linker
+
     def link(self, question: str, max_tables: int = 6) -> list[str]:
-        """The tables a question most likely needs, plus the tables their keys join to."""
-        ranked = [name for name, _ in self.rank(question)][:max_tables]
-        linked = list(ranked)
-        for name in ranked:
-            for fk in self.tables[name].foreign_keys:
-                target = fk.split("->")[1].strip().split(".")[0]
-                if target in self.tables and target not in linked and len(linked) < max_tables + 2:
-                    linked.append(target)
-        if not linked:
-            linked = sorted(self.tables)[:max_tables]
-        return linked
+        """The tables a question most likely needs, link tables included (no token budget)."""
+        return self.linker().plan(question, full=max_tables).tables
 
     def search(self, term: str, k: int = 12) -> list[dict[str, Any]]:
         """Matches over table names, column names, descriptions and sampled values."""
@@ -260,9 +270,38 @@ class SchemaIndex:
             lines.append(f"- {head}: " + "; ".join(cols) + (f" [{'; '.join(extra)}]" if extra else ""))
         return "\n".join(lines)
 
+    def render_compact(self, names: list[str], max_columns: int = 16,
+                       prefer: Callable[[str], bool] | None = None) -> str:
+        """One short line per table: column names only, keys inline (lower-ranked linked tables).
+        A wide table lists its key columns and the `prefer`red ones (those the question names)
+        first, up to `max_columns`, and says how many more it has."""
+        lines = []
+        for name in names:
+            info = self.tables[name]
+            extra = [f"pk {', '.join(info.primary_key)}"] if info.primary_key else []
+            extra += [f"fk {fk.replace(' -> ', '->')}" for fk in info.foreign_keys]
+            cols = [c.name for c in info.columns]
+            if len(cols) > max_columns:
+                keys = set(info.primary_key) | {c.strip() for fk in info.foreign_keys for c in fk.split("->")[0].split(",")}
+                first = [c for c in cols if c in keys or (prefer is not None and prefer(c))][:max_columns]
+                shown = set(first + [c for c in cols if c not in first][: max_columns - len(first)])
+                cols = [c for c in cols if c in shown] + [f"+{len(info.columns) - len(shown)} more"]
+            lines.append(f"- {name}: " + ", ".join(cols) + (f" [{'; '.join(extra)}]" if extra else ""))
+        return "\n".join(lines)
+
     def primary_key(self, table: str) -> list[str]:
         info = self.tables.get(table)
         return info.primary_key if info else []
+
+
+def _embedder() -> Any:
+    """WordLlama for linking by meaning; None (names and keys only) when it cannot load."""
+    try:
+        from dia_assets.agents.memory.embedder import WordLlamaEmbedder
+
+        return WordLlamaEmbedder()
+    except Exception:
+        return None
 
 
 def _sample(db: Database, table: str, column: str, k: int, max_distinct: int) -> list[str]:
