@@ -37,11 +37,13 @@ DATA = [
     "CREATE TABLE emp (emp_id INTEGER PRIMARY KEY, dept_id INTEGER, salary INTEGER)",
     "CREATE TABLE project (project_id INTEGER PRIMARY KEY, dept_id INTEGER, title VARCHAR(20))",
     "CREATE TABLE skill (skill_id INTEGER PRIMARY KEY, emp_id INTEGER, skill VARCHAR(20))",
+    "CREATE TABLE visit (emp_id INTEGER, day INTEGER, hours INTEGER)",  # no key, none found either
     "INSERT INTO dept VALUES (1, 'Arts', 100.0), (2, 'Biology', NULL), (3, 'Chemistry', 300.0), "
     "(4, 'Drama', NULL), (5, 'Economics', 300.0)",
     "INSERT INTO emp VALUES (1, 1, 10), (2, 1, 20), (3, 3, 30), (4, 3, 50), (5, 5, 40)",
     "INSERT INTO project VALUES (1, 1, 'p1'), (2, 1, 'p2'), (3, 3, 'p3'), (4, 3, 'p4'), (5, 5, 'p5'), (6, 5, 'p6')",
     "INSERT INTO skill VALUES (1, 1, 'a'), (2, 1, 'b'), (3, 2, 'c'), (4, 3, 'd'), (5, 4, 'e'), (6, 5, 'f')",
+    "INSERT INTO visit VALUES (1, 1, 5), (1, 1, 5), (2, 1, 4), (3, 2, 6), (3, 2, 6), (5, 3, 1)",
 ]
 ENGINES = ["duckdb", "sqlite", "postgres"]
 
@@ -209,6 +211,18 @@ def test_avg_over_unequal_repetition_is_refused(engine: Engine) -> None:
     sql = ("SELECT d.name, AVG(e.salary) AS value FROM dept d JOIN emp e ON e.dept_id = d.dept_id "
            "JOIN skill s ON s.emp_id = e.emp_id GROUP BY d.name")
     assert not engine.verify(GROUPED, sql)["join_fanout"]
+
+
+def test_an_aggregate_reading_a_keyless_table_at_its_grain_passes(engine: Engine) -> None:
+    """Each visit row is one row of the join (employees repeat, visits do not): an AVG over an
+    expression of both is at the visit's grain, though the employee's key repeats with equal
+    values (a line item joined to its order, two lines shipped the same day). The same
+    employees' salary alone still fans out."""
+    join = "FROM dept d JOIN emp e ON e.dept_id = d.dept_id JOIN visit v ON v.emp_id = e.emp_id GROUP BY d.name"
+    assert engine.verify(GROUPED, f"SELECT d.name, AVG(v.hours * e.salary) AS value {join}")["join_fanout"]
+    assert not engine.verify(GROUPED, f"SELECT d.name, SUM(e.salary) AS value {join}")["join_fanout"]
+    # COUNT(*) may count the visits themselves: with no key to show otherwise, it passes
+    assert engine.verify(GROUPED, f"SELECT d.name, COUNT(*) AS value {join}")["join_fanout"]
 
 
 def test_avg_aggregated_before_the_join_passes(engine: Engine) -> None:

@@ -443,7 +443,8 @@ _KEYED_AGGS = (exp.Count, exp.Sum, exp.Avg)
 
 class _Keys:
     """The identifying columns of warehouse tables: the manifest's primary key, else the
-    first column (or pair of columns) unique in the data. Cached per verification."""
+    first of the leading columns, or the first column with one of the next five, unique in
+    the data. Cached per verification."""
 
     def __init__(self, index: SchemaIndex, db: Database, timeout_s: float) -> None:
         self.index, self.db, self.timeout_s = index, db, timeout_s
@@ -463,7 +464,8 @@ class _Keys:
             key = list(self.index.primary_key(name)) or None
             if key is None:
                 cols = [c.name for c in self.index.tables[name].columns]
-                candidates = [[c] for c in cols[:3]] + ([cols[:2]] if len(cols) >= 2 else [])
+                # a lead column alone, or with a later one (an order line: order id + line number)
+                candidates = [[c] for c in cols[:3]] + [[cols[0], c] for c in cols[1:6]]
                 for cand in candidates:
                     distinct = " || '|' || ".join(f'CAST({_q(c)} AS VARCHAR)' for c in cand)
                     try:
@@ -643,7 +645,9 @@ def check_fanout(
     t's key (one group per entity, counting its many side on purpose). A declared
     entity_key is what every COUNT in its select counts. A repetition fails the check only
     when counting each repeated row once changes the aggregate's value in some group
-    (`_changed_by_dedup`): MIN, MAX and DISTINCT aggregates are never checked. Every select
+    (`_changed_by_dedup`): MIN, MAX and DISTINCT aggregates are never checked, nor an aggregate
+    reading a table with no known key (each of its rows may be the grain, as a line item joined
+    to its order repeats the order but not itself). Every select
     is checked; a repetition probe that does not run fails the check (it cannot be shown to
     hold)."""
     keys = _Keys(index, db, timeout_s)
@@ -670,9 +674,14 @@ def check_fanout(
                 if alias:
                     keyed[alias] = [entity[1]]
             elif isinstance(agg, exp.Count) and (isinstance(agg.this, exp.Star) or not list(agg.find_all(exp.Column))):
+                if any(a not in keyed for a in sources):
+                    continue  # a table with no known key may be what is counted: nothing to show
                 tables = list(keyed)
             else:
-                tables = [a for a in _agg_tables(agg, sources, index) if a in keyed]
+                read = _agg_tables(agg, sources, index)
+                if any(a not in keyed for a in read):
+                    continue  # a table with no known key may be the rows' grain: nothing to show
+                tables = [a for a in read if a in keyed]
             tables = [a for a in tables if a in keyed]
             if isinstance(agg, exp.Count) and any(
                 len(keyed[a]) == 1 and any(c == keyed[a][0].lower() and t in ("", a) for t, c in group_cols)
