@@ -93,6 +93,9 @@ def test_null_conditions_need_the_column_and_a_cue():
     sql = "SELECT first_name FROM employees WHERE manager_id IS NULL"
     assert qc(sql, ["first_name"], "Which employees have no manager?")["filters"]
     assert qc(sql, ["first_name"], "Who is at the top of the company?")["filters"] == []
+    paid = "SELECT COUNT(*) AS n FROM employees WHERE commission_pct IS NOT NULL"
+    assert qc(paid, ["n"], "How many staff members earn a commission?")["filters"]  # earns one: not null
+    assert qc(paid, ["n"], "How many staff members are there?")["filters"] == []
 
 
 def test_flags_need_their_column_named():

@@ -225,6 +225,14 @@ def test_an_aggregate_reading_a_keyless_table_at_its_grain_passes(engine: Engine
     assert engine.verify(GROUPED, f"SELECT d.name, COUNT(*) AS value {join}")["join_fanout"]
 
 
+def test_a_null_filter_that_changes_nothing_passes_and_one_that_drops_rows_is_refused(engine: Engine) -> None:
+    """The question asks for no NULL filter: an IS NOT NULL whose rows an AVG ignores anyway
+    changes nothing (probed without it); one that drops rows from a count is refused."""
+    contract = {"columns": ["value"]}
+    assert engine.verify(contract, "SELECT AVG(budget) AS value FROM dept WHERE budget IS NOT NULL")["null_filters"]
+    assert not engine.verify(contract, "SELECT COUNT(*) AS value FROM dept WHERE budget IS NOT NULL")["null_filters"]
+
+
 def test_avg_aggregated_before_the_join_passes(engine: Engine) -> None:
     sql = ("SELECT d.name, a.value FROM dept d JOIN (SELECT dept_id, AVG(salary) AS value FROM emp "
            "GROUP BY dept_id) a ON a.dept_id = d.dept_id")

@@ -49,7 +49,8 @@ _ORDER_CUES = re.compile(
     r"|\b(highest|lowest|largest|smallest|biggest|most|least|best|worst|newest|oldest|earliest|latest|"
     r"longest|shortest|cheapest|recent|greatest|fewest|busiest|youngest)\b[\w\s-]{0,24}?\bfirst\b")
 _NULL_CUES = re.compile(r"\b(without|no|not|never|missing|unknown|none|empty|null|lack|lacking)\b")
-_NOT_NULL_CUES = re.compile(r"\b(with|have|has|having|known|recorded|set|filled|each|every|per)\b")
+_NOT_NULL_CUES = re.compile(r"\b(with|have|has|having|known|recorded|set|filled|each|every|per|earn|earns|earning|"
+                            r"receive|receives|receiving|get|gets|hold|holds)\b")
 
 
 def stated_text(question: str, evidence: str = "") -> str:
@@ -161,10 +162,16 @@ def _stem(word: str) -> str:
     return word
 
 
+# words that say how a column measures, not what: `commission_pct` is named by "commission"
+_MEASURE_WORDS = {"pct", "percent", "amt", "qty", "num", "nbr", "cnt", "flag", "ind", "val"}
+
+
 def _named(name: str, text: str) -> bool:
     """Every word of the name is in the text (an abbreviation such as `cust` as the start of a
-    word: "customers")."""
+    word: "customers"), a measure suffix (`_pct`, `_amt`, `_qty`) aside."""
     words = _words(name)
+    if len(words) > 1:
+        words = [w for w in words if w not in _MEASURE_WORDS] or words
     said = {_stem(w) for w in re.findall(r"[a-z0-9]+", text)}
     return bool(words) and all(w in said or (len(w) >= 4 and any(s.startswith(w) for s in said)) for w in words)
 

@@ -43,7 +43,7 @@ def verify_result(
         check_order(contract, qualified, output, db.dialect),
         check_limit(contract, qualified, output, db, timeout_s),
         *check_filters(contract, qualified),
-        check_null_filters(contract, qualified),
+        check_null_filters(contract, qualified, output, db, timeout_s),
         check_fanout(contract, qualified, db, index, timeout_s),
         *sanity_checks(qualified, question, db, index, timeout_s),
     ]
@@ -257,7 +257,35 @@ def _value_forms(value: Any) -> set[str]:
     return out
 
 
-def check_null_filters(contract: OutputContract, tree: exp.Expression) -> Check:
+def _rows_key(rows: list[tuple[Any, ...]]) -> list[str]:
+    """Rows as an order-free, float-tolerant multiset (a result read twice)."""
+    def cell(v: Any) -> str:
+        return f"{v:.9g}" if isinstance(v, float) else repr(v)
+    return sorted("|".join(cell(v) for v in row) for row in rows)
+
+
+def _harmless(tree: exp.Expression, is_: exp.Is, output: QueryOutput | None, db: Database | None,
+              timeout_s: float) -> bool:
+    """Whether the result is the same without this IS NOT NULL (its NULLs were dropped anyway,
+    e.g. by an AVG over the column): then it filters nothing the question keeps."""
+    if output is None or db is None or output.truncated:
+        return False
+    probe = tree.copy()
+    target = next((n for n in probe.find_all(exp.Is) if n == is_), None)
+    if target is None:
+        return False
+    replaced = target.parent if isinstance(target.parent, exp.Not) else target
+    replaced.replace(exp.true())
+    try:
+        rows = db.query(probe.sql(dialect=db.dialect), len(output.rows) + 1, timeout_s).rows
+    except Exception:
+        return False
+    return _rows_key([tuple(r) for r in rows]) == _rows_key([tuple(r) for r in output.rows])
+
+
+def check_null_filters(contract: OutputContract, tree: exp.Expression, output: QueryOutput | None = None,
+                       db: Database | None = None, timeout_s: float = 10.0) -> Check:
+    """No IS NOT NULL the question did not ask for, unless dropping it changes nothing (probed)."""
     declared = {f.column.split(".")[-1].lower() for f in contract.filters if f.column}
     spurious = []
     for is_ in tree.find_all(exp.Is):
@@ -266,7 +294,8 @@ def check_null_filters(contract: OutputContract, tree: exp.Expression) -> Check:
         if is_.find_ancestor(exp.Where, exp.Having) is None:
             continue
         col = is_.this
-        if isinstance(col, exp.Column) and col.name.lower() not in declared:
+        if isinstance(col, exp.Column) and col.name.lower() not in declared \
+                and not _harmless(tree, is_, output, db, timeout_s):
             spurious.append(col.name)
     if spurious:
         return Check(name="null_filters", passed=False,
