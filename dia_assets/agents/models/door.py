@@ -222,25 +222,31 @@ def _gives_up(err: BaseException) -> bool:
 
 _DOOR: ModelDoor | None = None
 _DOOR_PID: int | None = None
+_PINNED = False
 _DOOR_LOCK = threading.Lock()
 
 
 def door() -> ModelDoor:
     """The process's door, built from the environment on first use, and again when the model
-    settings change or in a forked child (whose copy of the loop thread does not run)."""
+    settings change or in a forked child (whose copy of the loop thread does not run). A door
+    installed with `reset_door` is used as it is."""
     global _DOOR, _DOOR_PID
-    settings = DoorSettings.from_env()
+    settings = None if _PINNED else DoorSettings.from_env()
     with _DOOR_LOCK:
-        if _DOOR is None or os.getpid() != _DOOR_PID or _DOOR.settings != settings:
-            _DOOR, _DOOR_PID = ModelDoor(settings, host=_DOOR.host if _DOOR else None), os.getpid()
+        stale = _DOOR is None or os.getpid() != _DOOR_PID or (settings is not None and _DOOR.settings != settings)
+        if stale:
+            host = _DOOR.host if _DOOR is not None else None
+            _DOOR, _DOOR_PID = ModelDoor(settings or DoorSettings.from_env(), host=host), os.getpid()
+        assert _DOOR is not None
         return _DOOR
 
 
 def reset_door(new: ModelDoor | None = None) -> ModelDoor | None:
-    """Replace the process's door (settings changed, or a test's own); returns the old one."""
-    global _DOOR, _DOOR_PID
+    """Install `new` as the process's door (a test's own), or with None go back to a door
+    built from the environment; returns the old one."""
+    global _DOOR, _DOOR_PID, _PINNED
     with _DOOR_LOCK:
-        old, _DOOR, _DOOR_PID = _DOOR, new, (os.getpid() if new is not None else None)
+        old, _DOOR, _DOOR_PID, _PINNED = _DOOR, new, (os.getpid() if new is not None else None), new is not None
     return old
 
 

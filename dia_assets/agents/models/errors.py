@@ -57,6 +57,9 @@ def unavailable(err: BaseException, model: str, api_base: str | None = None) -> 
     names the provider default even when these override it)."""
     root = chain(err)[-1]
     detail = one_line(str(root) or type(root).__name__)
+    errno = getattr(root, "errno", None)
+    if isinstance(root, OSError) and isinstance(errno, int) and os.strerror(errno) not in detail:
+        detail = f"{os.strerror(errno)} ({detail})"  # asyncio says "Connect call failed"
     where = api_base or provider_base(model)
     if is_network_error(err):
         return ModelUnavailable(model, f"is unreachable: {detail}", where)
