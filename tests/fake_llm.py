@@ -41,10 +41,10 @@ def register(replies: list[str | Script]) -> ScriptedLLM:
 
 
 class RecordingHost:
-    """litellm's router host with the backoff sleeps recorded and shortened: tests see that the
-    Router backed off, and how often, without waiting."""
+    """litellm's router host with the backoff sleeps recorded and shortened to at most `cap_s`:
+    tests see that the Router backed off, and how often, without waiting."""
 
-    def __new__(cls) -> Any:
+    def __new__(cls, cap_s: float = 0.01) -> Any:
         from litellm.router_python_host import PythonHost
 
         class Host(PythonHost):
@@ -55,7 +55,7 @@ class RecordingHost:
                 import asyncio
 
                 Host.sleeps.append(seconds)
-                return asyncio.sleep(0.01)
+                return asyncio.sleep(min(seconds, cap_s))
 
             def sleep_sync(self, seconds: float) -> None:
                 Host.sleeps.append(seconds)
