@@ -71,14 +71,14 @@ def dead_model(monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
     monkeypatch.setenv("OPENAI_API_BASE", base)
     monkeypatch.setenv("OPENAI_API_KEY", "not-used")
     seen: dict[str, Any] = {"calls": 0, "base": base}
-    real = litellm.completion
+    real = litellm.acompletion
 
-    def counted(*args: Any, **kwargs: Any) -> Any:
+    async def counted(*args: Any, **kwargs: Any) -> Any:  # the model door's Router calls the async endpoint
         if str(kwargs.get("model")) == DEAD:
             seen["calls"] += 1
-        return real(*args, **kwargs)
+        return await real(*args, **kwargs)
 
-    monkeypatch.setattr(litellm, "completion", counted)
+    monkeypatch.setattr(litellm, "acompletion", counted)
     return seen
 
 

@@ -59,7 +59,7 @@ def unavailable(err: BaseException, model: str, api_base: str | None = None) -> 
     detail = one_line(str(root) or type(root).__name__)
     errno = getattr(root, "errno", None)
     if isinstance(root, OSError) and isinstance(errno, int) and os.strerror(errno) not in detail:
-        detail = f"{os.strerror(errno)} ({detail})"  # asyncio says "Connect call failed"
+        detail = f"[Errno {errno}] {os.strerror(errno)}"  # asyncio's text is "Connect call failed (host, port)"
     where = api_base or provider_base(model)
     if is_network_error(err):
         return ModelUnavailable(model, f"is unreachable: {detail}", where)
