@@ -16,7 +16,8 @@ NO_MODEL_MESSAGE = (
     "No model is configured, so the Query Generator cannot answer questions. Set DIA_MODEL to "
     "a litellm model name and the provider's API key, for example "
     "`export DIA_MODEL=anthropic/claude-sonnet-4-5 ANTHROPIC_API_KEY=...` or "
-    "`export DIA_MODEL=ollama/qwen2.5-coder` for a local model. The rest of the pipeline runs without one."
+    "`export DIA_MODEL=ollama/qwen2.5-coder` for a local model, then check it with `dia doctor`. "
+    "The rest of the pipeline runs without one."
 )
 
 
