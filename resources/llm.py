@@ -10,14 +10,6 @@ from dagster import ConfigurableResource
 from pydantic import Field
 
 
-def _litellm() -> Any:
-    """Import lazily: litellm takes seconds to import and must not fetch its cost map."""
-    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-    import litellm
-
-    return litellm
-
-
 class LLMResource(ConfigurableResource):
     """Any litellm model (`DIA_MODEL`, e.g. `anthropic/claude-sonnet-4-5`), or none."""
 
@@ -33,9 +25,10 @@ class LLMResource(ConfigurableResource):
         """Text of the first choice, plus usage: tokens, cost and latency for the trace."""
         if not self.model:
             raise RuntimeError("no model configured: set DIA_MODEL (for example openai/gpt-5)")
+        from dia_assets.agents.models.door import _litellm, completion
+
         litellm = _litellm()
         started = time.perf_counter()
-        from dia_assets.agents.query.llm import completion
 
         response = completion(
             model=self.model, messages=messages, temperature=self.temperature,

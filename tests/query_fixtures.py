@@ -61,6 +61,10 @@ class ScriptedToolModel(CustomLLM):
         self.requests: list[dict[str, Any]] = []
         self._n = 0
 
+    async def acompletion(self, *args: Any, **kwargs: Any) -> ModelResponse:
+        """The model door calls the async path; the script itself is synchronous."""
+        return self.completion(*args, **kwargs)
+
     def completion(self, *args: Any, **kwargs: Any) -> ModelResponse:
         messages = kwargs.get("messages") or []
         self.requests.append({"messages": [dict(m) for m in messages], "tools": kwargs.get("optional_params", {}).get("tools")})

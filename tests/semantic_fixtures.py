@@ -34,6 +34,10 @@ class RoutedLLM(CustomLLM):
         self.calls: list[tuple[str, int]] = []
         self.prompts: list[str] = []
 
+    async def acompletion(self, *args: Any, **kwargs: Any) -> litellm.ModelResponse:
+        """The model door calls the async path; the script itself is synchronous."""
+        return self.completion(*args, **kwargs)
+
     def completion(self, *args: Any, **kwargs: Any) -> litellm.ModelResponse:
         model = str(kwargs.get("model", "")).split("/")[-1]
         messages = kwargs.get("messages") or []

@@ -40,6 +40,10 @@ class Both(CustomLLM):
         super().__init__()
         self.agent, self.stages = agent, stages
 
+    async def acompletion(self, *args: Any, **kwargs: Any) -> Any:
+        """The model door calls the async path; the script itself is synchronous."""
+        return self.completion(*args, **kwargs)
+
     def completion(self, *args: Any, **kwargs: Any) -> Any:
         model = str(kwargs.get("model", "")).split("/")[-1]
         return (self.agent if model == "scripted" else self.stages).completion(*args, **kwargs)

@@ -1,5 +1,6 @@
-"""The model door retries rate limits and transient provider errors with backoff, and
-nothing else; an unreachable model fails at once with one line naming the model and why."""
+"""The model door (a litellm Router) retries rate limits and transient provider errors with
+backoff, and nothing else; an unreachable model fails at once with one line naming the model
+and why. Attempts are counted at litellm's own endpoint, the Router's backoff at its host."""
 
 from __future__ import annotations
 
@@ -8,21 +9,23 @@ import socket
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
 
 import pytest
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 import litellm  # noqa: E402
+from litellm.litellm_core_utils.get_retry_from_policy import get_num_retries_from_retry_policy  # noqa: E402
 
-from dia_assets.agents.query.llm import (  # noqa: E402
-    ModelUnavailable,
-    RetryPolicy,
-    call_with_retries,
+from dia_assets.agents.models.door import (  # noqa: E402
+    DoorSettings,
+    ModelDoor,
     completion,
-    is_network_error,
-    is_transient,
-    litellm_chat,
+    reset_door,
+    retry_policy,
 )
+from dia_assets.agents.query.llm import ModelUnavailable, is_network_error, litellm_chat  # noqa: E402
+from tests.fake_llm import install_door  # noqa: E402
 from tests.query_fixtures import FAKE_MODEL, call, register_tools  # noqa: E402
 
 
@@ -30,57 +33,66 @@ def _rate_limit() -> Exception:
     return litellm.RateLimitError(message="429 slow down", llm_provider="fake", model="fake/scripted")
 
 
-def test_transient_errors_are_told_apart_from_permanent_ones() -> None:
-    assert is_transient(_rate_limit())
-    assert is_transient(litellm.APIConnectionError(message="reset", llm_provider="fake", model="m"))
-    assert is_transient(litellm.ServiceUnavailableError(message="503", llm_provider="fake", model="m"))
-    assert not is_transient(litellm.AuthenticationError(message="bad key", llm_provider="fake", model="m"))
-    assert not is_transient(litellm.BadRequestError(message="bad", llm_provider="fake", model="m"))
-    assert not is_transient(ValueError("a bug"))
+@pytest.fixture
+def door() -> Iterator[ModelDoor]:
+    """A fresh door whose Router records its backoff sleeps (`door.host.sleeps`)."""
+    yield install_door()
+    reset_door(None)
 
 
-def test_backoff_grows_and_the_last_error_is_raised() -> None:
-    waits: list[float] = []
-    policy = RetryPolicy(attempts=4, base_s=1.0, max_s=3.0, jitter=0.0, sleep=waits.append)
+@pytest.fixture
+def attempts(monkeypatch: pytest.MonkeyPatch) -> list[dict]:
+    """Every attempt the Router makes, as the kwargs it sends to litellm's endpoint."""
+    calls: list[dict] = []
+    real = litellm.acompletion
 
-    def always() -> None:
+    async def counted(*args: Any, **kwargs: Any) -> Any:
+        calls.append(kwargs)
+        return await real(*args, **kwargs)
+
+    monkeypatch.setattr(litellm, "acompletion", counted)
+    return calls
+
+
+def test_the_router_retries_rate_limits_and_503s_only() -> None:
+    """litellm's own reading of the door's RetryPolicy: what each error class is granted."""
+    policy = retry_policy(DoorSettings(retries=2, rate_limit_retries=4))
+
+    def granted(err: Exception) -> int | None:
+        return get_num_retries_from_retry_policy(exception=err, retry_policy=policy)
+
+    kw = {"llm_provider": "fake", "model": "m"}
+    assert granted(_rate_limit()) == 4
+    assert granted(litellm.ServiceUnavailableError(message="503", **kw)) == 2
+    # litellm reports a refused connection as InternalServerError or APIConnectionError: none
+    assert granted(litellm.InternalServerError(message="Connection error.", **kw)) == 0
+    assert granted(litellm.APIConnectionError(message="refused", **kw)) == 0
+    assert granted(litellm.Timeout(message="slow", **kw)) == 0
+    assert granted(litellm.AuthenticationError(message="bad key", **kw)) == 0
+    assert granted(litellm.BadRequestError(message="bad", **kw)) == 0
+
+
+def test_a_429_does_not_fail_the_question(door: ModelDoor, attempts: list[dict]) -> None:
+    """Two rate limits, then the scripted model answers: the chat call succeeds after the
+    Router backed off twice, each wait longer than the one before."""
+    def limited(messages: Any) -> Any:
         raise _rate_limit()
 
-    with pytest.raises(litellm.RateLimitError):
-        call_with_retries(always, retry=policy)
-    assert waits == [1.0, 2.0, 3.0]  # doubled, capped; no wait after the last attempt
+    register_tools([limited, limited, call("probe", sql="SELECT 1")])
+    reply = litellm_chat(FAKE_MODEL)([{"role": "user", "content": "hi"}], [])
+    assert reply.tool_calls[0].name == "probe"
+    assert len(attempts) == 3 and len(door.host.sleeps) == 2
+    assert 0 < door.host.sleeps[0] < door.host.sleeps[1]  # exponential backoff from the Router
 
 
-def test_a_permanent_error_is_not_retried() -> None:
-    waits: list[float] = []
-    n = {"calls": 0}
+def test_a_permanent_error_is_not_retried(door: ModelDoor, attempts: list[dict]) -> None:
+    def bad_key(messages: Any) -> Any:
+        raise litellm.AuthenticationError(message="bad key", llm_provider="fake", model="fake/scripted")
 
-    def auth() -> None:
-        n["calls"] += 1
-        raise litellm.AuthenticationError(message="bad key", llm_provider="fake", model="m")
-
+    register_tools([bad_key, "never reached"])
     with pytest.raises(litellm.AuthenticationError):
-        call_with_retries(auth, retry=RetryPolicy(sleep=waits.append))
-    assert n["calls"] == 1 and waits == []
-
-
-def test_a_429_does_not_fail_the_question(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Two rate limits, then the scripted model answers: the chat call succeeds."""
-    register_tools([call("probe", sql="SELECT 1")])
-    real = litellm.completion
-    failures = {"left": 2}
-
-    def flaky(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
-        if failures["left"]:
-            failures["left"] -= 1
-            raise _rate_limit()
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(litellm, "completion", flaky)
-    waits: list[float] = []
-    chat = litellm_chat(FAKE_MODEL, retry=RetryPolicy(base_s=0.5, jitter=0.0, sleep=waits.append))
-    reply = chat([{"role": "user", "content": "hi"}], [])
-    assert reply.tool_calls[0].name == "probe" and waits == [0.5, 1.0]
+        completion(model=FAKE_MODEL, messages=[{"role": "user", "content": "hi"}])
+    assert len(attempts) == 1 and door.host.sleeps == []
 
 
 def refused_port() -> int:
@@ -92,33 +104,18 @@ def refused_port() -> int:
     return port
 
 
-@pytest.fixture
-def counted_completion(monkeypatch: pytest.MonkeyPatch) -> list[dict]:
-    """Every litellm.completion the door makes, recorded (the door's attempts)."""
-    calls: list[dict] = []
-    real = litellm.completion
-
-    def counted(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
-        calls.append(kwargs)
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(litellm, "completion", counted)
-    return calls
-
-
-def test_a_refused_connection_fails_at_once_naming_model_and_cause(counted_completion: list[dict]) -> None:
-    waits: list[float] = []
+def test_a_refused_connection_fails_at_once_naming_model_and_cause(door: ModelDoor, attempts: list[dict]) -> None:
     base = f"http://127.0.0.1:{refused_port()}/v1"
     with pytest.raises(ModelUnavailable) as info:
-        completion(retry=RetryPolicy(sleep=waits.append), model="openai/gpt-4o-mini", api_base=base,
-                   api_key="not-used", messages=[{"role": "user", "content": "hi"}])
+        completion(model="openai/gpt-4o-mini", api_base=base, api_key="not-used",
+                   messages=[{"role": "user", "content": "hi"}])
     message = str(info.value)
     assert "\n" not in message and "'openai/gpt-4o-mini'" in message and base in message
     assert "unreachable" in message and "Connection refused" in message
-    assert len(counted_completion) == 1 and waits == []  # no retry ladder for a refused connection
-    assert counted_completion[0]["max_retries"] == 0  # nor one inside the SDK
-    assert counted_completion[0]["timeout"].connect <= 5.0  # connecting has its own short bound
-    assert is_network_error(info.value.__cause__) and not is_transient(info.value.__cause__)
+    assert len(attempts) == 1 and door.host.sleeps == []  # no retry ladder for a refused connection
+    assert attempts[0]["max_retries"] == 0  # nor one inside the SDK
+    assert attempts[0]["timeout"].connect <= 5.0  # connecting has its own short bound
+    assert is_network_error(info.value.__cause__)
 
 
 class _Server:
@@ -145,18 +142,43 @@ class _Server:
         threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
 
 
-@pytest.fixture
-def overloaded() -> Iterator[_Server]:
-    server = _Server(503)
+def _serving(status: int) -> Iterator[_Server]:
+    server = _Server(status)
     yield server
     server.httpd.shutdown()
     server.httpd.server_close()
 
 
-def test_a_5xx_is_retried_a_few_times_then_named(overloaded: _Server) -> None:
-    waits: list[float] = []
+@pytest.fixture
+def overloaded() -> Iterator[_Server]:
+    yield from _serving(503)
+
+
+@pytest.fixture
+def unauthorized() -> Iterator[_Server]:
+    yield from _serving(401)
+
+
+def test_a_503_is_retried_a_few_times_then_named(door: ModelDoor, overloaded: _Server) -> None:
     with pytest.raises(ModelUnavailable) as info:
-        completion(retry=RetryPolicy(jitter=0.0, sleep=waits.append), model="openai/gpt-4o-mini",
-                   api_base=overloaded.url, api_key="not-used", messages=[{"role": "user", "content": "hi"}])
-    assert overloaded.hits[0] == 3 and waits == [1.0, 2.0]  # the default cap: 3 attempts, short waits
+        completion(model="openai/gpt-4o-mini", api_base=overloaded.url, api_key="not-used",
+                   messages=[{"role": "user", "content": "hi"}])
+    assert overloaded.hits[0] == 3  # the default: 2 retries
+    assert len(door.host.sleeps) >= 2 and all(w > 0 for w in door.host.sleeps)  # backed off between them
     assert "'openai/gpt-4o-mini'" in str(info.value) and "kept failing" in str(info.value)
+
+
+def test_a_401_from_a_real_endpoint_is_sent_once(door: ModelDoor, unauthorized: _Server) -> None:
+    with pytest.raises(litellm.AuthenticationError):
+        completion(model="openai/gpt-4o-mini", api_base=unauthorized.url, api_key="wrong",
+                   messages=[{"role": "user", "content": "hi"}])
+    assert unauthorized.hits[0] == 1 and door.host.sleeps == []
+
+
+def test_retries_come_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DIA_MODEL_RETRIES", "0")
+    assert DoorSettings.from_env().retries == 0
+    monkeypatch.setenv("DIA_MODEL_RETRIES", "many")
+    with pytest.raises(ValueError, match="DIA_MODEL_RETRIES='many'"):
+        DoorSettings.from_env()
+

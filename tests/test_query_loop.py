@@ -442,18 +442,24 @@ def test_tool_calls_after_the_answer_are_answered_but_not_run(wh: Path) -> None:
 
 
 def test_a_failing_model_call_ends_the_loop_with_a_trace(wh: Path, tmp_path: Path) -> None:
-    def boom(messages):  # noqa: ANN001, ANN202
-        raise RuntimeError("provider unavailable")
+    import litellm
 
-    from dia_assets.agents.query.llm import RetryPolicy
+    from dia_assets.agents.models.door import reset_door
+    from tests.fake_llm import install_door
 
-    waits: list[float] = []
-    register_tools([ROLE_CONTRACT, boom, boom, boom])  # the provider stays down through every retry
-    chat = litellm_chat(FAKE_MODEL, retry=RetryPolicy(attempts=3, jitter=0.0, sleep=waits.append))
-    result, run = answer_question(ROLE_Q, wh, chat=chat, memory=InMemoryMemory(), workspace=tmp_path,
-                                  question_id="q")
+    def limited(messages):  # noqa: ANN001, ANN202
+        raise litellm.RateLimitError(message="429 slow down", llm_provider="fake", model=FAKE_MODEL)
+
+    door = install_door({"DIA_MODEL_RATE_LIMIT_RETRIES": "2"})
+    try:
+        # the provider stays rate-limited through every retry the Router makes
+        fake = register_tools([ROLE_CONTRACT, limited, limited, limited, "never reached"])
+        result, run = answer_question(ROLE_Q, wh, chat=litellm_chat(FAKE_MODEL), memory=InMemoryMemory(),
+                                      workspace=tmp_path, question_id="q")
+    finally:
+        reset_door(None)
     assert result.status == "failed" and "model call failed" in result.message
-    assert waits == [1.0, 2.0]  # retried with backoff before giving up
+    assert len(fake.requests) == 4 and len(door.host.sleeps) >= 2  # retried with backoff before giving up
     assert (tmp_path / "queries" / "q" / "trace.json").exists()
 
 

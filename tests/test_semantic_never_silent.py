@@ -71,14 +71,14 @@ def dead_model(monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
     monkeypatch.setenv("OPENAI_API_BASE", base)
     monkeypatch.setenv("OPENAI_API_KEY", "not-used")
     seen: dict[str, Any] = {"calls": 0, "base": base}
-    real = litellm.completion
+    real = litellm.acompletion
 
-    def counted(*args: Any, **kwargs: Any) -> Any:
+    async def counted(*args: Any, **kwargs: Any) -> Any:  # the model door's Router calls the async endpoint
         if str(kwargs.get("model")) == DEAD:
             seen["calls"] += 1
-        return real(*args, **kwargs)
+        return await real(*args, **kwargs)
 
-    monkeypatch.setattr(litellm, "completion", counted)
+    monkeypatch.setattr(litellm, "acompletion", counted)
     return seen
 
 
@@ -201,6 +201,10 @@ class Both(CustomLLM):
     def __init__(self, agent: ScriptedToolModel, stages: RoutedLLM) -> None:
         super().__init__()
         self.agent, self.stages = agent, stages
+
+    async def acompletion(self, *args: Any, **kwargs: Any) -> Any:
+        """The model door calls the async path; the script itself is synchronous."""
+        return self.completion(*args, **kwargs)
 
     def completion(self, *args: Any, **kwargs: Any) -> Any:
         model = str(kwargs.get("model", "")).split("/")[-1]

@@ -143,6 +143,10 @@ def _make_handler() -> Any:
     class OracleLLM(CustomLLM):
         calls = 0
 
+        async def acompletion(self, *args: Any, **kwargs: Any) -> ModelResponse:
+            """The model door calls the async path; the script itself is synchronous."""
+            return self.completion(*args, **kwargs)
+
         def completion(self, *args: Any, **kwargs: Any) -> ModelResponse:
             messages = kwargs.get("messages") or []
             tools = (kwargs.get("optional_params") or {}).get("tools") or []

@@ -1,7 +1,7 @@
 """The model stages of the cascade: one batched litellm call asks a light or strong model
 about many items at once (Data Agents §III-C batching), and answers are checked for shape.
 
-Every call goes through `agents.query.llm.completion` (the one model door: retries, cost)."""
+Every call goes through `agents.models.door.completion` (the one model door: a litellm Router)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from typing import Any
 
 import yaml
 
-from dia_assets.agents.query.llm import ModelUnavailable
+from dia_assets.agents.models.errors import ModelUnavailable
 from dia_assets.agents.semantic_ops.models import SemanticModelUnavailable, StageUsage
 
 Complete = Callable[..., Any]
@@ -120,7 +120,7 @@ class Judge:
         self.usage = StageUsage(stage=self.stage, model=self.model)
 
     def _call(self, messages: list[dict[str, Any]]) -> tuple[str, dict[str, Any]]:
-        from dia_assets.agents.query.llm import _litellm, completion
+        from dia_assets.agents.models.door import _litellm, completion
 
         litellm = _litellm()
         response = (self.complete or completion)(model=self.model, messages=messages, temperature=0.0)

@@ -1,0 +1,1 @@
+"""Model access: the one door (a litellm Router) and the check that it works (`dia doctor`)."""
