@@ -8,7 +8,6 @@ from __future__ import annotations
 import os
 from typing import Any
 
-import click
 import typer
 from typer.core import TyperGroup
 
@@ -47,17 +46,17 @@ def error_line(exc: BaseException) -> str:
 class DiaGroup(TyperGroup):
     """Typer's group with the deprecation rewrite before parsing and the error line after."""
 
-    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+    def parse_args(self, ctx: typer.Context, args: list[str]) -> list[str]:
         args, warnings = rewrite(list(args))
         for w in warnings:
             typer.echo(f"warning: {w}", err=True)
         return super().parse_args(ctx, args)
 
-    def invoke(self, ctx: click.Context) -> Any:
+    def invoke(self, ctx: typer.Context) -> Any:
         saved = os.environ.get("DIA_WORKSPACE")
         try:
             return super().invoke(ctx)
-        except (typer.Exit, typer.Abort, click.exceptions.Exit, click.ClickException, click.exceptions.Abort):
+        except (typer.Exit, typer.Abort, typer.TyperException):
             raise  # typer's and click's own: an exit code chosen on purpose, or a usage error (2)
         except KeyboardInterrupt:
             typer.echo("error: interrupted", err=True)

@@ -146,7 +146,7 @@ def test_cli_import_list_show_search_export_forget(db_url: str, tmp_path: Path) 
         "deleted 1"
         in runner.invoke(memory_app, ["forget", str(lesson_id), "--hard"], env=env).output
     )
-    assert runner.invoke(memory_app, ["forget"], env=env).exit_code == 1
+    assert runner.invoke(memory_app, ["forget"], env=env).exit_code == 2  # usage: no ids, no --auto
     assert runner.invoke(memory_app, ["forget", "--auto"], env=env).exit_code == 0
     assert runner.invoke(memory_app, ["maintain"], env=env).exit_code == 0
 
