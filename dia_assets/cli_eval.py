@@ -1,4 +1,4 @@
-"""`dia eval QUESTIONS --db ... [--model ...] [--workers N] [--out DIR]`: score the Query
+"""`dia eval QUESTIONS --db ... [--model ...] [--workers N] [-o DIR]`: score the Query
 Generator on a question set (ours, BIRD, Spider, defog sql-eval); with `--predictions FILE`,
 score SQL another system produced instead (no model). Mount with
 `app.command("eval")(eval)`; imports are lazy so `dia --help` stays fast."""
