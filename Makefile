@@ -61,7 +61,7 @@ bench: $(STAMP)
 eval: $(STAMP)
 	@[ -n "$(DIA_MODEL)" ] || { $(BIN)/dia eval examples/eval/questions.jsonl; exit 2; }
 	@test -f dia_workspace/warehouse.duckdb || $(BIN)/dia build examples/data --overrides examples/overrides.yaml
-	$(BIN)/dia eval examples/eval/questions.jsonl --db dia_workspace/warehouse.duckdb --model "$(DIA_MODEL)" --out dia_workspace/eval/$(subst /,_,$(DIA_MODEL))
+	$(BIN)/dia eval examples/eval/questions.jsonl --db dia_workspace/warehouse.duckdb --model "$(DIA_MODEL)" --output dia_workspace/eval/$(subst /,_,$(DIA_MODEL))
 
 clean:
 	rm -rf dia_workspace .dagster_home

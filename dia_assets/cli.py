@@ -1,4 +1,6 @@
-"""`dia`: the command line over the same core the Dagster assets call."""
+"""`dia`: the command line over the same core the Dagster assets call.
+
+Flags mean one thing everywhere and exit codes are 0 ok, 1 failed, 2 usage (docs/cli.md)."""
 
 from __future__ import annotations
 
@@ -9,9 +11,41 @@ from typing import Annotated
 
 import typer
 
-from dia_assets.agents.locations import workspace_root
+from dia_assets.cli_common import (
+    EXIT_USAGE,
+    JsonOpt,
+    QuietOpt,
+    WorkspaceOpt,
+    echo_json,
+    fail,
+    say,
+    use_workspace,
+)
+from dia_assets.cli_errors import DiaGroup
 
-app = typer.Typer(help="DIA: raw enterprise files to a validated, queryable database.", no_args_is_help=True)
+app = typer.Typer(help="DIA: raw enterprise files to a validated, queryable database.", no_args_is_help=True,
+                  cls=DiaGroup)
+
+
+def _version(value: bool) -> None:
+    if value:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            typer.echo(f"dia {version('dia')}")
+        except PackageNotFoundError:
+            typer.echo("dia (not installed: no package metadata)")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def main(
+    version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
+                                          help="Print the version and exit.")] = False,
+) -> None:
+    """DIA: raw enterprise files to a validated, queryable database.
+
+    Exit codes: 0 ok, 1 a failed check or operation (not found included), 2 usage error."""
 
 
 def _mount() -> None:
@@ -40,26 +74,33 @@ def _echo(message: str) -> None:
 @app.command()
 def interpret(
     data_dir: Annotated[Path, typer.Argument(help="Folder of raw CSV/JSON/Excel/Parquet files.")],
-    json_out: Annotated[Path | None, typer.Option("--json", help="Write interpretation.json here.")] = None,
-    md_out: Annotated[Path | None, typer.Option("--md", help="Write the review document here.")] = None,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress output.")] = False,
+    output: Annotated[Path | None, typer.Option(
+        "--output", "-o", help="Write interpretation.json here (default <workspace>/interpretation.json).")] = None,
+    md_out: Annotated[Path | None, typer.Option(
+        "--md", help="Write the review document here (default beside the JSON, .md).")] = None,
+    as_json: JsonOpt = False,
+    workspace: WorkspaceOpt = None,
+    quiet: QuietOpt = False,
 ) -> None:
-    """Profile every source in DATA_DIR and write the interpretation."""
+    """Profile every source in DATA_DIR and write the interpretation (JSON and a review document)."""
     from dia_assets.agents.interpreter.render import summary
     from dia_assets.agents.interpreter.run import interpret_to_files
     from dia_assets.agents.schema_creator.build import expert_files
 
     if not data_dir.is_dir():
-        _echo(f"error: {data_dir} is not a folder")
-        raise typer.Exit(2)
-    workspace = workspace_root()
-    json_path = json_out or workspace / "interpretation.json"
-    md_path = md_out or (json_path.with_suffix(".md") if json_out else workspace / "interpretation.md")
+        fail(f"{data_dir} is not a folder", "pass the folder that holds the raw files", EXIT_USAGE)
+    ws = use_workspace(workspace)
+    json_path = output or ws / "interpretation.json"
+    md_path = md_out or (json_path.with_suffix(".md") if output else ws / "interpretation.md")
     complete, model = _llm()
     interp = interpret_to_files(
         data_dir, json_path, md_path, complete=complete, model=model,
-        progress=(lambda m: None) if quiet else _echo, decisions=expert_files(workspace),
+        progress=say(quiet), decisions=expert_files(ws),
     )
+    if as_json:
+        typer.echo(json_path.read_text(encoding="utf-8"))
+        say(quiet)(f"wrote {json_path} and {md_path}")
+        return
     typer.echo(summary(interp))
     typer.echo(f"wrote {json_path} and {md_path}")
 
@@ -85,27 +126,32 @@ def build(
         "or rebuild everything.")] = True,
     wait: Annotated[float, typer.Option(
         help="Seconds to wait while another process writes the workspace (default: fail at once, naming it).")] = 0.0,
+    as_json: JsonOpt = False,
+    workspace: WorkspaceOpt = None,
+    quiet: QuietOpt = False,
 ) -> None:
     """Interpret DATA_DIR, plan the schema, load the warehouse, validate it; print the report.
 
     The new warehouse replaces the old one only when it is accepted (or with --replace-anyway).
-    A build that fails prints one line naming the cause and leaves the state STALE (`dia status`)."""
+    Exit 0 accepted, 1 not accepted or failed (one line naming the cause; `dia status` says STALE)."""
     from dia_assets.agents.schema_creator.build import build as build_warehouse
     from dia_assets.agents.schema_creator.build import summary
 
     if not data_dir.is_dir():
-        _echo(f"error: {data_dir} is not a folder")
-        raise typer.Exit(2)
-    workspace = workspace_root()
+        fail(f"{data_dir} is not a folder", "pass the folder that holds the raw files", EXIT_USAGE)
+    ws = use_workspace(workspace)
     try:
-        report = build_warehouse(data_dir, workspace, warehouse=warehouse, overrides_seed=overrides,
+        report = build_warehouse(data_dir, ws, warehouse=warehouse, overrides_seed=overrides,
                                  replace_anyway=replace_anyway, incremental=incremental,
-                                 command=f"dia build {data_dir}", wait_s=wait, say=_echo)
+                                 command=f"dia build {data_dir}", wait_s=wait, say=say(quiet))
     except (Exception, KeyboardInterrupt) as exc:  # noqa: BLE001 - one line, never a traceback
-        _echo(f"dia build: {_failure(exc, workspace)}")
+        _echo(f"error: dia build: {_failure(exc, ws)}")
         raise typer.Exit(130 if isinstance(exc, KeyboardInterrupt) else 1) from None
-    typer.echo(summary(report))
-    typer.echo(f"report: {workspace / 'validation' / 'report.md'}")
+    if as_json:
+        echo_json(report.model_dump(mode="json"))
+    else:
+        typer.echo(summary(report))
+        typer.echo(f"report: {ws / 'validation' / 'report.md'}")
     raise typer.Exit(0 if report.accepted else 1)
 
 
@@ -128,35 +174,55 @@ def _failure(exc: BaseException, workspace: Path) -> str:
 @app.command()
 def demo(
     data_dir: Annotated[Path, typer.Option(help="Raw files.")] = Path("examples/data"),
-    workspace: Annotated[Path, typer.Option(help="Artifact root.")] = Path("dia_workspace"),
+    workspace: WorkspaceOpt = None,
+    quiet: QuietOpt = False,
 ) -> None:
     """Materialize every asset on the bundled example data and print a summary."""
     os.environ["DIA_DATA_DIR"] = str(data_dir)
-    os.environ["DIA_WORKSPACE"] = str(workspace)
+    ws = use_workspace(workspace)
     from dia_assets.demo import run_demo
 
-    sys.exit(run_demo(data_dir, workspace, _echo))
+    sys.exit(run_demo(data_dir, ws, say(quiet)))
 
 
-@app.command()
-def ui(args: Annotated[list[str] | None, typer.Argument(help="Extra `dagster dev` arguments.")] = None) -> None:
-    """`dagster dev -w workspace.yaml` that stops cleanly on Ctrl-C (children and embedded PostgreSQL)."""
+@app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
+def ui(
+    ctx: typer.Context,
+    port: Annotated[int | None, typer.Option("--port", "-p", help="Port of the Dagster UI (dagster's default 3000).")] = None,
+    host: Annotated[str | None, typer.Option("--host", help="Address of the Dagster UI (dagster's default 127.0.0.1).")] = None,
+    workspace: WorkspaceOpt = None,
+) -> None:
+    """`dagster dev -w workspace.yaml` that stops cleanly on Ctrl-C (children and embedded PostgreSQL).
+
+    Arguments after the options (or after `--`) go to `dagster dev` unchanged."""
     from dia_assets.devserver import run as run_ui
 
-    sys.exit(run_ui(args or []))
+    use_workspace(workspace)  # the child inherits DIA_WORKSPACE
+    sys.exit(run_ui(dev_args(port, host, list(ctx.args))))
+
+
+def dev_args(port: int | None, host: str | None, extra: list[str]) -> list[str]:
+    """The `dagster dev` arguments for `dia ui`'s options."""
+    return [*(["-p", str(port)] if port else []), *(["-h", host] if host else []), *extra]
 
 
 @app.command()
-def status(workspace: Annotated[Path | None, typer.Option(help="Artifact root (default DIA_WORKSPACE).")] = None) -> None:
+def status(workspace: WorkspaceOpt = None, as_json: JsonOpt = False) -> None:
     """The warehouse in place and the last build attempt: accepted (exit 0), or STALE, failed,
     not accepted or never built (exit 1, said in the first line)."""
     from dia_assets.agents.schema_creator.build import summary
     from dia_assets.agents.schema_creator.state import read_state
 
-    state = read_state(workspace or workspace_root())
-    typer.echo(f"dia status: {state.headline}")
-    if state.report is not None:
-        typer.echo(summary(state.report))
+    state = read_state(use_workspace(workspace))
+    if as_json:
+        echo_json({"verdict": state.verdict, "ok": state.ok, "headline": state.headline,
+                   "installed": state.installed,
+                   "report": state.report.model_dump(mode="json") if state.report else None,
+                   "attempt": state.attempt.model_dump(mode="json") if state.attempt else None})
+    else:
+        typer.echo(f"dia status: {state.headline}")
+        if state.report is not None:
+            typer.echo(summary(state.report))
     raise typer.Exit(0 if state.ok else 1)
 
 

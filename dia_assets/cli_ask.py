@@ -15,7 +15,16 @@ from typing import Annotated
 
 import typer
 
-from dia_assets.agents.locations import default_warehouse, is_postgres, workspace_root
+from dia_assets.agents.locations import default_warehouse, is_postgres
+from dia_assets.cli_common import (
+    EXIT_USAGE,
+    JsonOpt,
+    QuietOpt,
+    WorkspaceOpt,
+    fail,
+    say,
+    use_workspace,
+)
 from dia_assets.contracts.query_result import Verification
 
 SESSION_FILE = "_session.json"
@@ -27,14 +36,10 @@ def _catalog_link(target: str, store: object) -> object:
     return None if store is None or is_postgres(target) else catalog_link_for(target, store)
 
 
-def _echo(message: str) -> None:
-    typer.echo(message, err=True)
-
-
 def ask(
     question: Annotated[str, typer.Argument(help="The question, in plain language.")],
     warehouse: Annotated[str | None, typer.Option(
-        "--warehouse", "-w",
+        "--warehouse",
         help="DuckDB file (default DIA_WAREHOUSE or <workspace>/warehouse.duckdb), SQLite file or postgresql:// URL.",
     )] = None,
     question_id: Annotated[str | None, typer.Option("--id", help="Artifact folder name under queries/.")] = None,
@@ -45,7 +50,7 @@ def ask(
     interactive: Annotated[bool, typer.Option(
         "--interactive/--no-interactive", help="Let the agent ask clarification questions here.")] = True,
     model: Annotated[str | None, typer.Option("--model", help="litellm model (default DIA_MODEL).")] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the query result as JSON.")] = False,
+    as_json: JsonOpt = False,
     to: Annotated[list[str] | None, typer.Option(
         "--to", help="Also print the SQL transpiled to this dialect (snowflake, bigquery, postgres, sqlite, ...).")] = None,
     pipeline: Annotated[bool | None, typer.Option(
@@ -53,6 +58,8 @@ def ask(
         "semantic-operator pipeline (sem_filter, sem_extract, sem_group, sem_join; DuckDB warehouse and "
         "DIA_PRIVACY=samples); --pipeline fails when they are not usable, --no-pipeline keeps to SQL. "
         "Pipeline artifacts go to analysis/<id>/.")] = None,
+    workspace_dir: WorkspaceOpt = None,
+    quiet: QuietOpt = False,
 ) -> None:
     """Answer QUESTION with verified SQL against the warehouse."""
     from dia_assets.agents.query.llm import NO_MODEL_MESSAGE
@@ -62,17 +69,16 @@ def ask(
         try:
             checked_question_id(question_id)
         except ValueError as exc:
-            _echo(f"error: --id: {exc}")
-            raise typer.Exit(2) from None
+            fail(f"--id: {exc}", "use a plain folder name (letters, digits, - and _)", EXIT_USAGE)
     model = model or os.environ.get("DIA_MODEL") or None
     if not model:
-        _echo(NO_MODEL_MESSAGE)
-        raise typer.Exit(2)
-    workspace = workspace_root()
+        fail(NO_MODEL_MESSAGE, code=EXIT_USAGE)
+    workspace = use_workspace(workspace_dir)
+    _echo = say(quiet)
     target = warehouse or default_warehouse(workspace)
     if not is_postgres(target) and not Path(target).exists():
-        _echo(f"error: no warehouse at {target}; build it first (make demo) or pass --warehouse")
-        raise typer.Exit(2)
+        fail(f"no warehouse at {target}", "build it first (`dia build DIR` or `make demo`) or pass --warehouse",
+             EXIT_USAGE)
 
     from dia_assets.agents.query.llm import litellm_chat
     from dia_assets.agents.query.memory import open_store_memory
@@ -97,8 +103,8 @@ def ask(
             _echo("note: shared memory unavailable; answering without it (--no-memory to silence)")
 
     def ask_user(q: str) -> str | None:
-        typer.echo(f"\nThe agent asks: {q}")
-        answer = typer.prompt("Your answer (empty to skip)", default="", show_default=False)
+        typer.echo(f"\nThe agent asks: {q}", err=True)  # stdout stays the result (--json)
+        answer = typer.prompt("Your answer (empty to skip)", default="", show_default=False, err=True)
         return answer.strip() or None
 
     from dia_assets.agents.analysis.auto import answer
@@ -114,8 +120,7 @@ def ask(
             catalog=None if store is None or is_postgres(target) else catalog_for(target, store),
         )
     except PipelineError as err:
-        _echo(f"error: {err}")
-        raise typer.Exit(2) from None
+        fail(str(err), code=EXIT_USAGE)
     if result.status == "answered":
         session = {
             "question": question, "sql": result.sql,
@@ -157,8 +162,7 @@ def ask(
         if "answer" in result.artifacts:
             typer.echo(f"artifacts: {Path(result.artifacts['answer']).parent}")
     if result.status == "failed":
-        _echo(f"error: {result.message}")  # one line a person can act on, no traceback
-        raise typer.Exit(1)
+        fail(result.message)  # one line a person can act on, no traceback
 
 
 def verification_line(verification: Verification) -> str:

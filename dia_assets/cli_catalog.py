@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import json
 import os
 from typing import Annotated
 
 import typer
 
-from dia_assets.agents.locations import default_warehouse, workspace_root
+from dia_assets.agents.locations import default_warehouse
+from dia_assets.cli_common import EXIT_USAGE, JsonOpt, WorkspaceOpt, echo_json, fail, use_workspace
 
 catalog_app = typer.Typer(help="Semantic catalog: labels over sources, tables and columns.",
                           no_args_is_help=True)
@@ -35,7 +35,7 @@ def _current_scope(scopes: list[str]) -> str | None:
 
 
 @catalog_app.command("build")
-def build() -> None:
+def build(as_json: JsonOpt = False, workspace: WorkspaceOpt = None) -> None:
     """Rebuild the catalog from interpretation.json and the manifest, into the memory store."""
     from dia_assets.agents.catalog.refresh import (
         CatalogInputsMissing,
@@ -44,14 +44,16 @@ def build() -> None:
         refresh_catalog,
     )
 
-    ws = workspace_root()
+    ws = use_workspace(workspace)
     with _store() as store:
         try:
             catalog = refresh_catalog(ws, default_warehouse(ws), store, model_namer(os.environ.get("DIA_MODEL")))
         except CatalogInputsMissing as err:
-            typer.secho(str(err), fg="red", err=True)
-            raise typer.Exit(2) from err
+            fail(str(err))  # names the step to run first
     counts = catalog.counts()
+    if as_json:
+        echo_json({"scope": catalog.scope, "counts": counts, "path": str(catalog_path(ws))})
+        return
     typer.echo(f"catalog {catalog.scope}: {counts['domain']} domains, {counts['entity']} tables, "
                f"{counts['attribute']} columns -> {catalog_path(ws)}")
 
@@ -61,23 +63,22 @@ def search(
     query: Annotated[str, typer.Argument(help="Words or a question.")],
     k: Annotated[int, typer.Option("-k", help="How many nodes.")] = 10,
     level: Annotated[str | None, typer.Option(help="domain, entity or attribute.")] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="JSON lines.")] = False,
+    as_json: JsonOpt = False,
+    workspace: WorkspaceOpt = None,
 ) -> None:
     """Dense (pgvector) + sparse (full-text keywords) search over the catalog's labels."""
     from dia_assets.agents.catalog.store import CatalogStore
 
     if level not in (None, "domain", "entity", "attribute"):
-        typer.secho("--level must be domain, entity or attribute", fg="red", err=True)
-        raise typer.Exit(2)
+        fail("--level must be domain, entity or attribute", code=EXIT_USAGE)
+    use_workspace(workspace)
     with _store() as store:
         cs = CatalogStore(store)
         if not cs.scopes():
-            typer.secho("the catalog is empty: run `dia catalog build` (or materialize semantic_catalog)",
-                        fg="red", err=True)
-            raise typer.Exit(2)
+            fail("the catalog is empty", "run `dia catalog build` (or materialize semantic_catalog)")
         hits = cs.search(query, scope=_current_scope(cs.scopes()), k=k, level=level)
+    if as_json:  # one JSON array (it was JSON lines)
+        echo_json([hit.as_dict() for hit in hits])
+        return
     for hit in hits:
-        if as_json:
-            typer.echo(json.dumps(hit.as_dict()))
-        else:
-            typer.echo(f"{hit.score:.4f}  {hit.node.level:<9} {hit.path}")
+        typer.echo(f"{hit.score:.4f}  {hit.node.level:<9} {hit.path}")

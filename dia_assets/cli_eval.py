@@ -1,4 +1,4 @@
-"""`dia eval QUESTIONS --db ... [--model ...] [--workers N] [--out DIR]`: score the Query
+"""`dia eval QUESTIONS --db ... [--model ...] [--workers N] [-o DIR]`: score the Query
 Generator on a question set (ours, BIRD, Spider, defog sql-eval); with `--predictions FILE`,
 score SQL another system produced instead (no model). Mount with
 `app.command("eval")(eval)`; imports are lazy so `dia --help` stays fast."""
@@ -12,6 +12,15 @@ from typing import Annotated, Any
 import typer
 
 from dia_assets.agents.locations import default_warehouse, workspace_root
+from dia_assets.cli_common import (
+    EXIT_USAGE,
+    JsonOpt,
+    QuietOpt,
+    WorkspaceOpt,
+    echo_json,
+    fail,
+    use_workspace,
+)
 
 ORACLE_HELP = (
     "litellm model name (default $DIA_MODEL). `oracle` answers every question with its gold SQL "
@@ -42,7 +51,7 @@ def _no_model_message() -> str:
         from dia_assets.agents.query.llm import NO_MODEL_MESSAGE
     except Exception:  # the Query Generator is optional for this message
         NO_MODEL_MESSAGE = "No model is configured: set DIA_MODEL to a litellm model name and its API key."  # noqa: N806
-    return (f"{NO_MODEL_MESSAGE}\nTo check the evaluation plumbing without a model, run with "
+    return (f"{NO_MODEL_MESSAGE} To check the evaluation plumbing without a model, run with "
             "`--model oracle` (gold SQL through the agent) or `--model oracle-direct`.")
 
 
@@ -104,8 +113,8 @@ def eval(  # noqa: A001 - the command is `dia eval`
         "or a postgresql:// URL ({db} is replaced by each question's db id). Default: the benchmark's own "
         "folder next to QUESTIONS, else $DIA_WORKSPACE/warehouse.duckdb."))] = None,
     model: Annotated[str | None, typer.Option("--model", help=ORACLE_HELP)] = None,
-    workers: Annotated[int, typer.Option("--workers", "-w", min=1, help="Instances scored in parallel.")] = 4,
-    out: Annotated[Path | None, typer.Option("--out", help="Output folder (default $DIA_WORKSPACE/eval); instances already scored there are skipped.")] = None,
+    workers: Annotated[int, typer.Option("--workers", "-j", min=1, help="Instances scored in parallel.")] = 4,
+    out: Annotated[Path | None, typer.Option("--output", "-o", "--out", help="Output folder (default <workspace>/eval); instances already scored there are skipped. `--out` is the old spelling.")] = None,
     fmt: Annotated[str, typer.Option("--format", help="auto, bird, spider, defog or jsonl.")] = "auto",
     limit: Annotated[int | None, typer.Option("--limit", help="Only the first N instances.")] = None,
     gold_dialect: Annotated[str | None, typer.Option("--gold-dialect", help="Dialect of the gold SQL when the format's default is wrong (e.g. BIRD mini-dev's postgres or mysql files).")] = None,
@@ -118,7 +127,9 @@ def eval(  # noqa: A001 - the command is `dia eval`
     traces: Annotated[bool, typer.Option("--traces", help="Write each question's agent trace to OUT/traces/<id>.json.")] = False,
     fail_under: Annotated[float | None, typer.Option("--fail-under", help="Exit 1 when EX (percent) is below this.")] = None,
     force: Annotated[bool, typer.Option("--force", help="Reuse an --out folder written by another model.")] = False,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
+    quiet: QuietOpt = False,
+    as_json: JsonOpt = False,
+    workspace: WorkspaceOpt = None,
     predictions: Annotated[Path | None, typer.Option("--predictions", help=(
         "Score this file of SQL from any system instead of running a model: BIRD's predict_dev.json, "
         "Spider's one query a line (optionally SQL<tab>db_id), or JSONL with id and sql."))] = None,
@@ -133,18 +144,17 @@ def eval(  # noqa: A001 - the command is `dia eval`
     from dia_assets.agents.evaluation.runner import EvalError, run_eval
     from dia_assets.agents.evaluation.solvers import AgentSolver, OracleSolver
 
+    use_workspace(workspace)
     if soft_f1_order not in ("auto", "sorted", "executed"):
-        _err("error: --soft-f1-order is auto, sorted or executed")
-        raise typer.Exit(2)
+        fail("--soft-f1-order is auto, sorted or executed", code=EXIT_USAGE)
     model = None if predictions else model or os.environ.get("DIA_MODEL") or None
     if not model and not predictions:
-        _err(_no_model_message())
-        raise typer.Exit(2)
+        fail(_no_model_message(), code=EXIT_USAGE)
     try:
         instances = load_instances(questions, fmt, limit, gold_dialect)
     except (OSError, ValueError, KeyError) as err:
-        _err(f"error: cannot read {questions}: {err}")
-        raise typer.Exit(2) from err
+        fail(f"cannot read {questions}: {err}", "pass a question set (JSONL, BIRD/Spider JSON or a defog CSV)",
+             EXIT_USAGE)
     bird = _is_bird(questions, fmt)
     if soft_f1_order == "auto":  # BIRD runs score as mini-dev's evaluation_f1.py does
         soft_f1_order = "executed" if bird else "sorted"
@@ -152,10 +162,10 @@ def eval(  # noqa: A001 - the command is `dia eval`
         ves_iterations = 100 if bird else 10
     db = db or _default_db(questions, fmt)
     if not db:
-        _err("error: no database: pass --db (a SQLite/DuckDB file, a folder of databases or a postgresql:// URL). "
+        fail("no database: pass --db (a SQLite/DuckDB file, a folder of databases or a postgresql:// URL). "
              "For the bundled sample build the warehouse first (`dia build`, or "
-             "`python -m dia_assets.agents.evaluation.sample dia_workspace/warehouse.duckdb` for a stand-in).")
-        raise typer.Exit(2)
+             "`python -m dia_assets.agents.evaluation.sample dia_workspace/warehouse.duckdb` for a stand-in).",
+             code=EXIT_USAGE)
     out = out or workspace_root() / "eval"
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     if memory and workers > 1:
@@ -185,15 +195,29 @@ def eval(  # noqa: A001 - the command is `dia eval`
                                config=config, force=force, soft_f1_order=soft_f1_order,
                                execute_pred=execute_pred, summary_extra=extra)
     except EvalError as err:
-        _err(f"error: {err}")
-        raise typer.Exit(2) from err
+        fail(str(err), code=EXIT_USAGE)
     except KeyboardInterrupt:
-        _err(f"interrupted: scored instances are kept in {out}/results.jsonl; run the same command to resume")
-        raise typer.Exit(130) from None
+        fail(f"interrupted: scored instances are kept in {out}/results.jsonl", "run the same command to resume", 130)
 
     def pct(v: float | None) -> str:
         return "-" if v is None else f"{v:.2f}"
 
+    if as_json:  # stdout is the summary alone; the matching counts go to stderr
+        echo_json(summary)
+        if predictions:
+            _echo_matching(summary["predictions"], show=_err)
+    else:
+        _print_summary(summary, out, predictions is not None, pct)
+    crashed = summary["status_counts"].get("error", 0)
+    if crashed:
+        _err(f"warning: the solver raised an error on {crashed} instance(s); see failure_detail in "
+             f"{out / 'results.jsonl'} (they count as execution failures)")
+    if fail_under is not None and (summary["ex"] or 0.0) < fail_under:
+        fail(f"EX {pct(summary['ex'])}% is below --fail-under {fail_under}")
+
+
+def _print_summary(summary: dict[str, Any], out: Path, predictions: bool, pct: Any) -> None:
+    """The human summary on stdout (`--json` prints summary.json's content instead)."""
     typer.echo(f"EX {pct(summary['ex'])}%  soft-F1 {pct(summary['soft_f1'])}%  VES {pct(summary['ves'])} "
                f"(time-ratio VES {pct(summary.get('ves_ratio'))})  "
                f"({summary['correct']}/{summary['scored']} correct, {summary['broken']} broken)")
@@ -203,13 +227,6 @@ def eval(  # noqa: A001 - the command is `dia eval`
     typer.echo(f"tokens {summary['tokens_total']}, cost USD {summary['cost_usd_total']:.4f}, "
                f"latency p50 {lat['p50']} s p90 {lat['p90']} s")
     typer.echo(f"wrote {out / 'results.jsonl'}, {out / 'summary.json'} and {out / 'report.md'}")
-    crashed = summary["status_counts"].get("error", 0)
-    if crashed:
-        _err(f"warning: the solver raised an error on {crashed} instance(s); see failure_detail in "
-             f"{out / 'results.jsonl'} (they count as execution failures)")
-    if fail_under is not None and (summary["ex"] or 0.0) < fail_under:
-        _err(f"EX {pct(summary['ex'])}% is below --fail-under {fail_under}")
-        raise typer.Exit(1)
 
 
 def _predictions_setup(path: Path, fmt: str, match: str, instances: list[Any]) -> tuple[Any, Any, dict[str, Any]]:
@@ -225,12 +242,10 @@ def _predictions_setup(path: Path, fmt: str, match: str, instances: list[Any]) -
         fmt, preds = read_predictions(path, fmt)
         mode, matching = match_predictions(instances, preds, fmt, match)
     except (OSError, ValueError) as err:
-        _err(f"error: cannot read predictions {path}: {err}")
-        raise typer.Exit(2) from err
+        fail(f"cannot read predictions {path}: {err}", code=EXIT_USAGE)
     if not matching.by_id:
-        _err(f"error: no prediction in {path} names a question of the set (matched by {mode}; "
-             f"{len(preds)} predictions, e.g. keys {', '.join(p.key for p in preds[:5])}); try --match id or index")
-        raise typer.Exit(2)
+        fail(f"no prediction in {path} names a question of the set (matched by {mode}; "
+             f"{len(preds)} predictions, e.g. keys {', '.join(p.key for p in preds[:5])}); try --match id or index", code=EXIT_USAGE)
     summary = matching.summary(path, fmt, mode, len(preds))
     return PredictionsSolver(matching, path), PredictionSandbox(), {"predictions": summary}
 
@@ -240,8 +255,8 @@ def _ids(ids: list[Any], limit: int = 10) -> str:
     return shown + (f" ... (+{len(ids) - limit})" if len(ids) > limit else "")
 
 
-def _echo_matching(info: dict[str, Any]) -> None:
-    typer.echo(f"predictions: {info['matched']} of {info['predictions']} matched a question "
+def _echo_matching(info: dict[str, Any], show: Any = typer.echo) -> None:
+    show(f"predictions: {info['matched']} of {info['predictions']} matched a question "
                f"({info['format']} file, matched by {info['match']})")
     if info["missing"]:
         _err(f"warning: {len(info['missing'])} question(s) have no prediction and score 0: {_ids(info['missing'])}")

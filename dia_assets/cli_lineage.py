@@ -3,26 +3,21 @@ where a value came from (file, row range, parse). Mounted in dia_assets/cli.py."
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from dia_assets.agents.locations import default_warehouse, workspace_root
-
-
-def _fail(message: str) -> None:
-    typer.echo(f"error: {message}", err=True)
-    raise typer.Exit(2)
+from dia_assets.agents.locations import default_warehouse
+from dia_assets.cli_common import EXIT_USAGE, JsonOpt, WorkspaceOpt, echo_json, fail, use_workspace
 
 
 def lineage(
     target: Annotated[str | None, typer.Argument(help="TABLE or TABLE.COLUMN of the warehouse.")] = None,
-    question: Annotated[str | None, typer.Option("--question", "-q", help="A saved answer's id (queries/<id>).")] = None,
+    question: Annotated[str | None, typer.Option("--question", help="A saved answer's id (queries/<id>).")] = None,
     value: Annotated[str | None, typer.Option(help="With TABLE.COLUMN: the file rows this value came from.")] = None,
-    workspace: Annotated[Path | None, typer.Option(help="Artifact root (default DIA_WORKSPACE).")] = None,
+    workspace: WorkspaceOpt = None,
     warehouse: Annotated[str | None, typer.Option(help="DuckDB file or postgresql:// URL (default DIA_WAREHOUSE).")] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the lineage contract as JSON.")] = False,
+    as_json: JsonOpt = False,
 ) -> None:
     """Which saved answers read TABLE[.COLUMN] and where its values come from; or, with
     --question, where the values an answer read came from. Without arguments: everything."""
@@ -34,19 +29,20 @@ def lineage(
         workspace_manifest,
     )
 
-    ws = workspace or workspace_root()
+    ws = use_workspace(workspace)
     wh = warehouse or default_warehouse(ws)
     if target and question:
-        _fail("give TABLE[.COLUMN] or --question, not both")
+        fail("give TABLE[.COLUMN] or --question, not both", code=EXIT_USAGE)
     if value is not None and (not target or "." not in target):
-        _fail("--value needs TABLE.COLUMN")
+        fail("--value needs TABLE.COLUMN", code=EXIT_USAGE)
     try:
         index = build_index(ws, wh)
         if question:
             answer = next((a for a in index.answers if a.question_id == question), None)
             if answer is None:
                 known = ", ".join(a.question_id for a in index.answers) or "none"
-                _fail(f"no saved answer {question!r} under {ws / 'queries'} (saved: {known})")
+                fail(f"no saved answer {question!r} under {ws / 'queries'} (saved: {known})",
+                     "pass one of the saved ids, or answer it first with `dia ask --id ID`")
             typer.echo(answer.model_dump_json(indent=2) if as_json else render.question_report(index, answer))
             return
         if not target:
@@ -55,18 +51,22 @@ def lineage(
         table, _, column = target.partition(".")
         origin = index.table(table)
         if origin is None:
-            _fail(f"no table {table!r} in the installed build (tables: {', '.join(t.table for t in index.tables)})")
+            fail(f"no table {table!r} in the installed build (tables: {', '.join(t.table for t in index.tables)})",
+                 "name one of those tables")
         if column and origin.column(column) is None:
-            _fail(f"{origin.table} has no column {column!r} (columns: {', '.join(c.column for c in origin.columns)})")
+            fail(f"{origin.table} has no column {column!r} (columns: {', '.join(c.column for c in origin.columns)})",
+                 "name one of those columns")
         if value is not None:
-            found = value_origin(workspace_manifest(ws), wh, origin.table, origin.column(column).column, value)
+            try:
+                found = value_origin(workspace_manifest(ws), wh, origin.table, origin.column(column).column, value)
+            except LineageError as exc:  # --value is not a value of the column's type: usage
+                fail(str(exc), code=EXIT_USAGE)
             typer.echo(found.model_dump_json(indent=2) if as_json else render.value_report(found))
             return
-        if as_json:
-            typer.echo(origin.model_dump_json(indent=2))
-            for a in index.readers(origin.table, column or None):
-                typer.echo(a.model_dump_json(indent=2))
+        if as_json:  # one document: the table's origin and the answers that read it
+            echo_json({"origin": origin.model_dump(mode="json"),
+                       "readers": [a.model_dump(mode="json") for a in index.readers(origin.table, column or None)]})
             return
         typer.echo(render.column_report(index, origin.table, origin.column(column).column if column else None))
     except LineageError as exc:
-        _fail(str(exc))
+        fail(str(exc))  # its message names the step to run

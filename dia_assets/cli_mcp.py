@@ -7,13 +7,16 @@ from typing import Annotated
 
 import typer
 
+from dia_assets.cli_common import EXIT_USAGE, WorkspaceOpt, fail, use_workspace
+
 
 def mcp(
     http: Annotated[bool, typer.Option("--http", help="Streamable HTTP instead of stdio.")] = False,
     host: Annotated[str, typer.Option(help="HTTP address; loopback only (127.0.0.1, localhost, ::1).")] = "127.0.0.1",
-    port: Annotated[int, typer.Option(help="HTTP port.")] = 8765,
+    port: Annotated[int, typer.Option("--port", "-p", help="HTTP port.")] = 8765,
     no_auth: Annotated[bool, typer.Option(
         "--no-auth", help="HTTP without the bearer token (any local user can then call every tool).")] = False,
+    workspace: WorkspaceOpt = None,
 ) -> None:
     """Serve the warehouse in DIA_WAREHOUSE (default <DIA_WORKSPACE>/warehouse.duckdb) over MCP:
     tools list_tables, describe_table, ask, run_sql, lineage, search_memory; resources
@@ -22,10 +25,10 @@ def mcp(
     and kept in <DIA_WORKSPACE>/mcp_token (mode 0600)."""
     from dia_assets.mcp_server import serve
 
+    use_workspace(workspace)
     try:
         serve("http" if http else "stdio", host=host, port=port, auth=not no_auth)
     except ValueError as err:
-        typer.echo(f"error: {err}", err=True)
-        raise typer.Exit(2) from None
+        fail(str(err), code=EXIT_USAGE)
     except KeyboardInterrupt:
         pass

@@ -9,9 +9,9 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from dia_assets.agents.locations import workspace_root
 from dia_assets.agents.memory.connection import default_pgdata
 from dia_assets.agents.memory.models import Kind, MemoryItem, Status, Tier
+from dia_assets.cli_common import EXIT_USAGE, JsonOpt, WorkspaceOpt, echo_json, fail, use_workspace
 
 if TYPE_CHECKING:
     from dia_assets.agents.memory.retrieval import MemoryFilter
@@ -25,7 +25,8 @@ memory_app = typer.Typer(
 def _open() -> MemoryStore:
     """The store named by DIA_MEMORY_URL, else the embedded one in <DIA_WORKSPACE>/pgdata.
 
-    Imports are lazy so `dia --help` stays fast."""
+    Imports are lazy so `dia --help` stays fast. An unreachable store is a failed operation
+    (exit 1, one line naming DIA_MEMORY_URL)."""
     from dia_assets.agents.memory.connection import MemoryStoreUnavailable
     from dia_assets.agents.memory.store import MemoryStore
 
@@ -34,8 +35,7 @@ def _open() -> MemoryStore:
             url=os.environ.get("DIA_MEMORY_URL") or None, pgdata=default_pgdata()
         )
     except MemoryStoreUnavailable as err:
-        typer.secho(str(err), fg="red", err=True)
-        raise typer.Exit(2) from err
+        fail(str(err), "check DIA_MEMORY_URL (unset it to use the embedded PostgreSQL in <workspace>/pgdata)")
 
 
 def _filters(
@@ -63,7 +63,6 @@ TierOpt = Annotated[
 ]
 KindOpt = Annotated[list[str] | None, typer.Option("--kind", help="join, aggregation, filter, ...")]
 ScopeOpt = Annotated[str | None, typer.Option("--scope", help="database fingerprint")]
-JsonOpt = Annotated[bool, typer.Option("--json", help="machine-readable output")]
 
 
 @memory_app.command("import-examples")
@@ -72,17 +71,23 @@ def import_examples(
         Path, typer.Argument(exists=True, dir_okay=False, help="JSONL of question/sql pairs")
     ],
     scope: Annotated[str, typer.Option(help="scope for rows without `scope`/`db_id`")] = "",
+    as_json: JsonOpt = False,
+    workspace: WorkspaceOpt = None,
 ) -> None:
     """Load question/SQL pairs (with optional column notes) as `example` items."""
     from dia_assets.agents.memory.examples import read_examples
 
+    use_workspace(workspace)
     try:
         items = list(read_examples(file, default_scope=scope))
     except ValueError as err:
-        typer.secho(str(err), fg="red", err=True)
-        raise typer.Exit(1) from err
+        fail(f"{file}: {err}", "fix that line of the JSONL file")
     with _open() as store:
         report = store.import_examples(items)
+    if as_json:
+        echo_json({"read": report.read, "inserted": report.inserted, "duplicates": report.duplicates,
+                   "seconds": report.seconds})
+        return
     typer.echo(
         f"read {report.read}, inserted {report.inserted}, duplicates {report.duplicates} "
         f"({', '.join(f'{k} {v:.1f}s' for k, v in report.seconds.items())})"
@@ -99,8 +104,10 @@ def list_items(
     ] = None,
     limit: int = 50,
     as_json: JsonOpt = False,
+    workspace: WorkspaceOpt = None,
 ) -> None:
     """List items (active by default), oldest first."""
+    use_workspace(workspace)
     with _open() as store:
         items = store.list_items(_filters(tier, kind, scope, status), limit=limit)
     if as_json:
@@ -113,14 +120,14 @@ def list_items(
 
 
 @memory_app.command("show")
-def show(item_id: int, as_json: JsonOpt = False) -> None:
-    """One item in full: rule or SQL, probe, evidence, versions and events."""
+def show(item_id: int, as_json: JsonOpt = False, workspace: WorkspaceOpt = None) -> None:
+    """One item in full: rule or SQL, probe, evidence, versions and events (exit 1 if there is none)."""
+    use_workspace(workspace)
     with _open() as store:
         try:
             item = store.get(item_id)
-        except KeyError as err:
-            typer.secho(str(err), fg="red", err=True)
-            raise typer.Exit(1) from err
+        except KeyError:
+            fail(f"no memory item #{item_id}", "see the ids with `dia memory list` (--status archived for archived ones)")
         versions, edges = store.history(item_id)
         events = store.events(item_id)
     if as_json:
@@ -159,8 +166,10 @@ def search(
     kind: KindOpt = None,
     scope: ScopeOpt = None,
     as_json: JsonOpt = False,
+    workspace: WorkspaceOpt = None,
 ) -> None:
     """Hybrid retrieval: references with their fused score (pull bodies with `show`)."""
+    use_workspace(workspace)
     with _open() as store:
         refs = store.retrieve(query, k=k, filters=_filters(tier, kind, scope, None))
     if as_json:
@@ -175,13 +184,15 @@ def search(
 @memory_app.command("export")
 def export(
     out: Annotated[
-        Path | None, typer.Option(help="default <DIA_WORKSPACE>/memory/lessons.md")
+        Path | None, typer.Option("--output", "-o", "--out",
+                                  help="default <workspace>/memory/lessons.md (`--out` is the old spelling)")
     ] = None,
+    workspace: WorkspaceOpt = None,
 ) -> None:
     """Write lessons.md for expert review."""
     from dia_assets.agents.memory.export import export_lessons
 
-    path = out or workspace_root() / "memory" / "lessons.md"
+    path = out or use_workspace(workspace) / "memory" / "lessons.md"
     with _open() as store:
         export_lessons(store, path)
     typer.echo(f"wrote {path}")
@@ -194,33 +205,59 @@ def forget(
     ] = None,
     hard: Annotated[bool, typer.Option("--hard", help="delete instead of archiving")] = False,
     auto: Annotated[bool, typer.Option("--auto", help="archive by the forgetting policy")] = False,
+    as_json: JsonOpt = False,
+    workspace: WorkspaceOpt = None,
 ) -> None:
-    """Archive items by id, delete them with --hard, or apply the forgetting policy with --auto."""
+    """Archive items by id, delete them with --hard, or apply the forgetting policy with --auto.
+
+    Exit 1 when an id names no item (as `dia memory show` does); the others are still done."""
     if not ids and not auto:
-        typer.secho("give item ids or --auto", fg="red", err=True)
-        raise typer.Exit(1)
+        fail("give item ids or --auto", code=EXIT_USAGE)
+    use_workspace(workspace)
+    policy: list[dict[str, object]] = []
+    done: list[int] = []
     with _open() as store:
         if auto:
             from dia_assets.agents.memory.maintenance import forget as forget_policy
 
-            for change in forget_policy(store):
-                typer.echo(f"archived #{change.item_id}: {change.reason}")
+            policy = [{"id": c.item_id, "reason": c.reason} for c in forget_policy(store)]
         if ids:
-            done = (
-                store.delete(ids) if hard else store.set_status(ids, Status.ARCHIVED, "cli request")
-            )
-            typer.echo(
-                f"{'deleted' if hard else 'archived'} {len(done)}: {' '.join(f'#{i}' for i in done)}"
-            )
+            done = list(store.delete(ids) if hard else store.set_status(ids, Status.ARCHIVED, "cli request"))
+        # not changed: absent, or (archiving) archived already, which is no error
+        missing = [i for i in dict.fromkeys(ids or []) if i not in set(done) and (hard or not _exists(store, i))]
+    action = "deleted" if hard else "archived"
+    if as_json:
+        echo_json({"policy_archived": policy, action: done, "missing": missing})
+    else:
+        for change in policy:
+            typer.echo(f"archived #{change['id']}: {change['reason']}")
+        if ids:
+            typer.echo(f"{action} {len(done)}: {' '.join(f'#{i}' for i in done)}")
+    if missing:
+        fail(f"no memory item {' '.join(f'#{i}' for i in missing)}",
+             "see the ids with `dia memory list` (--status archived for archived ones)")
+
+
+def _exists(store: MemoryStore, item_id: int) -> bool:
+    try:
+        store.get(item_id)
+    except KeyError:
+        return False
+    return True
 
 
 @memory_app.command("maintain")
-def maintain() -> None:
+def maintain(as_json: JsonOpt = False, workspace: WorkspaceOpt = None) -> None:
     """Consolidate, promote and forget now (what the `memory_lessons` asset does)."""
     from dia_assets.agents.memory.maintenance import run_maintenance
 
+    use_workspace(workspace)
     with _open() as store:
         report = run_maintenance(store)
+    if as_json:
+        echo_json({"changes": [{"action": c.action, "id": c.item_id, "into": c.into_id, "reason": c.reason}
+                               for c in report.changes], "counts": report.counts})
+        return
     for c in report.changes:
         typer.echo(
             f"{c.action} #{c.item_id}{f' into #{c.into_id}' if c.into_id else ''}: {c.reason}"

@@ -245,7 +245,7 @@ def test_dia_ask_pipeline_end_to_end(warehouse, tmp_path, monkeypatch) -> None:
     register([call("declare_contract", **CONTRACT), call("run_pipeline", steps=STEPS), call("submit", sql=FINAL)])
     out = CliRunner().invoke(app, ["ask", "Which product had the largest decline in sales, and why?",
                                    "--pipeline", "--no-memory", "--no-interactive", "--model", FAKE_MODEL,
-                                   "-w", str(warehouse), "--id", "why"])
+                                   "--warehouse", str(warehouse), "--id", "why"])
     assert out.exit_code == 0, out.output
     assert "status: answered" in out.output and "| battery | 3 |" in out.output
     assert "pipeline: 4 steps" in out.output and "sem_group   -> reasons (5 rows)" in out.output
@@ -287,7 +287,7 @@ def test_plain_dia_ask_plans_a_pipeline_when_the_question_needs_one(warehouse, t
                               call("submit", sql=FINAL)])
     out = CliRunner().invoke(app, ["ask", "Which product had the largest decline in sales, and why?",
                                    "--no-memory", "--no-interactive", "--model", FAKE_MODEL,
-                                   "-w", str(warehouse), "--id", "why"])
+                                   "--warehouse", str(warehouse), "--id", "why"])
     assert out.exit_code == 0, out.output
     assert "run_pipeline" in _tool_names(agent)
     assert "sentiment" in agent.requests[0]["messages"][0]["content"]  # the prompt says when
@@ -319,7 +319,7 @@ def test_plain_dia_ask_keeps_a_sql_question_in_sql(warehouse, tmp_path, monkeypa
                                    order=[{"column": "total", "direction": "desc"}]),
                               call("submit", sql=sql)])
     out = CliRunner().invoke(app, ["ask", "Total sales per product?", "--no-memory", "--no-interactive",
-                                   "--model", FAKE_MODEL, "-w", str(warehouse), "--id", "totals"])
+                                   "--model", FAKE_MODEL, "--warehouse", str(warehouse), "--id", "totals"])
     assert out.exit_code == 0, out.output
     assert "status: answered" in out.output and "| B | 290.0 |" in out.output
     assert "pipeline:" not in out.output and stages.calls == []
@@ -339,7 +339,7 @@ def test_pipelines_not_offered_without_samples_privacy(warehouse, tmp_path, monk
     agent, _ = register([call("declare_contract", kind="analytical", columns=["n"]),
                          call("submit", sql="SELECT count(*) AS n FROM sales")])
     args = ["ask", "How many sales rows?", "--no-memory", "--no-interactive", "--model", FAKE_MODEL,
-            "-w", str(warehouse)]
+            "--warehouse", str(warehouse)]
     out = CliRunner().invoke(app, args)
     assert out.exit_code == 0, out.output
     assert "run_pipeline" not in _tool_names(agent) and "submit" in _tool_names(agent)

@@ -106,12 +106,16 @@ def test_question_lineage_and_errors(answered: Path) -> None:
     assert "| role | staff.role |" in text
     assert "| staff | hourly_rate, role | staff.csv (hourly_rate, role) |" in text
     assert "encoding='cp1252'" in text and "delimiter=';'" in text and "rows 1-405" in text
-    assert _dia(answered, "--question", "nope")[0] == 2
+    assert _dia(answered, "--question", "nope")[0] == 1  # not found: a failed lookup, not usage
     code, text = _dia(answered, "nope")
-    assert code == 2 and "no table 'nope'" in text and "Traceback" not in text
+    assert code == 1 and "no table 'nope'" in text and "Traceback" not in text
     code, text = _dia(answered, "staff.nope")
-    assert code == 2 and "staff has no column 'nope'" in text
+    assert code == 1 and "staff has no column 'nope'" in text
     assert _dia(answered, "staff", "--value", "x")[0] == 2  # --value needs a column
+    code, text = _dia(answered, "staff.role", "--json")  # one JSON document: origin and readers
+    assert code == 0 and [r["question_id"] for r in json.loads(text)["readers"]] == ["roles"]
+    code, text = _dia(answered, "-q", "roles")  # the deprecated `-q ID` still works, with a warning
+    assert code == 0 and "| role | staff.role |" in text and "deprecated" in text
 
 
 def test_lineage_report_asset(answered: Path, monkeypatch: pytest.MonkeyPatch) -> None:

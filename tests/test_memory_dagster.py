@@ -146,7 +146,7 @@ def test_cli_import_list_show_search_export_forget(db_url: str, tmp_path: Path) 
         "deleted 1"
         in runner.invoke(memory_app, ["forget", str(lesson_id), "--hard"], env=env).output
     )
-    assert runner.invoke(memory_app, ["forget"], env=env).exit_code == 1
+    assert runner.invoke(memory_app, ["forget"], env=env).exit_code == 2  # usage: no ids, no --auto
     assert runner.invoke(memory_app, ["forget", "--auto"], env=env).exit_code == 0
     assert runner.invoke(memory_app, ["maintain"], env=env).exit_code == 0
 
@@ -157,7 +157,7 @@ def test_cli_reports_an_unreachable_store_without_the_password(tmp_path: Path) -
         "DIA_WORKSPACE": str(tmp_path),
     }
     out = CliRunner().invoke(memory_app, ["list"], env=env)
-    assert out.exit_code == 2
+    assert out.exit_code == 1 and "DIA_MEMORY_URL" in out.output  # a failed operation naming the fix
     assert "127.0.0.1:9" in out.output and "hunter22" not in out.output
 
 

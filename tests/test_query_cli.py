@@ -68,7 +68,7 @@ def test_ask_without_a_model_says_how_to_set_one(env: dict[str, str]) -> None:
 
 
 def test_ask_without_a_warehouse(env: dict[str, str], tmp_path: Path) -> None:
-    out = CliRunner().invoke(app, ["ask", "How many staff?", "-w", str(tmp_path / "none.duckdb")], env=env)
+    out = CliRunner().invoke(app, ["ask", "How many staff?", "--warehouse", str(tmp_path / "none.duckdb")], env=env)
     assert out.exit_code == 2 and "no warehouse" in out.output
 
 

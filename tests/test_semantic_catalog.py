@@ -112,7 +112,7 @@ def test_asset_materializes_and_cli_searches(tmp_path, example_interpretation, d
     monkeypatch.setenv("DIA_WORKSPACE", str(ws))
     out = CliRunner().invoke(catalog_app, ["search", "overtime hours", "-k", "3", "--json"])
     assert out.exit_code == 0, out.output
-    hits = [json.loads(line) for line in out.output.splitlines()]
+    hits = json.loads(out.output)  # one JSON array on stdout
     assert len(hits) == 3 and any("overtime" in (h["column"] or "") for h in hits)
     bad = CliRunner().invoke(catalog_app, ["search", "x", "--level", "nope"])
     assert bad.exit_code == 2 and "--level" in bad.output

@@ -240,7 +240,7 @@ def ask(warehouse: Path, model: str) -> Any:
     from dia_assets.cli import app
 
     return CliRunner().invoke(app, ["ask", "How many reviews are negative?", "--pipeline", "--no-memory",
-                                    "--no-interactive", "--model", model, "-w", str(warehouse), "--id", "neg"])
+                                    "--no-interactive", "--model", model, "--warehouse", str(warehouse), "--id", "neg"])
 
 
 def test_dia_ask_stops_with_one_line_when_the_semantic_model_is_down(warehouse, dead_model, monkeypatch) -> None:

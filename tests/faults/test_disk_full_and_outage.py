@@ -52,7 +52,7 @@ def test_a_real_disk_full_is_one_line_and_keeps_the_warehouse(small_disk, tmp_pa
     out = CliRunner().invoke(app, ["build", str(data), "--full"])
     lines = out.output.strip().splitlines()
     assert out.exit_code == 1 and len(lines) == 1 and "Traceback" not in out.output
-    assert lines[0].startswith(f"dia build: failed: disk full writing {ws}/warehouse-building-")
+    assert lines[0].startswith(f"error: dia build: failed: disk full writing {ws}/warehouse-building-")
     assert "warehouse in place: the build validated" in lines[0]
     assert warehouse.read_bytes() == before and count(warehouse, "orders") == 20
     assert not list(ws.glob("warehouse-building-*"))  # the failed build's file is gone again
@@ -122,7 +122,7 @@ def test_a_postgres_outage_is_one_line_and_keeps_the_tables(tmp_path, pg_url, pg
         _connections(pg_server, pg_url, True)
     lines = out.output.strip().splitlines()
     assert out.exit_code == 1 and len(lines) == 1 and "Traceback" not in out.output
-    assert lines[0].startswith("dia build: failed: the PostgreSQL warehouse is unavailable: ")
+    assert lines[0].startswith("error: dia build: failed: the PostgreSQL warehouse is unavailable: ")
     assert _orders(pg_url) == 20
     code, first = _status(ws)
     assert code == 1 and "the PostgreSQL warehouse is unavailable" in first

@@ -49,7 +49,7 @@ def test_a_second_build_fails_fast_naming_the_first_and_a_kill_frees_the_workspa
         second = CliRunner().invoke(app, ["build", str(data)])
         line = second.output.strip()
         assert second.exit_code == 1 and len(line.splitlines()) == 1
-        assert line.startswith("dia build: not started: workspace ") and f"pid {first.pid} (child build) since" in line
+        assert line.startswith("error: dia build: not started: workspace ") and f"pid {first.pid} (child build) since" in line
         assert read_attempt(ws).pid == first.pid  # the refused writer wrote nothing
     finally:
         os.kill(first.pid, signal.SIGKILL)
