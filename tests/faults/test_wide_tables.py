@@ -16,12 +16,14 @@ import pstats
 from pathlib import Path
 
 import duckdb
+import psycopg
 import pytest
 
 from dia_assets.agents.evaluation.wide_csv import wide_names, write_wide_csv
 from dia_assets.agents.interpreter import interpret
 from dia_assets.agents.schema_creator.build import run, write_plan
 from dia_assets.agents.schema_creator.width import postgres_max_source_columns
+from tests.memory_fixtures import fresh_database_url, pg_server  # noqa: F401  (fixture)
 
 ROWS = 20
 
@@ -109,3 +111,41 @@ def test_a_1000_column_file_builds_accepted_with_every_column(tmp_path):
     lineage = json.loads((tmp_path / "ws" / "schema" / "lineage.json").read_text(encoding="utf-8"))
     assert len(lineage["wide"]) == 1000
     assert lineage["wide"]["c00999_date"] == [{"source": "wide", "file": "wide.csv", "column": "c00999_date"}]
+
+
+@pytest.fixture
+def pg_url(pg_server) -> str:  # noqa: F811
+    return fresh_database_url(pg_server, f"wide_{os.getpid()}")
+
+
+def test_postgres_refuses_a_source_wider_than_a_table_by_name(tmp_path, pg_url):
+    """PostgreSQL holds 1,600 columns a table: a source whose reject table would be wider is
+    refused by name with what to do, nothing of it is created, and the rest of the folder loads.
+    The build is not accepted: the file's records are in no table."""
+    limit = postgres_max_source_columns()
+    assert limit == 1600 - 7  # four provenance and three reject columns beside the source's
+    data = tmp_path / "data"
+    write_wide_csv(data / "wide.csv", limit + 1, 3)
+    (data / "small.csv").write_text("id,name\n1,a\n2,b\n", encoding="utf-8")
+    result = run(data, tmp_path / "ws", warehouse=pg_url)
+    (refused,) = result.manifest.unreadable_sources
+    assert refused.name == "wide" and "1,594 columns" in refused.reason
+    assert "at most 1,600" in refused.reason and "DuckDB" in refused.reason
+    assert [t.name for t in result.manifest.tables] == ["small"]
+    assert not result.report.accepted
+    counts = {c.table: c for c in result.report.row_counts}
+    assert not counts["wide"].passed and "wide.csv could not be loaded" in counts["wide"].message
+    assert counts["small"].passed
+    with psycopg.connect(pg_url) as con:
+        tables = {r[0] for r in con.execute(
+            "SELECT table_schema || '.' || table_name FROM information_schema.tables "
+            "WHERE table_name IN ('wide', 'small')").fetchall()}
+    assert "public.small" in tables and not any(t.endswith(".wide") for t in tables)
+
+
+def test_the_postgres_limit_is_exact_and_duckdb_has_none():
+    from dia_assets.agents.schema_creator.width import too_wide
+
+    limit = postgres_max_source_columns()
+    assert too_wide("postgres", limit) is None and too_wide("postgres", limit + 1)
+    assert too_wide("duckdb", 10_000) is None

@@ -13,7 +13,10 @@ POSTGRES_MAX_COLUMNS = 1600  # PostgreSQL's MaxHeapAttributeNumber
 
 def postgres_max_source_columns() -> int:
     """Source columns a table may have on PostgreSQL: its reject table must fit the limit."""
-    from dia_assets.agents.schema_creator.sqlgen import PROVENANCE, REJECT_EXTRA  # sqlgen imports plan
+    from dia_assets.agents.schema_creator.sqlgen import (  # sqlgen imports plan
+        PROVENANCE,
+        REJECT_EXTRA,
+    )
 
     return POSTGRES_MAX_COLUMNS - len(PROVENANCE) - len(REJECT_EXTRA)
 
