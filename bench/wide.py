@@ -55,15 +55,15 @@ def measure(columns: int, rows: int, tmp: Path, log) -> dict:  # noqa: ANN001
 
     data = tmp / f"cols_{columns}" / "data"
     csv_path = write_wide_csv(data / "wide.csv", columns, rows)
+    csv_mb = round(csv_path.stat().st_size / 1e6, 1)
     ours, peak = in_child(_build, data, data.parent / "ws")
     per_column_ms = ours["total"] / columns * 1000
-    log(f"{columns:,} columns x {rows:,} rows ({csv_path.stat().st_size / 1e6:.1f} MB): build {ours['total']:.1f}s "
+    log(f"{columns:,} columns x {rows:,} rows ({csv_mb:.1f} MB): build {ours['total']:.1f}s "
         f"({per_column_ms:.1f} ms a column), peak {peak / 2**20:,.0f} MB, accepted {ours['accepted']}, "
         f"{ours['columns']:,} columns x {ours['rows']:,} rows in the warehouse; steps begin at "
         + ", ".join(f"{k} {v:.1f}s" for k, v in ours["steps"].items()))
     shutil.rmtree(data.parent, ignore_errors=True)
-    return {"columns": columns, "rows": rows, "csv_mb": round(csv_path.stat().st_size / 1e6, 1) if csv_path.exists()
-            else None, "build_s": round(ours["total"], 2), "ms_per_column": round(per_column_ms, 2),
+    return {"columns": columns, "rows": rows, "csv_mb": csv_mb, "build_s": round(ours["total"], 2), "ms_per_column": round(per_column_ms, 2),
             "peak_mb": round(peak / 2**20, 1), "accepted": ours["accepted"],
             "all_columns": ours["columns"] == columns and ours["rows"] == rows,
             **{f"{k}_begins_s": round(v, 2) for k, v in ours["steps"].items()}}
