@@ -51,6 +51,7 @@ bench: $(STAMP)
 	-$(BIN)/python bench/interpret.py --no-scale
 	-$(BIN)/python bench/keys.py
 	-$(BIN)/python bench/load.py
+	-$(BIN)/python bench/wide.py
 	-$(BIN)/python bench/reload.py
 	-$(BIN)/python bench/agent.py
 	-$(BIN)/python bench/memory.py

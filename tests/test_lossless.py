@@ -187,7 +187,7 @@ def test_a_file_that_cannot_be_read_is_never_accepted(tmp_path):
     counts = {r.table: r for r in result.report.row_counts}
     assert counts["empty"].passed  # nothing in it, nothing lost
     assert not counts["broken"].passed and counts["broken"].source_rows == 2
-    assert "broken.xlsx could not be read" in counts["broken"].message
+    assert "broken.xlsx could not be loaded" in counts["broken"].message
     assert not result.report.axes["row_count_reconciliation"].passed and not result.report.accepted
     excluded = build_ws(tmp_path / "again", interpret(data), overrides="tables:\n  broken:\n    exclude: not ours\n")
     assert excluded.report.accepted

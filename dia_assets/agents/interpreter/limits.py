@@ -32,14 +32,23 @@ def max_columns() -> int:
         raise ValueError(f"DIA_MAX_COLUMNS must be a whole number, not {raw!r}") from exc
 
 
+def plan_linearly(con: duckdb.DuckDBPyConnection) -> None:
+    """Turn off DuckDB's common-subexpression pass: its cost grows with the square of a
+    statement's expressions (one parse per column over 2,000 columns: 11.8 s with it, 1.3 s
+    without), and our per-column expressions share nothing across columns. On narrow loads it
+    made no difference measured (8 columns x 2M rows: 3.39 s CPU either way)."""
+    con.execute("SET disabled_optimizers = 'common_subexpressions'")
+
+
 def configure(con: duckdb.DuckDBPyConnection, spill: Path) -> None:
-    """Bound the connection's memory and give it a folder to spill to."""
+    """Bound the connection's memory, give it a folder to spill to, plan linearly in columns."""
     limit = memory_limit()
     try:
         con.execute(f"SET memory_limit = '{limit.replace(chr(39), '')}'")
     except duckdb.Error as exc:
         raise ValueError(f"DIA_MEMORY_LIMIT {limit!r} is not a memory size DuckDB accepts (e.g. 2GB)") from exc
     con.execute(f"SET temp_directory = '{str(spill).replace(chr(39), chr(39) * 2)}'")
+    plan_linearly(con)
 
 
 def too_wide(columns: int) -> str | None:

@@ -19,7 +19,8 @@ required, all of it, for a date column D and the table's single-column key K (bo
   and a handful falls into order by chance).
 
 Rows in file order are `rowid` order: the readers keep insertion order. Cost, only for tables
-with such a K and D: one `lag()` pass over the rows in that order. On a long file the pass
+with such a K and D: one `lag()` pass over the rows in that order (for up to `MEASURE_CHUNK`
+date columns at once). On a long file the pass
 reads a strided subsequence of `LOOK_ROWS` rows (every n-th row): K going back there goes
 back in the file; D's disorder is measured at that scale (heap order is disorder at every
 scale, late rows are not); the period found there is then checked on every row by one
@@ -49,6 +50,7 @@ MIN_BLOCK_ROWS = 20  # rows per block on average: a few rows fall into order by 
 MIN_DISORDER = 0.05  # share of steps where D goes back: below it the file is ordered by D
 LOOK_ROWS = 10_000  # rows the strided look reads on long files
 DATE_TYPES = ("DATE", "TIMESTAMP", "TIMESTAMPTZ")
+MEASURE_CHUNK = 100  # date columns measured per query
 
 
 @dataclass
@@ -81,12 +83,16 @@ def detect(con: duckdb.DuckDBPyConnection, info: TableInfo) -> RangePartition | 
     if not (complete(key) and key.distinct_count == src.row_count - src.duplicate_rows
             and not key.distinct_approximate):
         return None
-    for col in src.columns:
-        if col.name == key.name or not _usable_date(col):
-            continue
-        found = _blocks(con, info.table, col, key, src.row_count)
-        if found and src.row_count >= MIN_BLOCK_ROWS * found[1]:
-            return RangePartition(column=col.name, period=found[0], blocks=found[1], unique_key=[key.name])
+    dates = [c for c in src.columns if c.name != key.name and _usable_date(c)]
+    stride = src.row_count // LOOK_ROWS
+    where = f"WHERE rowid % {stride} = 0" if stride > 1 else ""
+    for start in range(0, len(dates), MEASURE_CHUNK):  # the looks of a chunk of dates, one query
+        chunk = dates[start:start + MEASURE_CHUNK]
+        looks = _measure_many(con, info.table, chunk, key, where)
+        for col, look in zip(chunk, looks, strict=True):
+            found = _blocks(con, info.table, col, key, src.row_count, look)
+            if found and src.row_count >= MIN_BLOCK_ROWS * found[1]:
+                return RangePartition(column=col.name, period=found[0], blocks=found[1], unique_key=[key.name])
     return None
 
 
@@ -127,11 +133,12 @@ def _value_sql(col: Column) -> str:
     return ident
 
 
-def _blocks(con: duckdb.DuckDBPyConnection, table: str, date: Column, key: Column, rows: int) -> tuple[str, int] | None:
+def _blocks(con: duckdb.DuckDBPyConnection, table: str, date: Column, key: Column, rows: int,
+            look: Steps | None = None) -> tuple[str, int] | None:
     """(period, blocks) when the rows are in period blocks, the date out of order and the key
-    too; None otherwise."""
+    too; None otherwise. `look`: the date's strided measure, when already taken."""
     stride = rows // LOOK_ROWS
-    look = _measure(con, table, date, key, f"WHERE rowid % {stride} = 0" if stride > 1 else "")
+    look = look or _measure(con, table, date, key, f"WHERE rowid % {stride} = 0" if stride > 1 else "")
     period = look.period()
     if not (period and look.date_back >= MIN_DISORDER * look.steps and look.key_back > 0):
         return None
@@ -146,19 +153,33 @@ def _blocks(con: duckdb.DuckDBPyConnection, table: str, date: Column, key: Colum
 
 
 def _measure(con: duckdb.DuckDBPyConnection, table: str, date: Column, key: Column, where: str) -> Steps:
+    return _measure_many(con, table, [date], key, where)[0]
+
+
+def _measure_many(con: duckdb.DuckDBPyConnection, table: str, dates: list[Column], key: Column,
+                  where: str) -> list[Steps]:
+    """The row-to-row steps of each date (and of the key) in file order, in one pass: a wide
+    file with thousands of date columns costs a query per chunk of them, not per column."""
     def trunc(p: str, x: str) -> str:
         return f"date_trunc('{p}', {x})"
 
-    counts = [f"count(*) FILTER ({trunc(p, 'd')} {op} {trunc(p, 'pd')})" for p in PERIODS for op in ("<", ">")]
+    inner = [f"{_value_sql(d)} AS __d{i}" for i, d in enumerate(dates)]
+    lags = [f"__d{i}, lag(__d{i}) OVER (ORDER BY r) AS __p{i}" for i in range(len(dates))]
+    aggs = ["count(*) FILTER (k < pk)"]
+    for i in range(len(dates)):
+        d, pd = f"__d{i}", f"__p{i}"
+        aggs += [f"count({pd})", f"count(*) FILTER ({d} < {pd})"]
+        aggs += [f"count(*) FILTER ({trunc(p, d)} {op} {trunc(p, pd)})" for p in PERIODS for op in ("<", ">")]
     row = con.execute(
-        f"SELECT count(pd), count(*) FILTER (d < pd), count(*) FILTER (k < pk), {', '.join(counts)} "
-        f"FROM (SELECT d, k, lag(d) OVER (ORDER BY r) AS pd, lag(k) OVER (ORDER BY r) AS pk "
-        f"FROM (SELECT rowid AS r, {_value_sql(date)} AS d, {_value_sql(key)} AS k "
-        f"FROM {quote_ident(table)} {where}))"
+        f"SELECT {', '.join(aggs)} FROM (SELECT k, lag(k) OVER (ORDER BY r) AS pk, {', '.join(lags)} "
+        f"FROM (SELECT rowid AS r, {_value_sql(key)} AS k, {', '.join(inner)} FROM {quote_ident(table)} {where}))"
     ).fetchone()
-    steps, date_back, key_back, *by_period = row
-    return Steps(
-        steps=steps, date_back=date_back, key_back=key_back,
-        back={p: by_period[2 * i] for i, p in enumerate(PERIODS)},
-        forward={p: by_period[2 * i + 1] for i, p in enumerate(PERIODS)},
-    )
+    key_back, width, out = row[0], 2 + 2 * len(PERIODS), []
+    for i in range(len(dates)):
+        steps, date_back, *by_period = row[1 + i * width: 1 + (i + 1) * width]
+        out.append(Steps(
+            steps=steps, date_back=date_back, key_back=key_back,
+            back={p: by_period[2 * j] for j, p in enumerate(PERIODS)},
+            forward={p: by_period[2 * j + 1] for j, p in enumerate(PERIODS)},
+        ))
+    return out

@@ -2,32 +2,66 @@
 
 from __future__ import annotations
 
-from sqlglot import exp
-from sqlglot.lineage import lineage
+from sqlglot import exp, parse_one
+from sqlglot.optimizer.qualify import qualify
+from sqlglot.optimizer.scope import Scope, build_scope
 
 from dia_assets.agents.schema_creator.sqlgen import PROVENANCE, refined_select_sql
 from dia_assets.contracts.manifest import Manifest, ManifestTable
 
 
+def select_lineage(sql: str, schema: dict, dialect: str = "duckdb") -> dict[str, list[tuple[str, str]]]:
+    """Output column -> [(table, column)] it is computed from, in order of first use.
+
+    One parse, one qualification and one walk of each scope's projections, memoized per
+    (scope, column): linear in the columns. `sqlglot.lineage` copies the whole SELECT for
+    every column it traces, which made a 1,000-column table's plan take minutes. Row filters
+    are dropped before qualifying: they decide which rows, not which columns a value comes
+    from, and a filter of one test per column is an AND chain as deep as the table is wide,
+    whose every column the scope walk would climb (quadratic)."""
+    tree = parse_one(sql, dialect=dialect)
+    for select in tree.find_all(exp.Select):
+        select.set("where", None)
+    tree = qualify(tree, schema=schema, dialect=dialect)
+    root = build_scope(tree)
+    if root is None:
+        return {}
+    selects: dict[int, dict[str, exp.Expression]] = {}
+    memo: dict[tuple[int, str], list[tuple[str, str]]] = {}
+
+    def projection(scope: Scope, name: str) -> exp.Expression | None:
+        if id(scope) not in selects:
+            selects[id(scope)] = {p.alias_or_name: p for p in getattr(scope.expression, "selects", [])}
+        return selects[id(scope)].get(name)
+
+    def resolve(scope: Scope, name: str) -> list[tuple[str, str]]:
+        key = (id(scope), name)
+        if key in memo:
+            return memo[key]
+        memo[key] = []  # a cycle (never in generated SQL) ends here
+        deps: list[tuple[str, str]] = []
+        node = projection(scope, name)
+        for col in node.find_all(exp.Column) if node is not None else ():
+            source = scope.sources.get(col.table)
+            if isinstance(source, Scope):
+                found = resolve(source, col.name)
+            elif isinstance(source, exp.Table):
+                found = [(source.name, col.name)]
+            else:
+                found = []
+            deps += [d for d in found if d not in deps]
+        memo[key] = deps
+        return deps
+
+    return {name: resolve(root, name) for name in tree.named_selects}
+
+
 def table_lineage(table: ManifestTable) -> dict[str, list[str]]:
     """Refined column -> staging (= source) columns it is computed from, read off the
     SELECT that the load inserts into the refined table."""
-    sql = refined_select_sql(table)
     columns = {c: "VARCHAR" for c in table.source_columns} | {n: t for n, t in PROVENANCE}
-    schema = {"staging": {table.name: columns}}
-    # All columns from one parse and qualification (per column, each call repeats both).
-    roots = lineage(None, sql, schema, dialect="duckdb")
-    out: dict[str, list[str]] = {}
-    for col in table.columns:
-        root = roots.get(col.name) or lineage(col.name, sql, schema, dialect="duckdb")
-        deps = []
-        for node in root.walk():
-            if isinstance(node.expression, exp.Table):
-                name = exp.to_column(node.name, dialect="duckdb").name
-                if name not in deps:
-                    deps.append(name)
-        out[col.name] = deps
-    return out
+    traced = select_lineage(refined_select_sql(table), {"staging": {table.name: columns}})
+    return {col.name: [c for _t, c in traced.get(col.name, [])] for col in table.columns}
 
 
 Lineage = dict[str, dict[str, list[dict[str, str]]]]
@@ -35,8 +69,8 @@ Lineage = dict[str, dict[str, list[dict[str, str]]]]
 
 def manifest_lineage(manifest: Manifest, known: Lineage | None = None) -> Lineage:
     """table -> column -> [{source, file, column}] for a reviewer-readable artifact. `known`:
-    entries of tables whose plan is unchanged since they were derived (sqlglot's lineage costs
-    tens of ms a table; an incremental reload re-derives only the changed tables)."""
+    entries of tables whose plan is unchanged since they were derived (an incremental reload
+    re-derives only the changed tables)."""
     out: Lineage = {}
     for table in manifest.tables:
         if known and table.name in known:

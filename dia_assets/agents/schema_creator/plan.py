@@ -15,6 +15,7 @@ from dia_assets.agents.schema_creator.overrides import (
     OverridesFile,
     TableOverride,
 )
+from dia_assets.agents.schema_creator.width import too_wide
 from dia_assets.contracts.interpretation import Column, Interpretation, Source
 from dia_assets.contracts.manifest import (
     Decision,
@@ -92,10 +93,11 @@ def plan_manifest(
             manifest.skipped_sources.append(ExcludedColumn(source_column=source.name, reason=tov.exclude))
             manifest.decisions.append(Decision(table=source.name, what=f"excluded: {tov.exclude}", origin="override"))
             continue
-        if not source.parse.ok or not source.columns:
-            reason = "; ".join(source.parse.errors) or "no columns"
+        wide = too_wide(dialect, len(source.columns))
+        if not source.parse.ok or not source.columns or wide:
+            reason = wide or "; ".join(source.parse.errors) or "no columns"
             manifest.skipped_sources.append(ExcludedColumn(source_column=source.name, reason=reason))
-            if not source.parse.ok:
+            if not source.parse.ok or wide:
                 manifest.unreadable_sources.append(
                     UnreadableSource(name=source.name, source_path=source.path, reason=reason))
             continue

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 import duckdb
 
+from dia_assets.agents.interpreter import limits
 from dia_assets.agents.interpreter.naming import quote_ident as q
 from dia_assets.agents.locations import temp_prefix
 from dia_assets.agents.schema_creator import sqlgen
@@ -82,6 +83,7 @@ def load_postgres(
 
     with tempfile.TemporaryDirectory(prefix=temp_prefix("dia-pg-")) as tmp:
         con = duckdb.connect(str(Path(tmp) / "build.duckdb"))
+        limits.plan_linearly(con)
         try:
             result = build_into(con, manifest, data_dir, hook)
             with psycopg.connect(url) as pg, pg.transaction(), pg.cursor() as cur:

@@ -11,6 +11,7 @@ from typing import Any
 
 import duckdb
 
+from dia_assets.agents.interpreter import limits
 from dia_assets.agents.locations import is_postgres
 from dia_assets.agents.schema_creator.sqlgen import transpile
 
@@ -30,6 +31,7 @@ class Target:
             self.con = psycopg.connect(self.warehouse, autocommit=True)
         else:
             self.con = duckdb.connect(self.warehouse, read_only=True)
+            limits.plan_linearly(self.con)
 
     def sql(self, duckdb_sql: str) -> str:
         return transpile(duckdb_sql, self.dialect)

@@ -122,7 +122,7 @@ def unread_source_counts(manifest: Manifest) -> list[TableRowCounts]:
         entry = TableRowCounts(table=src.name, source_rows=lines, interpreted_rows=0, staged=0, refined=0,
                                rejected=0, passed=lines == 0)
         entry.message = (f"{src.source_path}: empty, nothing to load ({src.reason})" if entry.passed else
-                         f"{src.source_path} could not be read ({src.reason}): its {lines} non-blank line(s) are "
+                         f"{src.source_path} could not be loaded ({src.reason}): its {lines} non-blank line(s) are "
                          "in no table and no reject table; fix the file, or exclude it in the overrides")
         out.append(entry)
     return out

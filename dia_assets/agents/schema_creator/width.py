@@ -1,0 +1,32 @@
+"""How wide a table the target can hold.
+
+PostgreSQL refuses a table of more than 1,600 columns. A source's reject table is the widest
+table it gets (every source column as text, the provenance columns and the reject reason), so a
+source wider than `postgres_max_source_columns()` is refused whole on PostgreSQL, by name,
+before anything is created: no table is split silently. DuckDB has no such limit (it holds the
+10,000 columns `DIA_MAX_COLUMNS` lets the interpreter read)."""
+
+from __future__ import annotations
+
+POSTGRES_MAX_COLUMNS = 1600  # PostgreSQL's MaxHeapAttributeNumber
+
+
+def postgres_max_source_columns() -> int:
+    """Source columns a table may have on PostgreSQL: its reject table must fit the limit."""
+    from dia_assets.agents.schema_creator.sqlgen import (  # sqlgen imports plan
+        PROVENANCE,
+        REJECT_EXTRA,
+    )
+
+    return POSTGRES_MAX_COLUMNS - len(PROVENANCE) - len(REJECT_EXTRA)
+
+
+def too_wide(dialect: str, source_columns: int) -> str | None:
+    """Why a source of this many columns cannot be loaded into `dialect`, or None."""
+    limit = postgres_max_source_columns()
+    if dialect != "postgres" or source_columns <= limit:
+        return None
+    return (f"{source_columns:,} columns: a PostgreSQL table holds at most {POSTGRES_MAX_COLUMNS:,} and "
+            f"the source's staging and reject tables add {POSTGRES_MAX_COLUMNS - limit} columns, so at most "
+            f"{limit:,} source columns; build into DuckDB (`--warehouse FILE.duckdb`), split the file, or "
+            "exclude it in the overrides")
