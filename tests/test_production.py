@@ -14,6 +14,7 @@ from dagster import AssetKey, DagsterInstance, materialize
 
 from tests.memory_fixtures import fresh_database_url, pg_server  # noqa: F401  (fixture)
 
+pytestmark = pytest.mark.heavy  # collected first (tests/conftest.py)
 ROOT = Path(__file__).resolve().parents[1]
 
 
