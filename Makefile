@@ -26,8 +26,12 @@ $(DAGSTER_HOME)/dagster.yaml:
 demo: $(STAMP) $(DAGSTER_HOME)/dagster.yaml
 	$(BIN)/dia demo
 
+# One pytest-xdist worker per core; each test file runs whole on one worker (--dist loadfile), so
+# module-scoped fixtures (builds, embedded PostgreSQL databases) are made once. Every worker
+# has its own embedded PostgreSQL, temporary folders and free ports. PYTEST_WORKERS=0: serial.
+PYTEST_WORKERS ?= auto
 test: $(STAMP)
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadfile
 
 # The Dagster UI in headless chromium (tests/browser): builds the example workspace as `make demo`
 # does, starts `dagster dev` on a free loopback port and checks what a person sees. Needs Debian's

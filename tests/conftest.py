@@ -27,6 +27,13 @@ EXAMPLES = ROOT / "examples"
 NORTHWIND = ROOT.parent / "shared" / "datasets" / "northwind"
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Test files marked `heavy` (a minute or more alone) run first: `make test` hands whole
+    files to its xdist workers in this order, and a heavy file handed out last would run alone
+    while the other workers sit idle. The sort is stable: everything else keeps its order."""
+    items.sort(key=lambda item: item.get_closest_marker("heavy") is None)
+
+
 @pytest.fixture(scope="session")
 def example_interpretation():
     from dia_assets.agents.interpreter import interpret

@@ -13,6 +13,7 @@ import pytest
 from dia_assets.agents.key_eval import generate, score_interpretation, summarize, write_schema
 from dia_assets.agents.key_eval.generator import _split
 
+pytestmark = pytest.mark.heavy  # collected first (tests/conftest.py)
 SEEDS = range(20)
 
 

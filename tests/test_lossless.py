@@ -11,6 +11,7 @@ import pytest
 from dia_assets.agents.interpreter import interpret
 from tests.schema_fixtures import build_ws
 
+pytestmark = pytest.mark.heavy  # collected first (tests/conftest.py)
 PEOPLE = [{"id": 1, "name": "José"}, {"id": 2, "name": "Zoë"}, {"id": 3, "name": "Ålborg"}]
 
 

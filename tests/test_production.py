@@ -14,6 +14,7 @@ from dagster import AssetKey, DagsterInstance, materialize
 
 from tests.memory_fixtures import fresh_database_url, pg_server  # noqa: F401  (fixture)
 
+pytestmark = pytest.mark.heavy  # collected first (tests/conftest.py)
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -78,6 +79,14 @@ def test_postgres_instance_records_a_materialization_of_the_graph_on_a_postgres_
         value_origin(workspace_manifest(ws), warehouse_url, "staff", "hire_date", "not a date")
 
 
+# Step processes come from a forkserver that imported Dagster, dagster-postgres and the code
+# location's modules once: each step is still its own process that rebuilds the job from the
+# workspace's manifest (the point of this test), without paying those imports six times (the
+# default `spawn` did, about 10 s a step on a busy 2-core machine).
+FORKSERVER = {"forkserver": {"preload_modules": [
+    "dagster", "dagster_postgres", "dia_assets.definitions", __name__]}}
+
+
 def _build_job():  # noqa: ANN202 - reconstructable target: the code location's own build_job
     from dia_assets.definitions import build_defs
 
@@ -108,7 +117,7 @@ def test_build_job_runs_its_steps_in_separate_processes_on_the_postgres_instance
     (ws / "interpretation.json").write_text(interp.to_json(), encoding="utf-8")
     manifest, _ = write_plan(interp, ws)
     with execute_job(reconstructable(_build_job), instance=instance,
-                     run_config={"execution": {"config": {"max_concurrent": 2}}}) as result:
+                     run_config={"execution": {"config": {"max_concurrent": 2, "start_method": FORKSERVER}}}) as result:
         assert result.success
         starts = [e for e in result.all_events if e.event_type == DagsterEventType.STEP_START]
     steps = {e.step_key: e.pid for e in starts}
