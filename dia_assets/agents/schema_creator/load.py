@@ -23,7 +23,7 @@ from dia_assets.agents.interpreter.naming import quote_ident as q
 from dia_assets.agents.interpreter.readers import LoadedSource, bad_json_lines
 from dia_assets.agents.interpreter.scanned_read import read_scanned
 from dia_assets.agents.locations import temp_prefix
-from dia_assets.agents.schema_creator import sqlgen, swap
+from dia_assets.agents.schema_creator import sqlgen, swap, width
 from dia_assets.agents.value_parsing import sql_str
 from dia_assets.contracts.manifest import Manifest, ManifestFile, ManifestTable
 
@@ -234,17 +234,20 @@ def _load_table(
             fks.remove(fk)
     create = sqlgen.create_refined_sql(table, primary_key=pk_ok, foreign_keys=fks)
     plain = sqlgen.plain_parse_columns(lambda sql: _run(con, sql), table)
+    refused = _refused_rows(con, table, plain, stats)
     try:
         # Optimistic: the constraints usually hold, and checking them first costs a pass.
         # Keys come after the bulk load: one index build, not one index insert per row.
-        for sql in sqlgen.bulk_refined_sql(table, primary_key=pk_ok, foreign_keys=fks, plain=plain):
+        for sql in sqlgen.bulk_refined_sql(table, primary_key=pk_ok, foreign_keys=fks, plain=plain, refused=refused):
             _run(con, sql)
     except duckdb.ConstraintException:
         _run(con, f"DROP TABLE {q(table.name)}")
-        pk_ok, fks = _diagnose(con, table, pk_ok, fks, stats, plain)
+        pk_ok, fks = _diagnose(con, table, pk_ok, fks, stats, plain, refused)
         create = sqlgen.create_refined_sql(table, primary_key=pk_ok, foreign_keys=fks)
         _run(con, create)
-        _run(con, sqlgen.refined_insert_sql(table, plain))
+        _run(con, sqlgen.refined_insert_sql(table, plain, refused))
+    if refused:
+        _run(con, f"DROP TABLE {q(refused)}")
     result.applied_ddl.append(create)
     staged = _count(con, f"SELECT count(*) FROM {sqlgen.staging_ref(table)}")
     refined = _count(con, f"SELECT count(*) FROM {q(table.name)}")
@@ -265,12 +268,31 @@ def _load_table(
     return stats
 
 
+def _refused_rows(
+    con: duckdb.DuckDBPyConnection, table: ManifestTable, plain: frozenset[str], stats: TableLoad,
+) -> str | None:
+    """On a table with more row checks than `width.check_chunk()`, run them first, a chunk per
+    statement, into a temporary table of refused rows (its name is returned): one statement
+    carrying every check beside every parse is what peaked at 10,000 columns. The same rows
+    are refused either way; the note says the table was built this way."""
+    chunk = width.check_chunk()
+    checks = len(sqlgen.row_checks(table))
+    if checks <= chunk:
+        return None
+    name = f"__refused_{table.name}"
+    for sql in sqlgen.refused_rows_sql(table, plain, name, chunk):
+        _run(con, sql)
+    stats.notes.append(f"wide table: its {checks:,} row checks ran in {-(-checks // chunk)} statements of at most "
+                       f"{chunk:,} (DIA_WIDE_CHUNK) before the refined build")
+    return name
+
+
 def _diagnose(
     con: duckdb.DuckDBPyConnection, table: ManifestTable, pk_ok: bool, fks: list, stats: TableLoad,
-    plain: frozenset[str] = frozenset(),
+    plain: frozenset[str] = frozenset(), refused: str | None = None,
 ) -> tuple[bool, list]:
     """Which declared constraints the data contradicts; those are left out and reported."""
-    rows = f"({sqlgen.refined_select_sql(table, plain)})"
+    rows = f"({sqlgen.refined_select_sql(table, plain, refused)})"
     if pk_ok:
         keys = ", ".join(q(c) for c in table.primary_key)
         nulls = " OR ".join(f"{q(c)} IS NULL" for c in table.primary_key)

@@ -263,19 +263,42 @@ def reject_insert_sql(table: ManifestTable) -> str:
     )
 
 
-def refined_select_sql(table: ManifestTable, plain: Collection[str] = ()) -> str:
+def row_checks(table: ManifestTable) -> list[tuple[int, ManifestColumn]]:
+    """The typed columns whose unparseable value refuses the row, with their position."""
+    return [(i, c) for i, c in enumerate(table.columns) if c.on_error == "reject_row" and not is_text_type(c.type)]
+
+
+def refused_rows_sql(table: ManifestTable, plain: Collection[str], name: str, chunk: int) -> list[str]:
+    """Statements that fill the temporary table `name` with the row order (`row_order`) of the
+    staged rows some check refuses, `chunk` checks per statement (a row may appear once per
+    failing chunk). `refined_select_sql(..., refused=name)` then selects the same rows as with
+    its checks inline, without carrying them, and the raw texts they read, in one statement."""
+    tests = [f"CASE WHEN {value_sql(c, q(c.source_column), c.name in plain)} IS NOT NULL THEN true "
+             f"ELSE {present(q(c.source_column))} IS NULL END" for _i, c in row_checks(table)]
+    key, source = row_order(table), staging_ref(table)
+    out = [f"CREATE OR REPLACE TEMP TABLE {q(name)} AS SELECT {key} FROM {source} WHERE false"]
+    out += [f"INSERT INTO {q(name)} SELECT {key} FROM {source} WHERE NOT ({' AND '.join(tests[at:at + chunk])})"
+            for at in range(0, len(tests), chunk)]
+    return out
+
+
+def refined_select_sql(table: ManifestTable, plain: Collection[str] = (), refused: str | None = None) -> str:
     """Typed first copies of every staged row whose values all parse (or may be NULLed).
     Columns named in `plain` are parsed without the token test (`value_sql`); a row is
     refused when a value is NULL although its text is present. The costly presence test
     runs for NULL values only: a CASE branch is evaluated for the rows that reach it (a
-    projected test, or one inside AND/OR, was measured to run on every row)."""
+    projected test, or one inside AND/OR, was measured to run on every row). `refused`: a
+    table `refused_rows_sql` filled; rows named there are left out instead of checked here."""
     names = ", ".join(q(c.name) for c in table.columns)
     inner = [f"{value_sql(c, q(c.source_column), c.name in plain)} AS {q(c.name)}" for c in table.columns]
     where = ["_dup = 1"] if table.dedup == "exact_rows" else []
-    for i, c in enumerate(table.columns):
-        if c.on_error == "reject_row" and not is_text_type(c.type):
+    if refused is None:
+        for i, c in row_checks(table):
             inner.append(f"{q(c.source_column)} AS __raw_{i}")  # the parsed value may take the column's name
             where.append(f"CASE WHEN {q(c.name)} IS NOT NULL THEN true ELSE {present(f'__raw_{i}')} IS NULL END")
+    else:
+        same = " AND ".join(f"x.{k} = p.{k}" for k in row_order(table).split(", "))
+        where.append(f"NOT EXISTS (SELECT 1 FROM {q(refused)} x WHERE {same})")
     # The dedup window needs _source_row order; its ORDER BY also keeps such a table in file
     # order (DuckDB keeps an explicit ORDER BY even with preserve_insertion_order off).
     order = f" ORDER BY {row_order(table)}" if table.dedup == "exact_rows" else ""
@@ -286,17 +309,17 @@ def refined_select_sql(table: ManifestTable, plain: Collection[str] = ()) -> str
 
 
 def bulk_refined_sql(table: ManifestTable, primary_key: bool, foreign_keys: list,
-                     plain: Collection[str] = ()) -> list[str]:
+                     plain: Collection[str] = (), refused: str | None = None) -> list[str]:
     """Statements that build the table `create_refined_sql(table, primary_key, foreign_keys)`
     + `refined_insert_sql` build, with the key indexed after the rows are in. Without foreign
     keys the rows are written by one CTAS (typed as declared, NOT NULLs set after)."""
     out = []
     if foreign_keys:
         out += [create_refined_sql(table, primary_key, foreign_keys, key_clause=False),
-                refined_insert_sql(table, plain)]
+                refined_insert_sql(table, plain, refused)]
     else:
         typed = ", ".join(f"CAST({q(c.name)} AS {c.type}) AS {q(c.name)}" for c in table.columns)
-        out.append(f"CREATE TABLE {q(table.name)} AS SELECT {typed} FROM ({refined_select_sql(table, plain)}) r")
+        out.append(f"CREATE TABLE {q(table.name)} AS SELECT {typed} FROM ({refined_select_sql(table, plain, refused)}) r")
         if primary_key:
             out += [f"ALTER TABLE {q(table.name)} ALTER COLUMN {q(c.name)} SET NOT NULL"
                     for c in table.columns if not c.nullable]
@@ -305,9 +328,9 @@ def bulk_refined_sql(table: ManifestTable, primary_key: bool, foreign_keys: list
     return out
 
 
-def refined_insert_sql(table: ManifestTable, plain: Collection[str] = ()) -> str:
+def refined_insert_sql(table: ManifestTable, plain: Collection[str] = (), refused: str | None = None) -> str:
     names = ", ".join(q(c.name) for c in table.columns)
-    return f"INSERT INTO {q(table.name)} ({names}) {refined_select_sql(table, plain)}"
+    return f"INSERT INTO {q(table.name)} ({names}) {refined_select_sql(table, plain, refused)}"
 
 
 def load_script(manifest: Manifest, loaded_at: str = "1970-01-01 00:00:00") -> str:

@@ -30,3 +30,23 @@ def too_wide(dialect: str, source_columns: int) -> str | None:
             f"the source's staging and reject tables add {POSTGRES_MAX_COLUMNS - limit} columns, so at most "
             f"{limit:,} source columns; build into DuckDB (`--warehouse FILE.duckdb`), split the file, or "
             "exclude it in the overrides")
+
+
+DEFAULT_CHECK_CHUNK = 1000  # row checks per statement on a wide table
+
+
+def check_chunk() -> int:
+    """Row checks (typed columns that refuse a row) per statement when a table has more than
+    this many: `DIA_WIDE_CHUNK`, default 1,000. A refined CTAS carrying 7,500 checks beside
+    10,000 parses peaked at 3.1 GB; the checks are made first, a chunk per statement, into a
+    table of refused rows (`sqlgen.refused_rows_sql`)."""
+    import os
+
+    raw = os.environ.get("DIA_WIDE_CHUNK", "").strip()
+    try:
+        value = int(raw) if raw else DEFAULT_CHECK_CHUNK
+    except ValueError as exc:
+        raise ValueError(f"DIA_WIDE_CHUNK must be a whole number, not {raw!r}") from exc
+    if value < 1:
+        raise ValueError(f"DIA_WIDE_CHUNK must be at least 1, not {value}")
+    return value
