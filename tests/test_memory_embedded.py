@@ -17,7 +17,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from dia_assets.agents.memory import Kind, MemoryStore, NewMemory
+from dia_assets.agents.memory import Kind, MemoryStore, NewMemory, embedded_pg
 from dia_assets.agents.memory.connection import ConnectionTarget
 from tests.memory_fixtures import ROOT, HashEmbedder, run_python
 
@@ -110,10 +110,9 @@ def test_a_crashed_server_is_restarted_on_next_use(pgdata: Path) -> None:
     assert new_pid not in (None, old_pid)
     assert [i.id for i in store.get_many([first, second])] == [first, second]  # crash-safe
     # stopped cleanly behind our back (an operator's pg_ctl stop): started again too
-    from pgserver._commands import pg_ctl
-
-    # the real folder: as root a private parent puts the data under DIA_PGDATA_HOME (placement.py)
-    pg_ctl(["-w", "stop"], pgdata=pgdata.resolve(), user=store.target._embedded._server.system_user)
+    # the server's own pgdata is the real folder: as root a private parent puts the data
+    # under DIA_PGDATA_HOME (placement.py)
+    embedded_pg.pg_ctl(store.target._embedded._server, "-w", "stop")
     assert _postmaster_pid(pgdata) is None
     assert store.insert(_lesson(3)).action == "inserted"
     assert _postmaster_pid(pgdata) is not None

