@@ -39,6 +39,8 @@ run_coordinator:
   class: QueuedRunCoordinator
   config:
     dequeue_interval_seconds: 1
+    dequeue_use_threads: true
+    dequeue_num_workers: 4
     tag_concurrency_limits:
       - key: "dia/workspace"
         value: "writer"
