@@ -8,7 +8,8 @@ way a crash or `kill -9` of the daemon does.
   a replay's wall time. The sensors' own code is the product's, unchanged;
 - in the code server and run workers, with DIA_TEST_PAUSE_FILE set and that file present, the warehouse step
   stops right before it loads, writes `<pause file>.reached` with its pid and waits, so a test
-  can kill it mid-build at a known step.
+  can kill it mid-build at a known step; with `<pause file>-start` present, a build stops the
+  same way before it records its attempt (before its first step), writing `-start.reached`.
 
 Waiting is by sensor ticks, not by sleeping: `quiet()` returns once no run is in progress and
 each sensor that reacts to the data has completed two ticks since the last run ended (the
@@ -73,6 +74,17 @@ if os.environ.get("DIA_TEST_PAUSE_FILE") and not DAEMON:
                 time.sleep(0.1)
         return _load(*args, **kwargs)
     _build.load_and_validate = _paused
+    from dia_assets.agents.schema_creator.attempt import Attempt as _Attempt
+    _begin = _Attempt.begin.__func__
+    def _held(cls, *args, **kwargs):
+        hold = os.environ["DIA_TEST_PAUSE_FILE"] + "-start"
+        if os.path.exists(hold):
+            with open(hold + ".reached", "w") as fh:
+                fh.write(str(os.getpid()))
+            while os.path.exists(hold):
+                time.sleep(0.1)
+        return _begin(cls, *args, **kwargs)
+    _Attempt.begin = classmethod(_held)
 '''
 IN_PROGRESS = {DagsterRunStatus.QUEUED, DagsterRunStatus.NOT_STARTED, DagsterRunStatus.STARTING,
                DagsterRunStatus.STARTED, DagsterRunStatus.CANCELING}
@@ -97,6 +109,7 @@ class LiveDaemon:
         hooks.mkdir(exist_ok=True)
         (hooks / "sitecustomize.py").write_text(SITECUSTOMIZE)
         self.pause = base / "pause-load"
+        self.pause_start = base / "pause-load-start"
         self.env = {**os.environ, "DIA_SENSOR_INTERVAL_S": "1", **env, "DAGSTER_HOME": str(self.home),
                     "DIA_WORKSPACE": str(ws), "DIA_DATA_DIR": str(data), "DIA_TEST_PAUSE_FILE": str(self.pause),
                     "DIA_TEST_SENSOR_LOOP_S": str(SENSOR_LOOP_S), "LITELLM_LOCAL_MODEL_COST_MAP": "True",

@@ -112,7 +112,23 @@ def test_the_faults_of_issue_26_against_a_live_daemon(live: LiveDaemon):
     [fixed] = live.builds_since(before)
     assert fixed.status == DagsterRunStatus.SUCCESS and status(ws)[0] == 0
 
-    # 3. the daemon killed (with its code server and the run) while the warehouse step loads a
+    # 3a. the run's process killed before the build recorded its first step (the attempt record
+    # is still the previous run's): the sensor finds the worker's pid gone, marks the run failed
+    # and asks again; the retry installs the grown file
+    before = len(live.runs("build_job"))
+    live.pause_start.touch()
+    path.write_text(orders_text(70))
+    reached = Path(str(live.pause_start) + ".reached")
+    live.wait_for("the build to start", reached.exists, 90)
+    assert read_attempt(ws).attempt_id != live.runs("build_job")[-1].run_id
+    os.kill(int(reached.read_text()), signal.SIGKILL)
+    live.pause_start.unlink()
+    early, retried = live.builds_since(before)
+    assert early.status == DagsterRunStatus.FAILURE and retried.status == DagsterRunStatus.SUCCESS, live.describe()
+    assert retried.tags["dia/request"] == early.tags["dia/request"] and retried.tags["dia/try"] == "2"
+    assert read_state(ws).verdict == "accepted" and count(warehouse, "orders") == 70
+
+    # 3b. the daemon killed (with its code server and the run) while the warehouse step loads a
     # grown file: STALE at once; after a restart the build is redone and the grown file installed
     before = len(live.runs("build_job"))
     live.pause.touch()
@@ -127,7 +143,7 @@ def test_the_faults_of_issue_26_against_a_live_daemon(live: LiveDaemon):
     live.wait_for("the killed build to read STALE", lambda: read_state(ws).verdict == "stale", 30)
     code, text = status(ws)
     assert code == 1 and "killed" in text.splitlines()[0], text
-    assert count(warehouse, "orders") == 60
+    assert count(warehouse, "orders") == 70
     live.pause.unlink()
     live.mark()
     live.start()
