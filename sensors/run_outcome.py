@@ -77,10 +77,13 @@ def killed(instance: DagsterInstance, run: DagsterRun, workspace: Path) -> str |
         worker = worker_pid(instance, run)
         why = (f"its run worker (pid {worker[0]}) ended before the build recorded its first step"
                if worker is not None and process_gone(*worker) else None)
-    if why and run.status in (DagsterRunStatus.STARTING, DagsterRunStatus.STARTED, DagsterRunStatus.CANCELING):
-        instance.report_run_failed(run, message=f"DIA: the run's process is gone ({why})")
-        return why
-    return None
+    if not why:
+        return None
+    current = instance.get_run_by_id(run.run_id)  # the code server may have just marked it (it saw the kill)
+    if current is not None and current.status in (DagsterRunStatus.STARTING, DagsterRunStatus.STARTED,
+                                                  DagsterRunStatus.CANCELING):
+        instance.report_run_failed(current, message=f"DIA: the run's process is gone ({why})")
+    return why
 
 
 def run_outcome(instance: DagsterInstance, pending: Pending, workspace: Path) -> RunOutcome:
