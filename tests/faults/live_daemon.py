@@ -12,8 +12,9 @@ way a crash or `kill -9` of the daemon does.
   same way before it records its attempt (before its first step), writing `-start.reached`.
 
 Waiting is by sensor ticks, not by sleeping: `quiet()` returns once no run is in progress and
-each sensor that reacts to the data has completed two ticks since the last run ended (the
-first of them saw every outcome; a run it requested would be in progress again)."""
+each sensor that reacts to the data has completed a tick that started after the last run ended
+(that tick saw every outcome, and a run it requested is created before the tick completes, so
+it would show in progress)."""
 
 from __future__ import annotations
 
@@ -191,13 +192,13 @@ class LiveDaemon:
         return max([r.end_time or r.update_timestamp.timestamp() for r in records] or [0.0])
 
     def quiet(self, sensors: tuple[str, ...] = DATA_SENSORS, timeout_s: float = 120) -> None:
-        """Until no run is in progress and each of `sensors` completed two ticks since the last
-        run ended: the daemon has reacted to everything there is to react to."""
+        """Until no run is in progress and each of `sensors` completed a tick that started after
+        the last run ended: the daemon has reacted to everything there is to react to."""
         def done() -> bool:
             if any(r.status in IN_PROGRESS for r in self.runs()):
                 return False
             since = max(self.last_end(), self.started_at)
-            return all(self.completed_ticks(s, since) >= 2 for s in sensors)
+            return all(self.completed_ticks(s, since) >= 1 for s in sensors)
         self.wait_for("the daemon to settle", done, timeout_s)
 
     def builds_since(self, before: int, timeout_s: float = 120) -> list[DagsterRun]:
