@@ -66,8 +66,8 @@ class LiveReplay:
         live = self.live
         seen = {r.run_id for r in live.runs()}
         drifts = set((self.ws / "drift").glob("*.json"))
-        live.mark()
         change()
+        live.mark()  # a tick before the change does not count
         if build:
             live.wait_for("a build", lambda: any(r.job_name == "build_job" and r.run_id not in seen
                                                   for r in live.runs()))
