@@ -21,7 +21,7 @@ install: $(STAMP)
 
 $(DAGSTER_HOME)/dagster.yaml:
 	@mkdir -p $(DAGSTER_HOME)
-	@printf 'telemetry:\n  enabled: false\nconcurrency:\n  runs:\n    tag_concurrency_limits:\n      - key: "dia/workspace"\n        value: "writer"\n        limit: 1\n' > $@
+	@printf 'telemetry:\n  enabled: false\nconcurrency:\n  runs:\n    tag_concurrency_limits:\n      - key: "dia/workspace"\n        value: "writer"\n        limit: 1\nrun_monitoring:\n  enabled: true\n  start_timeout_seconds: 180\n  poll_interval_seconds: 30\n' > $@
 
 demo: $(STAMP) $(DAGSTER_HOME)/dagster.yaml
 	$(BIN)/dia demo

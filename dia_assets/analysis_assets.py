@@ -28,11 +28,9 @@ from dagster import (
 )
 from pydantic import Field
 
-from dia_assets.agents.analysis.run import answer_with_pipeline
 from dia_assets.agents.query.llm import NO_MODEL_MESSAGE, litellm_chat
 from dia_assets.agents.query.loop import AgentSettings
 from dia_assets.agents.query.run import load_questions, markdown_table
-from dia_assets.agents.semantic_ops.models import CascadeConfig
 from dia_assets.contracts.analysis_result import AnalysisResult
 from dia_assets.query_assets import answered_check, result_metadata, warehouse_location
 from resources import LLMResource, WorkspaceResource
@@ -138,6 +136,11 @@ def answer_partition(context: AssetExecutionContext, config: AnalysisConfig, wor
     warehouse = warehouse_location(workspace)
     if not Path(warehouse).exists():
         raise Failure(f"no DuckDB warehouse at {warehouse}: materialize `warehouse` first")
+    # imported here, not at load: the pipeline agent pulls in numpy, pyarrow and psycopg, seconds
+    # that every run process (a build too) would pay to load the code location
+    from dia_assets.agents.analysis.run import answer_with_pipeline
+    from dia_assets.agents.semantic_ops.models import CascadeConfig
+
     cascade = CascadeConfig(embedding=config.embedding_stage, calibration_size=config.calibration_size)
     cascade = cascade.model_copy(update={k: v for k, v in {"light_model": config.light_model,
                                                             "strong_model": config.strong_model or cascade.strong_model or llm.model}.items() if v})

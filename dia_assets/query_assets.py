@@ -35,8 +35,6 @@ from dagster import (
 )
 from pydantic import Field
 
-from dia_assets.agents.analysis.auto import answer
-from dia_assets.agents.catalog.linking import catalog_link_for, catalog_nodes_for
 from dia_assets.agents.locations import default_warehouse, is_postgres
 from dia_assets.agents.query.llm import NO_MODEL_MESSAGE, litellm_chat
 from dia_assets.agents.query.loop import AgentSettings
@@ -133,6 +131,8 @@ def materialize_question(
     if follows and previous is None:
         raise Failure(f"{qid} follows {follows!r}, which has no accepted answer yet: materialize it first")
     memory = _memory(context, memory_resource, warehouse)
+    from dia_assets.agents.catalog.linking import catalog_link_for, catalog_nodes_for
+
     catalog, link = (catalog_nodes_for(warehouse, memory), catalog_link_for(warehouse, memory)) \
         if memory is not None and not is_postgres(warehouse) else (None, None)
     context.log.info(f"{qid}: catalog schema linking {'on' if link else 'off (no catalog for this warehouse)'}")
@@ -143,7 +143,11 @@ def materialize_question(
         held = used_in_previous_answer(workspace.root_path, qid)
         memory = FreshMemory(memory, held)
         context.log.info(f"{qid}: fresh memory, holding back {sorted(held) or 'nothing'}")
-    # the agent decides whether the question needs a SQL + semantic pipeline (agents/analysis/auto.py)
+    # the agent decides whether the question needs a SQL + semantic pipeline (agents/analysis/auto.py);
+    # imported here: the pipeline agent pulls in numpy, pyarrow and psycopg, which every run process
+    # (a build too) would otherwise pay for when it loads the code location
+    from dia_assets.agents.analysis.auto import answer
+
     result, run, analysis = answer(
         question, warehouse, question_id=qid, model=llm.model,
         chat=litellm_chat(llm.model, temperature=llm.temperature, timeout_s=llm.timeout_s),

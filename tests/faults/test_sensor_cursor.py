@@ -4,6 +4,9 @@ Dagster instances, with real runs of small jobs for each way a run can end."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -25,7 +28,8 @@ from dagster import (
     materialize,
     op,
 )
-from dagster._core.test_utils import create_run_for_test
+from dagster._core.events import EngineEventData
+from dagster._core.test_utils import create_run_for_test, instance_for_test
 
 from dia_assets.agents.adaptation.data_cursor import DataCursor
 from dia_assets.contracts.attempt import BuildAttempt
@@ -237,3 +241,37 @@ def test_a_cursor_of_an_older_dia_is_read_as_done(env):
     first = tick(DagsterInstance.ephemeral(), None)
     legacy = '{"a.csv": "' + DataCursor.parse(first.cursor).pending.snapshot["a.csv"] + '"}'
     assert skipped(tick(DagsterInstance.ephemeral(), legacy)) == "no change in the data folder"
+
+
+def _started_run(instance: DagsterInstance, tags: dict[str, str], pid: int):
+    """A STARTED build run whose worker logged its pid, as Dagster's run worker does at start."""
+    run = create_run_for_test(instance, job_name="build_job", status=DagsterRunStatus.STARTED, tags=tags)
+    instance.report_engine_event(f"Started process for run (pid: {pid}).", run, EngineEventData.in_process(pid))
+    return run
+
+
+def test_a_run_killed_before_its_first_step_is_failed_and_asked_for_again(env):
+    """The worker died before the build wrote its attempt record (the record in the workspace is
+    an older run's): the worker's pid from Dagster's events tells it is gone."""
+    data, ws = env
+    with instance_for_test() as instance:  # the default run launcher: workers on this host
+        (data / "a.csv").write_text("id\n1\n")
+        first = tick(instance, None)
+        BuildAttempt(attempt_id="an-older-run", command="dia build", pid=os.getpid(), started_at="t",
+                     updated_at="t", step="report", outcome="accepted").write(ws / "state" / "attempt.json")
+        child = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+        run = _started_run(instance, first.run_requests[0].tags, int(child.stdout))
+        again = tick(instance, first.cursor)
+        assert again.run_requests[0].run_key.endswith("-retry1")
+        assert instance.get_run_by_id(run.run_id).status == DagsterRunStatus.FAILURE
+
+
+def test_a_run_whose_worker_lives_is_waited_for(env):
+    """Same, with the worker alive (this process): still running, nothing failed or asked."""
+    data, _ = env
+    with instance_for_test() as instance:
+        (data / "a.csv").write_text("id\n1\n")
+        first = tick(instance, None)
+        run = _started_run(instance, first.run_requests[0].tags, os.getpid())
+        assert "waiting for run" in skipped(tick(instance, first.cursor))
+        assert instance.get_run_by_id(run.run_id).status == DagsterRunStatus.STARTED

@@ -20,9 +20,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from xml.etree import ElementTree
 
-from openpyxl.formula.translate import Translator, TranslatorError
-from openpyxl.utils.cell import coordinate_to_tuple, get_column_letter
-
 from dia_assets.contracts.interpretation import QualityIssue
 
 FORMULA_TAG = re.compile(rb"<(?:\w+:)?f[\s>/]")
@@ -38,6 +35,9 @@ class FormulaCell:
 
     @property
     def coordinate(self) -> str:
+        # openpyxl is imported where a workbook is read, not when the code location loads
+        from openpyxl.utils.cell import get_column_letter
+
         return f"{get_column_letter(self.column)}{self.row}"
 
 
@@ -91,6 +91,8 @@ def _has_formula(archive: zipfile.ZipFile, member: str) -> bool:
 
 
 def _scan_sheet(archive: zipfile.ZipFile, member: str) -> list[FormulaCell]:
+    from openpyxl.utils.cell import coordinate_to_tuple, get_column_letter
+
     out = []
     shared: dict[str, tuple[str, str]] = {}  # shared formula index -> (formula, its cell)
     row = column = 0
@@ -130,6 +132,8 @@ def _formula_text(formula: ElementTree.Element, shared: dict[str, tuple[str, str
         return text
     if index not in shared:
         return "(a shared formula)"
+    from openpyxl.formula.translate import Translator, TranslatorError
+
     try:
         return Translator(shared[index][0], origin=shared[index][1]).translate_formula(cell)
     except TranslatorError:
@@ -140,6 +144,8 @@ def formula_issues(
     source: str, file: str, sheet: str, cells: list[FormulaCell], header_row: int, names: list[str]
 ) -> list[QualityIssue]:
     """One error per column with formula cells below the header that have no value."""
+    from openpyxl.utils.cell import get_column_letter
+
     by_column: dict[int, list[FormulaCell]] = defaultdict(list)
     for cell in cells:
         if cell.row > header_row:

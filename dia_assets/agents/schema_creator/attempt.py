@@ -44,6 +44,32 @@ def zombie(pid: int) -> bool:
         return False
 
 
+def started_at(pid: int) -> float | None:
+    """When a process started, in epoch seconds (boot time plus its start from /proc)."""
+    ticks = process_started(pid)
+    try:
+        boot = next(float(line.split()[1]) for line in Path("/proc/stat").read_text().splitlines()
+                    if line.startswith("btime "))
+    except (OSError, StopIteration, ValueError):
+        return None
+    return None if ticks is None else boot + int(ticks) / os.sysconf("SC_CLK_TCK")
+
+
+def process_gone(pid: int, seen_at: float) -> bool:
+    """Whether the process `pid`, known to be running at `seen_at` (epoch seconds), has ended: no
+    such process, a zombie, or a later process that reuses the number."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        pass
+    if zombie(pid):
+        return True
+    start = started_at(pid)
+    return start is not None and start > seen_at + 1  # +1: the clock-tick rounding of the start time
+
+
 def alive(record: BuildAttempt) -> bool | None:
     """Whether the attempt's process still runs (None: another host, cannot tell)."""
     if record.pid is None:
