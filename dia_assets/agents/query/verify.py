@@ -7,11 +7,13 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import functools
+from collections import Counter
 from decimal import Decimal
 from typing import Any
 
 from sqlglot import exp
 
+from dia_assets.agents.evaluation.metrics import normalize_rows
 from dia_assets.agents.query.dialects import Database, QueryOutput, nulls_first_default
 from dia_assets.agents.query.gate import Gate
 from dia_assets.agents.query.predicates import negated
@@ -257,13 +259,6 @@ def _value_forms(value: Any) -> set[str]:
     return out
 
 
-def _rows_key(rows: list[tuple[Any, ...]]) -> list[str]:
-    """Rows as an order-free, float-tolerant multiset (a result read twice)."""
-    def cell(v: Any) -> str:
-        return f"{v:.9g}" if isinstance(v, float) else repr(v)
-    return sorted("|".join(cell(v) for v in row) for row in rows)
-
-
 def _harmless(tree: exp.Expression, is_: exp.Is, output: QueryOutput | None, db: Database | None,
               timeout_s: float) -> bool:
     """Whether the result is the same without this IS NOT NULL (its NULLs were dropped anyway,
@@ -280,7 +275,8 @@ def _harmless(tree: exp.Expression, is_: exp.Is, output: QueryOutput | None, db:
         rows = db.query(probe.sql(dialect=db.dialect), len(output.rows) + 1, timeout_s).rows
     except Exception:
         return False
-    return _rows_key([tuple(r) for r in rows]) == _rows_key([tuple(r) for r in output.rows])
+    # the same rows as a multiset (an IS NOT NULL dropping a duplicate row changes it)
+    return Counter(normalize_rows(rows, 9)) == Counter(normalize_rows(output.rows, 9))
 
 
 def check_null_filters(contract: OutputContract, tree: exp.Expression, output: QueryOutput | None = None,
