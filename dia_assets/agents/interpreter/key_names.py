@@ -255,14 +255,18 @@ def _table_affixes(names: list[str]) -> frozenset[str]:
 
 def _column_prefix(source: Source) -> str | None:
     """A first word most columns share: `l_` of `l_orderkey, l_partkey, ...` (or the table's name)."""
-    names = [tokens(c.name) for c in source.columns]
+    return column_prefix([tokens(c.name) for c in source.columns], tokens(source.name))
+
+
+def column_prefix(names: list[tuple[str, ...]], table: tuple[str, ...]) -> str | None:
+    """The first word most of a table's column names (as words) share: a short one (`l`, `ps`),
+    or the table's own name (`customer_name, customer_city`); never a generic word (`id`)."""
     multi = [w for w in names if len(w) > 1]
     if len(names) < 2 or len(multi) < 2:
         return None
     word, n = Counter(w[0] for w in multi).most_common(1)[0]
     if n < 0.6 * len(names) or word in GENERIC:
         return None
-    table = tokens(source.name)
     if len(word) <= 4 or any(word == w or singular(word) == singular(w) for w in table):
         return word
     return None

@@ -28,7 +28,12 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
-from dia_assets.agents.interpreter.key_names import abbreviates, abbreviates_run, key_suffix
+from dia_assets.agents.interpreter.key_names import (
+    abbreviates,
+    abbreviates_run,
+    column_prefix,
+    key_suffix,
+)
 
 if TYPE_CHECKING:
     from dia_assets.agents.query.schema import SchemaIndex
@@ -130,7 +135,7 @@ class Linker:
     def _table(self, name: str) -> _Table:
         info = self.index.tables[name]
         namespace, rest = self._split(name)
-        prefix = _column_prefix([c.name for c in info.columns])
+        prefix = column_prefix([tuple(words(c.name)) for c in info.columns], tuple(words(rest)))
         columns: list[str] = []
         for c in info.columns:
             cw = words(c.name)
@@ -384,16 +389,6 @@ def _layers(names: list[str], namespaces: frozenset[str]) -> dict[str, tuple[fro
         if layer or glued:
             out[key] = (layer, glued)
     return out
-
-
-def _column_prefix(columns: list[str]) -> str | None:
-    """A first word most columns share (`c_` of `c_custkey, c_name, ...`)."""
-    multi = [words(c) for c in columns]
-    multi = [w for w in multi if len(w) > 1]
-    if len(multi) < 2:
-        return None
-    word, n = Counter(w[0] for w in multi).most_common(1)[0]
-    return word if n >= 0.6 * len(columns) and len(word) <= 4 else None
 
 
 def _word_match(q: str, w: str) -> float:
