@@ -5,6 +5,7 @@ tables in many naming conventions and shapes, scored as `../shared/datasets/scor
 from __future__ import annotations
 
 import json
+import multiprocessing
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
@@ -29,7 +30,9 @@ def _score(seed: int, folder: str):  # runs in a worker process
 @pytest.fixture(scope="module")
 def scores(tmp_path_factory):
     folder = str(tmp_path_factory.mktemp("generated"))
-    with ProcessPoolExecutor(max_workers=2) as pool:
+    # spawned, not forked: an xdist worker may hold threads (DuckDB, the model door's event loop)
+    # that a forked child would inherit half-copied
+    with ProcessPoolExecutor(max_workers=2, mp_context=multiprocessing.get_context("spawn")) as pool:
         return list(pool.map(_score, SEEDS, [folder] * len(SEEDS)))
 
 
