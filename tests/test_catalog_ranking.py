@@ -148,6 +148,7 @@ def test_score_pieces() -> None:
     assert not asks_for_identifier("How much does each employee earn?")
     assert expected_types("When did the order ship?") >= {"date", "timestamp"}
     assert "decimal" in expected_types("How much does it cost?") and not expected_types("Which genres exist?")
+    assert expected_types("How many units are left in stock?") == {"integer"}  # a count, not an amount
     assert content_words("How much does each employee earn?") == "employee earn"
     assert content_words("What is each worker's surname?") == "worker surname"  # no possessive 's'
 
@@ -200,6 +201,7 @@ def test_abbreviations_written_out() -> None:
     assert name_words(names, "customer", "acctbal") == ["account", "balance"]
     assert name_words(names, "jobs", "min_salary") == ["minimum", "salary"]
     assert name_words(names, "orders", "discount") == ["discount"]  # a known word stays whole
+    assert name_words(names, "lineitem", "receiptdate") == ["receipt", "date"]  # WordNet's word, not the tokenizer's
 
 
 def test_alignment_takes_the_lemma_when_it_is_closer() -> None:

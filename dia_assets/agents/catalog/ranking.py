@@ -17,8 +17,9 @@ reader can check (the hit reports each of them).
   `customers`, "items" / `order_details`) says which table, not which column, and the words
   that pick one column out decide between the columns of that table.
 - `answer`: 1 when the column's semantic type is one the question's form expects ("when ...?"
-  a date or a time; "how much / how many / how long ...?" a number), else 0: the expected
-  answer type of question answering. No form, no term.
+  a date or a time; "how much / how long ...?" a number; "how many ...?" a count, a whole
+  number, not a price or a rate), else 0: the expected answer type of question answering. No
+  form, no term.
 - `sparse`: BM25 of the question's words (PostgreSQL's English stemming and stop words) over
   the nodes' texts, squashed to [0, 1) as bm25 / (bm25 + SPARSE_HALF): shared rare words count,
   and a column's score does not run away with one repeated word.
@@ -59,9 +60,10 @@ IDENTIFIER_WORDS = frozenset({"id", "ids", "identifier", "identifiers", "key", "
                               "number", "numbers"})
 _WORD = re.compile(r"[a-z0-9]+")
 NUMBERS = frozenset({"integer", "decimal", "currency", "percentage"})
+COUNTS = frozenset({"integer"})  # "how many" counts things: a whole number, not an amount or a rate
 TIMES = frozenset({"date", "timestamp", "time"})
 # "how <word>" -> the semantic types such a question expects
-HOW = {"much": NUMBERS, "many": NUMBERS, "long": NUMBERS, "often": NUMBERS, "old": NUMBERS | TIMES}
+HOW = {"much": NUMBERS, "many": COUNTS, "long": NUMBERS, "often": NUMBERS, "old": NUMBERS | TIMES}
 
 
 def content_words(question: str) -> str:
