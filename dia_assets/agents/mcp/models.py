@@ -12,6 +12,11 @@ from pydantic import BaseModel, ConfigDict, Field
 Cell = int | float | bool | str | None | list[Any] | dict[str, Any]
 
 
+def _absent(value: Any) -> bool:
+    """Fields that only some privacy modes fill are left out, not sent as null."""
+    return value is None
+
+
 class TableInfo(BaseModel):
     table: str
     rows: int = Field(description="Rows in the refined table.")
@@ -31,7 +36,8 @@ class ColumnInfo(BaseModel):
     name: str
     type: str
     description: str | None = None
-    sample_values: list[Cell] | None = Field(None, description="Only with DIA_PRIVACY=samples.")
+    sample_values: list[Cell] | None = Field(None, description="Only with DIA_PRIVACY=samples (absent otherwise).",
+                                             exclude_if=_absent)
 
 
 class TableDescription(BaseModel):
@@ -78,10 +84,12 @@ class Answer(BaseModel):
     warnings: list[str] = Field(default_factory=list)
     folder: str = Field(description="queries/<id>/: answer.md, result.json, result.parquet, chart.")
     chart: ChartInfo | None = None
-    rows: list[list[Cell]] | None = Field(None, description="The first rows (DIA_PRIVACY=samples only); "
-                                                            "page through all of them with run_sql on `sql`.")
-    rows_cut: str | None = None
-    rows_withheld: str | None = None
+    rows: list[list[Cell]] | None = Field(None, description="The first rows (DIA_PRIVACY=samples only, absent "
+                                          "otherwise); page through all of them with run_sql on `sql`.",
+                                          exclude_if=_absent)
+    rows_cut: str | None = Field(None, exclude_if=_absent)
+    rows_withheld: str | None = Field(None, description="Why no rows are shown (privacy modes).",
+                                      exclude_if=_absent)
 
 
 class SourceColumn(BaseModel):

@@ -50,15 +50,31 @@ def decode_cursor(cursor: str | None, what: str) -> int:
 
 def paged_statement(tree: exp.Expression, output_columns: int, offset: int, size: int, dialect: str) -> str:
     """`tree` (a checked SELECT) reading rows offset..offset+size (one more, to know whether
-    another page follows), in a total order."""
+    another page follows), in a total order. A statement with its own LIMIT/OFFSET keeps
+    its window: the page is cut from inside it by adding to its numbers."""
     positions = [exp.Literal.number(i) for i in range(1, output_columns + 1)]
     query: Any = tree.copy()
     if not isinstance(query, exp.Query):
         raise ValueError("only a SELECT can be paged")
-    if any(query.args.get(k) for k in ("limit", "offset", "fetch")):  # its own window: page inside it
+    own_limit, own_offset = _number(query.args.get("limit")), _number(query.args.get("offset"))
+    if query.args.get("fetch") or (query.args.get("limit") and own_limit is None) or \
+            (query.args.get("offset") and own_offset is None):
+        # a window we cannot compute with: page over it (its rows, in column order)
         query = exp.select("*").from_(query.subquery("dia_page"))
+        own_limit, own_offset = None, None
     query = query.order_by(*positions, append=True, copy=False)
-    return query.limit(size + 1, copy=False).offset(offset, copy=False).sql(dialect=dialect)
+    take = size + 1 if own_limit is None else max(0, min(size + 1, own_limit - offset))
+    return query.limit(take, copy=False).offset((own_offset or 0) + offset, copy=False).sql(dialect=dialect)
+
+
+def _number(node: exp.Expression | None) -> int | None:
+    """The whole number a LIMIT or OFFSET clause gives, None when it is not a literal."""
+    if node is None:
+        return None
+    value = node.args.get("expression") if isinstance(node, exp.Limit | exp.Offset) else node
+    if isinstance(value, exp.Literal) and value.is_int:
+        return int(value.this)
+    return None
 
 
 def page(items: list[Any], cursor: str | None, what: str, size: int) -> tuple[list[Any], str | None]:
