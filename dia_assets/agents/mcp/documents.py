@@ -12,6 +12,7 @@ from collections import Counter
 from typing import Any
 
 DOCUMENT_TEMPLATE = "dia://documents/{name}"
+LISTED = 50  # entries a summary lists per kind (sources, tables, failed checks); the rest are counted
 
 
 def document_uri(name: str) -> str:
@@ -32,7 +33,8 @@ def _interpretation(data: dict[str, Any]) -> dict[str, Any]:
         "sources": [{"name": s.get("name"), "file": s.get("path"), "format": s.get("format"),
                      "rows": s.get("row_count"), "columns": len(s.get("columns") or []),
                      "primary_key": (s.get("primary_key") or {}).get("columns")}
-                    for s in data.get("sources", [])],
+                    for s in data.get("sources", [])[:LISTED]],
+        "sources_total": len(data.get("sources", [])),
         "foreign_keys": len(data.get("foreign_keys", [])),
         "join_paths": len(data.get("join_paths", [])),
         "quality_issues": [{"severity": sev, "kind": kind, "count": n}
@@ -47,7 +49,8 @@ def _manifest(data: dict[str, Any]) -> dict[str, Any]:
                     "columns": len(t.get("columns") or []), "primary_key": t.get("primary_key"),
                     "foreign_keys": [f"{', '.join(k.get('columns', []))} -> {k.get('ref_table')}"
                                      for k in t.get("foreign_keys") or []]}
-                   for t in data.get("tables", [])],
+                   for t in data.get("tables", [])[:LISTED]],
+        "tables_total": len(data.get("tables", [])),
         "decisions": len(data.get("decisions", [])),
         "skipped_sources": len(data.get("skipped_sources", [])),
         "unreadable_sources": len(data.get("unreadable_sources", [])),
@@ -62,6 +65,6 @@ def _validation(data: dict[str, Any]) -> dict[str, Any]:
         "accepted": data.get("accepted"), "installed": data.get("installed"), "dialect": data.get("dialect"),
         "axes": {k: {"passed": v.get("passed"), "summary": v.get("summary")}
                  for k, v in (data.get("axes") or {}).items() if isinstance(v, dict)},
-        "failed_checks": failed[:20], "failed_total": len(failed),
+        "failed_checks": failed[:LISTED], "failed_total": len(failed),
         "open_questions": len(data.get("open_questions", [])),
     }
