@@ -378,6 +378,27 @@ def test_paging_inside_a_statement_with_its_own_limit(built: Path) -> None:
     assert second.structured_content["next_cursor"] is None
 
 
+def test_rows_past_the_byte_cap_come_on_the_next_page(built: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DIA_RESULT_BYTES", "5000")
+    ((last,),) = rows_of(built, "SELECT badge FROM staff ORDER BY badge LIMIT 1 OFFSET 9")
+    sql = f"SELECT badge, repeat('z', 2000) AS pad FROM staff WHERE badge <= '{last}'"  # 10 rows of ~2 KB
+
+    async def body(client: Any) -> list[dict[str, Any]]:
+        pages, cursor = [], None
+        while len(pages) < 20:
+            result = await client.call_tool("run_sql", {"sql": sql} | ({"cursor": cursor} if cursor else {}))
+            pages.append(result.structured_content)
+            cursor = pages[-1]["next_cursor"]
+            if cursor is None:
+                break
+        return pages
+    pages = with_client(build_server(service(built)), body)
+    assert len(pages) > 1 and all(p["shown"] < 10 and p["cut"] for p in pages[:-1])
+    badges = [r[0] for p in pages for r in p["rows"]]
+    assert sorted(badges) == [b for (b,) in rows_of(built, f"SELECT badge FROM staff WHERE badge <= '{last}' "
+                                                              "ORDER BY badge")]
+
+
 def test_list_answers_and_relationships(built: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from dia_assets.agents.query.llm import litellm_chat
 
