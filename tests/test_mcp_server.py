@@ -24,7 +24,7 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 
 from dia_assets.agents.mcp.service import DiaService, ToolRefused
 from dia_assets.mcp_server import build_server
-from tests.memory_fixtures import HashEmbedder, db_url, pg_server  # noqa: F401 - pytest fixtures
+from tests.memory_fixtures import HashEmbedder, db_url, fresh_database_url, pg_server  # noqa: F401 - pytest fixtures
 from tests.query_fixtures import FAKE_MODEL, call, register_tools
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -475,6 +475,46 @@ def test_resources_are_summaries_with_the_full_documents_behind_them(built: Path
     assert json.loads(results[2].contents[0].text)["accepted"] is True
     (missing,) = session(build_server(service(built)), [("resource", "dia://documents/nothing", {})])
     assert isinstance(missing, MCPError) and "no document 'nothing'" in str(missing)
+
+
+def test_on_postgres_numeric_is_a_number_and_paging_holds(tmp_path: Path, pg_server: Any,  # noqa: F811
+                                                          example_interpretation: Any) -> None:
+    """PostgreSQL hands NUMERIC back as Decimal and has no ORDER BY ALL: the same tools there."""
+    from dia_assets.agents.schema_creator.build import run
+
+    url = fresh_database_url(pg_server, f"mcp_{os.getpid()}")
+    ws = tmp_path / "ws"
+    assert run(ROOT / "examples" / "data", ws, warehouse=url, interpretation=example_interpretation,
+               overrides_seed=ROOT / "examples" / "overrides.yaml").report.accepted
+    svc = DiaService(warehouse=url, workspace=ws, privacy="samples", use_memory=False)
+    sql = "SELECT badge, gross_pay, paid_on FROM payroll WHERE gross_pay IS NOT NULL"
+    total = len(rows_of_pg(url, sql))
+    assert rows_of_pg(url, "SELECT pg_typeof(gross_pay)::text FROM payroll LIMIT 1") == [("numeric",)]
+
+    async def body(client: Any) -> list[Any]:
+        pages, cursor = [], None
+        while len(pages) < 200:
+            result = await client.call_tool("run_sql", {"sql": sql, "page_size": 500} | (
+                {"cursor": cursor} if cursor else {}))
+            assert not result.is_error, result.content[0].text
+            pages.append(result.structured_content)
+            cursor = pages[-1]["next_cursor"]
+            if cursor is None:
+                break
+        pages.append((await client.call_tool("relationships", {})).structured_content)
+        return pages
+    *pages, keys = with_client(build_server(svc), body)
+    rows = [tuple(r) for p in pages for r in p["rows"]]
+    assert len(rows) == len(set(rows)) == total > 1000 and len(pages) > 2
+    assert all(isinstance(r[1], float) and isinstance(r[2], str) for r in rows)
+    assert "payroll.badge = staff.badge" in {k["join"] for k in keys["foreign_keys"]}
+
+
+def rows_of_pg(url: str, sql: str) -> list[tuple[Any, ...]]:
+    import psycopg
+
+    with psycopg.connect(url) as con:
+        return con.execute(sql).fetchall()
 
 
 # -- over the wire: `dia mcp` as a subprocess -------------------------------------------------
