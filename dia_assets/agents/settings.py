@@ -85,9 +85,9 @@ class Settings(BaseSettings):
     semantic_light_model: str | None = Field(None, description="cheaper first stage of the semantic operators")
     semantic_strong_model: str | None = Field(None, description="strong stage of the semantic operators; unset: DIA_MODEL")
     chart_model: str | None = Field(None, description="litellm model that reviews chart choices; unset: rules only")
-    embedding_model: str = Field("wordllama", description="embedding model of the memory store "
+    embedding_model: str = Field("wordllama", description="embedding model of the memory store: "
                                  "wordllama (offline) or a litellm model")
-    model_fallbacks: str = Field("", description="comma-separated litellm models tried when the model fails")
+    model_fallbacks: str | None = Field(None, description="comma-separated litellm models tried when the model fails")
     model_retries: int = Field(2, ge=0, description="retries of a model call on a transient error, HTTP 503")
     model_rate_limit_retries: int = Field(4, ge=0, description="retries of a model call on a rate limit, HTTP 429")
     model_max_parallel: int | None = Field(None, ge=1, description="model calls in flight per process; unset: no limit")
@@ -131,7 +131,7 @@ class Settings(BaseSettings):
 
     @property
     def fallbacks(self) -> tuple[str, ...]:
-        return tuple(m.strip() for m in self.model_fallbacks.split(",") if m.strip())
+        return tuple(m.strip() for m in (self.model_fallbacks or "").split(",") if m.strip())
 
 
 def env_name(field: str) -> str:
@@ -237,6 +237,14 @@ def reset_settings() -> None:
         _CACHE = None
 
 
+def _hide_password(value: Any) -> Any:
+    """A URL's or conninfo's password shown as *** (`dia config` output gets pasted around)."""
+    if not isinstance(value, str):
+        return value
+    value = re.sub(r"(://[^:/@\s]+:)\S+@", r"\1***@", value)
+    return re.sub(r"(password\s*=\s*)\S+", r"\1***", value, flags=re.I)
+
+
 def sources(env: Mapping[str, str] | None = None) -> list[dict[str, Any]]:
     """Each setting with its variable, effective value, source (`environment` or `default`)
     and description: what `dia config` prints."""
@@ -246,8 +254,9 @@ def sources(env: Mapping[str, str] | None = None) -> list[dict[str, Any]]:
     rows = []
     for field, info in Settings.model_fields.items():
         value = getattr(settings, field)
-        rows.append({"variable": env_name(field), "value": None if value is None else
-                     (str(value) if isinstance(value, Path) else value),
+        if isinstance(value, Path):
+            value = str(value)
+        rows.append({"variable": env_name(field), "value": _hide_password(value),
                      "source": "environment" if env_name(field) in given else "default",
                      "description": info.description})
     return rows
