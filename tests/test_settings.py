@@ -185,3 +185,70 @@ def test_the_scan_catches_a_direct_read(tmp_path: Path) -> None:
     bad.write_text('import os\nx = os.environ.get("DIA_MODEL")\ny = os.environ["DIA_WORKSPACE"]\nz = os.getenv(NAME)\n')
     assert [(c, k) for _, c, k in _environ_reads(bad)] == [
         ("os.environ.get", "'DIA_MODEL'"), ("os.environ[]", "'DIA_WORKSPACE'"), ("os.getenv", "NAME")]
+
+
+def _no_dagster_home(monkeypatch: pytest.MonkeyPatch) -> None:
+    """DAGSTER_HOME unset now and restored after the test (the code under test sets it)."""
+    monkeypatch.setenv("DAGSTER_HOME", "")
+    monkeypatch.delenv("DAGSTER_HOME")
+
+
+def test_demo_keeps_a_persistent_instance_in_the_workspace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without DAGSTER_HOME, `dia demo` runs against <workspace>/.dagster (the Makefile's
+    dagster.yaml), not an ephemeral instance: the runs are there for `dia ui` afterwards."""
+    from dagster import DagsterRunStatus
+
+    from dia_assets.demo import _instance
+    from dia_assets.instance import DAGSTER_YAML
+
+    _no_dagster_home(monkeypatch)
+    ws = tmp_path / "ws"
+    instance = _instance(ws)
+    home = ws.absolute() / ".dagster"
+    assert not instance.is_ephemeral and Path(instance.root_directory) == home
+    assert (home / "dagster.yaml").read_text() == DAGSTER_YAML and os.environ["DAGSTER_HOME"] == str(home)
+    from dagster import DagsterInstance, job, op
+
+    @op
+    def one() -> int:
+        return 1
+
+    @job
+    def tiny() -> None:
+        one()
+
+    assert tiny.execute_in_process(instance=instance).success
+    instance.dispose()
+    again = DagsterInstance.from_config(str(home))  # a later session over the same folder
+    assert [r.status for r in again.get_runs()] == [DagsterRunStatus.SUCCESS]
+    again.dispose()
+
+
+def test_the_instance_folder_setting_and_dagster_home_win(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from dia_assets.instance import dagster_home, use_persistent_instance
+
+    _no_dagster_home(monkeypatch)
+    monkeypatch.setenv("DIA_DAGSTER_HOME", str(tmp_path / "mine"))
+    assert use_persistent_instance(tmp_path / "ws") == tmp_path / "mine"
+    assert (tmp_path / "mine" / "dagster.yaml").exists() and not (tmp_path / "ws").exists()
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "make"))
+    assert dagster_home(tmp_path / "ws") == (tmp_path / "make", "DAGSTER_HOME")
+    assert use_persistent_instance(tmp_path / "ws") == tmp_path / "make"
+    assert not (tmp_path / "make").exists()  # the operator's folder is used as it is, not written
+
+
+def test_dia_ui_hands_the_persistent_instance_to_dagster_dev(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import dia_assets.devserver as devserver
+
+    seen: dict[str, str | None] = {}
+
+    def fake_run(args: list[str]) -> int:  # the child inherits this environment
+        seen.update(home=os.environ.get("DAGSTER_HOME"), ws=os.environ.get("DIA_WORKSPACE"))
+        return 0
+
+    _no_dagster_home(monkeypatch)
+    monkeypatch.setattr(devserver, "run", fake_run)
+    result = _run(["ui", "-w", str(tmp_path / "ws")])
+    assert result.exit_code == 0, result.output
+    assert seen == {"home": str((tmp_path / "ws" / ".dagster").absolute()), "ws": str(tmp_path / "ws")}
+    assert f"Dagster instance: {tmp_path / 'ws' / '.dagster'}" in result.stderr
