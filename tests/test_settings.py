@@ -252,3 +252,12 @@ def test_dia_ui_hands_the_persistent_instance_to_dagster_dev(tmp_path: Path, mon
     assert result.exit_code == 0, result.output
     assert seen == {"home": str((tmp_path / "ws" / ".dagster").absolute()), "ws": str(tmp_path / "ws")}
     assert f"Dagster instance: {tmp_path / 'ws' / '.dagster'}" in result.stderr
+
+
+def test_the_settings_table_in_the_docs_is_the_generated_one() -> None:
+    from dia_assets.agents.settings import settings_table
+
+    text = (ROOT / "docs" / "cli.md").read_text(encoding="utf-8")
+    shown = text.split("<!-- settings-table:start -->\n", 1)[1].split("<!-- settings-table:end -->", 1)[0]
+    assert shown == settings_table(), "paste settings_table() into docs/cli.md"
+    assert shown.count("\n| `DIA_") == len(FIELDS)

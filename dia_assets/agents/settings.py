@@ -101,7 +101,7 @@ class Settings(BaseSettings):
     query_threads: int = Field(2, ge=1, description="DuckDB threads of the agent's queries")
     query_pg_role: str = Field("dia_query_reader", description="PostgreSQL role the agent's queries run as")
     # interpreting and building
-    memory_limit: MemorySize = _desc("2GB", "DuckDB memory limit of the interpreter ; it spills beyond it", "size")
+    memory_limit: MemorySize = _desc("2GB", "DuckDB memory limit of the interpreter and the load; both spill beyond it", "size")
     max_columns: int = Field(10_000, ge=1, description="files wider than this are refused")
     wide_chunk: int = Field(1_000, ge=1, description="row checks per statement on wide tables")
     writer_wait_s: float = Field(900.0, ge=0, description="seconds a Dagster step waits for another writer")
@@ -260,3 +260,13 @@ def sources(env: Mapping[str, str] | None = None) -> list[dict[str, Any]]:
                      "source": "environment" if env_name(field) in given else "default",
                      "description": info.description})
     return rows
+
+
+def settings_table() -> str:
+    """The Markdown table of every setting (docs/cli.md holds a copy a test keeps equal)."""
+    lines = ["| Variable | Default | Accepts | Meaning |", "|---|---|---|---|"]
+    for field, info in Settings.model_fields.items():
+        default = "unset" if info.default is None else f"`{info.default}`"
+        meaning = (info.description or "").replace("<", "&lt;").replace(">", "&gt;")
+        lines.append(f"| `{env_name(field)}` | {default} | {expectation(field)} | {meaning} |")
+    return "\n".join(lines) + "\n"
