@@ -261,3 +261,44 @@ def test_readme_links_point_at_pages_that_exist() -> None:
             slugs = {re.sub(r"[^\w\- ]", "", h.strip("# ").lower()).replace(" ", "-")
                      for h in text.splitlines() if h.startswith("#")}
             assert anchor in slugs, (page, anchor)
+
+
+def test_each_model_line_of_the_readme_reaches_dia_doctor(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The model block cannot run here (no key, no server), so each of its lines is checked
+    another way: its variables are set as written, the provider's base URL is pointed at a
+    refused loopback port, and `dia doctor` must get as far as calling that endpoint (a wrong
+    variable name would stop it at "no API key" or at the provider's public address)."""
+    import shlex
+    import socket
+
+    from typer.testing import CliRunner
+
+    from dia_assets.agents.models.doctor import base_vars, provider_of
+    from dia_assets.agents.models.door import reset_door
+    from dia_assets.cli import app
+
+    block = next(b for b in fenced_blocks(ROOT / "README.md")
+                 if b.not_run and "export" in b.text and "DIA_MODEL=" in b.text)
+    lines = [line for line in block.text.splitlines() if line.startswith("export ")]
+    assert {provider_of(dict(a.split("=", 1) for a in shlex.split(line)[1:])["DIA_MODEL"])
+            for line in lines} >= {"openai", "anthropic", "ollama", "hosted_vllm"}
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    refused = f"http://127.0.0.1:{s.getsockname()[1]}/v1"
+    s.close()
+    for line in lines:
+        for name in [n for n in os.environ if n.startswith("DIA_") or n.endswith(("_API_KEY", "_API_BASE", "_BASE_URL"))]:
+            monkeypatch.delenv(name)
+        assigned = dict(a.split("=", 1) for a in shlex.split(line)[1:])
+        for name, value in assigned.items():
+            monkeypatch.setenv(name, value)
+        model = assigned["DIA_MODEL"]
+        named_bases = {n for n in assigned if n != "DIA_MODEL" and not n.endswith("_API_KEY")}
+        assert named_bases <= set(base_vars(provider_of(model))), (line, "litellm reads another variable")
+        base = next((v for v in base_vars(provider_of(model)) if v in assigned), base_vars(provider_of(model))[-1])
+        monkeypatch.setenv(base, refused)
+        reset_door(None)
+        result = CliRunner().invoke(app, ["doctor"])
+        reset_door(None)
+        assert result.exit_code == 1, (line, result.output)
+        assert model in result.stderr and "127.0.0.1" in result.stderr and "no API key" not in result.stderr, (line, result.stderr)
