@@ -302,3 +302,11 @@ def test_each_model_line_of_the_readme_reaches_dia_doctor(monkeypatch: pytest.Mo
         reset_door(None)
         assert result.exit_code == 1, (line, result.output)
         assert model in result.stderr and "127.0.0.1" in result.stderr and "no API key" not in result.stderr, (line, result.stderr)
+
+
+def test_the_site_builds_strictly(tmp_path: Path) -> None:
+    """`make docs` in CI; here too, so a broken link between pages fails `make test`."""
+    result = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(tmp_path / "site")],
+                            cwd=ROOT, text=True, capture_output=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert (tmp_path / "site" / "security" / "index.html").exists()
