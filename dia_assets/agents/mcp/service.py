@@ -6,19 +6,22 @@ An MCP host is a model: everything returned here is shown to one, so the privacy
 (DIA_PRIVACY) applies as it does to the Query Generator's own model:
 
 - `run_sql` is the agent's `probe` tool: the same gate (allow-list, refined tables only, no
-  writes), the same least-privileged connection, row cap and timeout, and the same privacy
-  rule on what comes back (schema-only: counts only; aggregates: aggregate statistics only);
+  writes), the same least-privileged connection and timeout, and the same privacy rule on
+  what comes back (schema-only: counts only; aggregates: aggregate statistics only), a page
+  at a time with a cursor for the next (agents/mcp/paging.py);
 - `describe_table` carries sample values only in `samples` mode;
 - `ask` returns result rows only in `samples` mode (otherwise the SQL, verification, row
   count and chart without rows; the user reads the rows in `queries/<id>/`);
 - engine errors come back redacted (agents/query/redaction.py): the error class, the failure
   and the column, never the value that failed;
-- the interpretation, manifest and validation report resources are shown through
-  `privacy.artifact_view` outside `samples` mode: no value-bearing fields (top values,
-  examples, min/max, category maps, ...), SQL without its literals, quoted text cut.
+- the interpretation, manifest and validation report (whole, and so their summaries) are
+  shown through `privacy.artifact_view` outside `samples` mode: no value-bearing fields (top
+  values, examples, min/max, category maps, ...), SQL without its literals, quoted text cut;
+  `list_answers` leaves out answer text there, and masks SQL literals the same way.
 
-Every tool checks the size of its inputs (INPUT_LIMITS) and answers with a message, and rows
-are capped in bytes as well as in number (DIA_RESULT_BYTES, default 1 MB).
+Every tool checks its inputs (INPUT_LIMITS, NUMBER_LIMITS) and answers with a message, and
+rows are capped in bytes as well as in number (DIA_RESULT_BYTES, default 1 MB): the rest
+comes on the next page.
 """
 
 from __future__ import annotations
