@@ -192,6 +192,7 @@ def _rules(columns: Sequence[str], rows: Sequence[Sequence[Any]], *,
     if len(N) == 1:
         cat = N[0]
         if len(Q) == 1 and cat.distinct <= MAX_SERIES and _is_share(Q[0], list(columns).index(Q[0].name), rows):
+            Q[0].additive, Q[0].additive_why = True, "shares that sum to the whole"
             return _spec("stacked_bar", f"{Q[0].name} are parts of a whole (they sum to 100%) over {cat.name}",
                          shapes, n, y=[Q[0].name], series=cat.name)
         if len(Q) == 1:

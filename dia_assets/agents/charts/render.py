@@ -8,6 +8,7 @@ the PNG is decoded and checked not to be blank (`ink_fraction`).
 
 from __future__ import annotations
 
+import html
 import json
 import math
 import struct
@@ -283,7 +284,7 @@ def render_chart(spec: ChartSpec, columns: Sequence[str], rows: Sequence[Sequenc
     if len(rows) > MAX_POINTS and vl is not None:
         warnings.append(f"chart shows the first {MAX_POINTS} of {len(rows)} rows")
     if vl is not None:
-        svg = vlc.vegalite_to_svg(vl)
+        svg = with_tooltip(vlc.vegalite_to_svg(vl), spec.title)
         png = vlc.vegalite_to_png(vl, scale=1.0)
         (folder / "chart.svg").write_text(svg, encoding="utf-8")
         (folder / "chart.png").write_bytes(png)
@@ -296,6 +297,15 @@ def render_chart(spec: ChartSpec, columns: Sequence[str], rows: Sequence[Sequenc
                                    "title_lines": drawn})
     done.write(folder / "chart.json")
     return done
+
+
+def with_tooltip(svg: str, title: str) -> str:
+    """The full title as the SVG's own <title> (shown as a tooltip, read by screen readers),
+    since the drawn title may be shortened."""
+    if not title:
+        return svg
+    end = svg.find(">", svg.find("<svg"))
+    return svg if end < 0 else f"{svg[:end + 1]}<title>{html.escape(title)}</title>{svg[end + 1:]}"
 
 
 def write_chart_file(spec: ChartSpec, columns: Sequence[str], rows: Sequence[Sequence[Any]],
@@ -313,9 +323,12 @@ def write_chart_file(spec: ChartSpec, columns: Sequence[str], rows: Sequence[Seq
     if suffix == ".png":
         target.write_bytes(vlc.vegalite_to_png(vl, scale=1.0))
     elif suffix == ".svg":
-        target.write_text(vlc.vegalite_to_svg(vl), encoding="utf-8")
+        target.write_text(with_tooltip(vlc.vegalite_to_svg(vl), spec.title), encoding="utf-8")
     elif suffix == ".html":
-        target.write_text(vlc.vegalite_to_html(vl, bundle=True), encoding="utf-8")
+        page = vlc.vegalite_to_html(vl, bundle=True)
+        if spec.title:
+            page = page.replace("<title>Chart</title>", f"<title>{html.escape(spec.title)}</title>", 1)
+        target.write_text(page, encoding="utf-8")
     elif suffix == ".json":
         target.write_text(json.dumps(vl, indent=2, default=str), encoding="utf-8")
     else:
