@@ -266,6 +266,8 @@ def test_name_parts_are_found_per_entity_and_not_in_other_columns() -> None:
     assert spec.combined == {"customer_name": ["customer_first_name", "customer_last_name"]}
     vl = vega_lite(spec.model_copy(update={"kind": "bar", "x": "customer_name", "y": ["total"]}), columns, rows)
     assert {r["x"] for r in vl["data"]["values"]} == {"Ana Silva", "Bo Li"}
+    camel = rule_chart(["FirstName", "LastName", "Total"], [("Ana", "Silva", 3), ("Bo", "Li", 5)])
+    assert camel.combined == {"name": ["FirstName", "LastName"]} and camel.x == "name"
     assert rule_chart(["first_name", "last_name", "n"], [("a@x", "b@x", 1), ("c@x", "d@x", 2)],
                       semantic_types={"first_name": "email", "last_name": "email"}).combined == {}
 
@@ -362,3 +364,20 @@ def test_dia_chart_renders_a_stored_answer_without_a_model(con: duckdb.DuckDBPyC
     assert res.exit_code == 1 and "no saved answer 'nope'" in res.stderr and "per_country" in res.stderr
     res = cli.invoke(app, ["chart", "per_country", "-w", str(ws), "-o", str(tmp_path / "x.gif")])
     assert res.exit_code == 2 and "unknown chart file type" in res.stderr
+
+
+def test_pass_through_columns_take_the_warehouse_semantic_type(tmp_path: Path) -> None:
+    from dia_assets.agents.charts.hints import workspace_semantic_types
+    from dia_assets.contracts.manifest import Manifest, ManifestColumn, ManifestTable
+
+    def col(name: str, semantic_type: str) -> ManifestColumn:
+        return ManifestColumn(name=name, type="VARCHAR", source="rep", source_column=name, semantic_type=semantic_type)
+
+    table = ManifestTable(name="rep", sources=["rep"], source_path="rep.csv", source_format="csv", content_hash="h",
+                          staging_table="stg_rep", reject_table="rej_rep",
+                          columns=[col("first_name", "categorical"), col("rep_id", "id"), col("share", "percentage")])
+    Manifest(generated_at="now", data_dir="d", tables=[table]).write(tmp_path / "schema" / "manifest.json")
+    lineage = {"first_name": ["rep.first_name"], "reps": ["rep.rep_id"], "share": ["main.rep.share"]}
+    # COUNT(DISTINCT rep_id) AS reps is no id: only columns passed through unchanged take the type
+    assert workspace_semantic_types(lineage, tmp_path) == {"first_name": "categorical", "share": "percentage"}
+    assert workspace_semantic_types(lineage, tmp_path / "missing") == {}

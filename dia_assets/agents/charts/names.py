@@ -21,7 +21,9 @@ ORDER = {"first": 0, "middle": 1, "last": 2}
 
 
 def _words(name: str) -> list[str]:
-    return [w for w in re.split(r"[^a-z0-9]+", name.lower()) if w]
+    """`customer_first_name`, `CustomerFirstName`, `first name` -> customer, first, name."""
+    spaced = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", name)
+    return [w for w in re.split(r"[^a-z0-9]+", spaced.lower()) if w]
 
 
 def name_part(column: str, semantic_type: str = "") -> tuple[str, str] | None:
