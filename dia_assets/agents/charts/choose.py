@@ -61,7 +61,7 @@ PROMPTS = Path(__file__).resolve().parents[2] / "prompts" / "chart.yaml"
 CATEGORICAL = ["#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1", "#ff9da7",
                "#9c755f", "#bab0ac", "#1b3b6f", "#b6992d"]
 SINGLE = "#4e79a7"
-SEQUENTIAL_ENDS = ((0xc6, 0xdb, 0xef), (0x08, 0x30, 0x6b))  # light to dark blue
+SEQUENTIAL_ENDS = ((0x9e, 0xca, 0xe1), (0x08, 0x30, 0x6b))  # light to dark blue, the lightest visible on white
 
 # messages -> (reply text, usage {model, prompt_tokens, completion_tokens, cost_usd, latency_s})
 ChartModel = Callable[[list[dict[str, Any]]], tuple[str, dict[str, Any]]]

@@ -152,6 +152,10 @@ def vega_lite(spec: ChartSpec, columns: Sequence[str], rows: Sequence[Sequence[A
         if x_type == "temporal" and rows and not hasattr(rows[0][idx[spec.x or ""]], "isoformat"):
             x_type = "ordinal"  # years as numbers, "2024-01" as text: ordered labels
         x_enc = {"field": "x", "type": x_type, "title": spec.x, "sort": "ascending"}
+        x_values = [r[idx[spec.x or ""]] for r in rows if r[idx[spec.x or ""]] is not None]
+        if x_type == "temporal" and x_values and all(getattr(v, "day", 0) == 1 for v in x_values):
+            # monthly buckets: month ticks, not the days between them
+            x_enc |= {"timeUnit": "yearmonth", "axis": {"format": "%b %Y", "tickCount": "month"}}
         mark: dict[str, Any] = {"type": "line", "point": True} | ({} if field else {"color": single})
 
         def panel(measures: list[str], height: int) -> dict[str, Any]:
