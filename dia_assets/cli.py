@@ -53,6 +53,7 @@ def _mount() -> None:
     from dia_assets.cli_ask import ask
     from dia_assets.cli_catalog import catalog_app
     from dia_assets.cli_chart import chart
+    from dia_assets.cli_config import config
     from dia_assets.cli_doctor import doctor
     from dia_assets.cli_eval import eval as eval_command
     from dia_assets.cli_lineage import lineage
@@ -65,6 +66,7 @@ def _mount() -> None:
     app.command("eval")(eval_command)
     app.command("mcp")(mcp)
     app.command("lineage")(lineage)
+    app.command("config")(config)
     app.add_typer(memory_app, name="memory", help="Shared memory: import, list, show, search, export, forget.")
     app.add_typer(catalog_app, name="catalog", help="Semantic catalog: build, search.")
 
@@ -198,8 +200,11 @@ def ui(
 
     Arguments after the options (or after `--`) go to `dagster dev` unchanged."""
     from dia_assets.devserver import run as run_ui
+    from dia_assets.instance import use_persistent_instance
 
-    use_workspace(workspace)  # the child inherits DIA_WORKSPACE
+    ws = use_workspace(workspace)  # the child inherits DIA_WORKSPACE
+    home = use_persistent_instance(ws)  # and DAGSTER_HOME: runs outlive the session
+    typer.echo(f"Dagster instance: {home}", err=True)
     sys.exit(run_ui(dev_args(port, host, list(ctx.args))))
 
 
