@@ -52,6 +52,7 @@ def _mount() -> None:
     """Subcommands live beside their agents; imported here so `dia --help` lists them."""
     from dia_assets.cli_ask import ask
     from dia_assets.cli_catalog import catalog_app
+    from dia_assets.cli_chart import chart
     from dia_assets.cli_config import config
     from dia_assets.cli_doctor import doctor
     from dia_assets.cli_eval import eval as eval_command
@@ -60,6 +61,7 @@ def _mount() -> None:
     from dia_assets.cli_memory import memory_app
 
     app.command("ask")(ask)
+    app.command("chart")(chart)
     app.command("doctor")(doctor)
     app.command("eval")(eval_command)
     app.command("mcp")(mcp)
