@@ -1,0 +1,107 @@
+"""One warehouse table materialized on its own (`warehouse/<table>` can_subset): only that
+table is rebuilt (with the tables an enforced foreign key forces along, recorded as such), only
+its checks run; a full nightly build still rebuilds everything."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from dagster import AssetKey, AssetSelection, materialize
+from dagster_duckdb import DuckDBResource
+
+from dia_assets.agents.schema_creator.build import overrides_path
+from dia_assets.schema_assets import schema_definitions
+from dia_assets.table_specs import manifest_tables
+from resources.workspace import WorkspaceResource
+from sensors.schedules import FULL_BUILD
+from tests.schema_fixtures import EXAMPLES
+
+TABLES = {"staff", "hospital_departments", "hospital_wards", "payroll", "shifts", "shifts_assignments"}
+CHECKS = {"row_count_reconciliation", "column_coverage", "key_validity", "load_integrity", "test_queries"}
+
+
+def _key(table: str) -> AssetKey:
+    return AssetKey(["warehouse", table])
+
+
+def _run(ws: Path, tables, selection=None, run_config=None):  # noqa: ANN001, ANN202
+    assets, checks = schema_definitions(tables)
+    return materialize(
+        [*assets, *checks], selection=selection, run_config=run_config, raise_on_error=False,
+        resources={"workspace": WorkspaceResource(root=str(ws), data_dir=str(EXAMPLES / "data")),
+                   "duckdb": DuckDBResource(database=str(ws / "warehouse.duckdb"))},
+    )
+
+
+def _materialized(result) -> dict[AssetKey, dict]:  # noqa: ANN001
+    out = {}
+    for event in result.get_asset_materialization_events():
+        m = event.event_specific_data.materialization
+        out[m.asset_key] = {k: v.value for k, v in m.metadata.items()}
+    return out
+
+
+def _reload(ws: Path) -> dict:
+    return json.loads((ws / "validation" / "report.json").read_text())["reload"]
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory, example_interpretation) -> tuple[Path, list]:  # noqa: ANN001
+    """A workspace after a first build, as `make demo` leaves it, and its table assets."""
+    ws = tmp_path_factory.mktemp("subset") / "ws"
+    path = overrides_path(ws)
+    path.parent.mkdir(parents=True)
+    shutil.copyfile(EXAMPLES / "overrides.yaml", path)
+    (ws / "interpretation.json").write_text(example_interpretation.to_json())
+    assets, _ = schema_definitions()
+    mp = pytest.MonkeyPatch()
+    mp.delenv("DIA_WAREHOUSE", raising=False)
+    result = _run(ws, (), selection=AssetSelection.assets("schema_manifest", "warehouse"))
+    assert result.success
+    tables = manifest_tables(ws)
+    assert {t.name for t in tables} == TABLES
+    yield ws, tables
+    mp.undo()
+
+
+def test_a_leaf_table_is_rebuilt_alone_with_only_its_checks(built) -> None:  # noqa: ANN001
+    ws, tables = built
+    result = _run(ws, tables, selection=[_key("payroll")])
+    assert result.success
+    assert set(_materialized(result)) == {_key("payroll")}
+    checks = {(e.asset_key, e.check_name): e.passed for e in result.get_asset_check_evaluations()}
+    assert set(checks) == {(_key("payroll"), c) for c in CHECKS} and all(checks.values())
+    reload = _reload(ws)
+    assert reload["mode"] == "subset" and reload["reloaded"] == ["payroll"]
+    assert reload["reasons"]["payroll"] == "selected: materialized on its own"
+    assert set(reload["kept"]) == TABLES - {"payroll"}
+
+
+def test_a_parent_table_takes_its_enforced_children_along_and_says_so(built) -> None:  # noqa: ANN001
+    """DuckDB cannot drop a table that a declared foreign key references: staff's children are
+    rebuilt with it; they are recorded as materialized with the reason, and only staff's checks run."""
+    ws, tables = built
+    result = _run(ws, tables, selection=[_key("hospital_wards")])
+    assert result.success
+    reload = _reload(ws)
+    assert reload["mode"] == "subset" and reload["reloaded"][0] == "hospital_wards"
+    forced = set(reload["reloaded"]) - {"hospital_wards"}
+    assert forced and "payroll" not in forced and "staff" not in forced  # shifts (and its children)
+    materialized = _materialized(result)
+    assert set(materialized) == {_key(t) for t in ["hospital_wards", *forced]}
+    assert "rebuilt_because" not in materialized[_key("hospital_wards")]
+    for table in forced:
+        assert "which is rebuilt" in materialized[_key(table)]["rebuilt_because"]
+    assert {e.asset_key for e in result.get_asset_check_evaluations()} == {_key("hospital_wards")}
+
+
+def test_the_nightly_full_build_reloads_every_table(built) -> None:  # noqa: ANN001
+    ws, tables = built
+    result = _run(ws, tables, run_config=FULL_BUILD)
+    assert result.success
+    assert set(_materialized(result)) >= {_key(t) for t in TABLES}
+    reload = _reload(ws)
+    assert reload["mode"] == "full" and set(reload["reloaded"]) == TABLES and reload["fallback"] is None
