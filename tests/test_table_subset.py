@@ -13,6 +13,12 @@ from dagster import AssetKey, AssetSelection, materialize
 from dagster_duckdb import DuckDBResource
 
 from dia_assets.agents.schema_creator.build import overrides_path
+from dia_assets.agents.schema_creator.incremental import (
+    installed_manifest,
+    plan_reload,
+    subset_manifest,
+)
+from dia_assets.contracts.manifest import Manifest
 from dia_assets.schema_assets import schema_definitions
 from dia_assets.table_specs import manifest_tables
 from resources.workspace import WorkspaceResource
@@ -56,7 +62,6 @@ def built(tmp_path_factory, example_interpretation) -> tuple[Path, list]:  # noq
     path.parent.mkdir(parents=True)
     shutil.copyfile(EXAMPLES / "overrides.yaml", path)
     (ws / "interpretation.json").write_text(example_interpretation.to_json())
-    assets, _ = schema_definitions()
     mp = pytest.MonkeyPatch()
     mp.delenv("DIA_WAREHOUSE", raising=False)
     result = _run(ws, (), selection=AssetSelection.assets("schema_manifest", "warehouse"))
@@ -105,3 +110,19 @@ def test_the_nightly_full_build_reloads_every_table(built) -> None:  # noqa: ANN
     assert set(_materialized(result)) >= {_key(t) for t in TABLES}
     reload = _reload(ws)
     assert reload["mode"] == "full" and set(reload["reloaded"]) == TABLES and reload["fallback"] is None
+
+
+def test_a_subset_keeps_the_installed_plan_of_the_tables_it_leaves(built) -> None:  # noqa: ANN001
+    """What changed in a table nobody selected is not installed by the subset build, and is
+    still seen as changed by the next ordinary build."""
+    ws, _ = built
+    installed = installed_manifest(ws)
+    current = Manifest.read(ws / "schema" / "manifest.json")
+    edited = current.model_copy(update={"tables": [
+        t.model_copy(update={"content_hash": "new"}) if t.name in ("payroll", "staff") else t for t in current.tables]})
+    subset = subset_manifest(installed, edited, {"payroll"})
+    plans = {t.name: t for t in subset.tables}
+    was = {t.name: t for t in installed.tables}
+    assert plans["payroll"].content_hash == "new" and plans["staff"] == was["staff"]
+    assert plan_reload(installed, subset, {"payroll"}).reload == ["payroll"]
+    assert "staff" in plan_reload(subset, edited).reload  # once the subset is installed
