@@ -54,14 +54,19 @@ def _reload(ws: Path) -> dict:
     return json.loads((ws / "validation" / "report.json").read_text())["reload"]
 
 
-@pytest.fixture(scope="module")
-def built(tmp_path_factory, example_interpretation) -> tuple[Path, list]:  # noqa: ANN001
-    """A workspace after a first build, as `make demo` leaves it, and its table assets."""
-    ws = tmp_path_factory.mktemp("subset") / "ws"
+def _seeded(ws: Path, interp) -> Path:  # noqa: ANN001
+    """A workspace with the interpretation and the example's overrides, as `make demo` seeds it."""
     path = overrides_path(ws)
     path.parent.mkdir(parents=True)
     shutil.copyfile(EXAMPLES / "overrides.yaml", path)
-    (ws / "interpretation.json").write_text(example_interpretation.to_json())
+    (ws / "interpretation.json").write_text(interp.to_json())
+    return ws
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory, example_interpretation) -> tuple[Path, list]:  # noqa: ANN001
+    """A workspace after a first build, as `make demo` leaves it, and its table assets."""
+    ws = _seeded(tmp_path_factory.mktemp("subset") / "ws", example_interpretation)
     mp = pytest.MonkeyPatch()
     mp.delenv("DIA_WAREHOUSE", raising=False)
     result = _run(ws, (), selection=AssetSelection.assets("schema_manifest", "warehouse"))
@@ -126,3 +131,21 @@ def test_a_subset_keeps_the_installed_plan_of_the_tables_it_leaves(built) -> Non
     assert plans["payroll"].content_hash == "new" and plans["staff"] == was["staff"]
     assert plan_reload(installed, subset, {"payroll"}).reload == ["payroll"]
     assert "staff" in plan_reload(subset, edited).reload  # once the subset is installed
+
+
+def test_one_table_without_a_warehouse_in_place_runs_a_full_build_and_says_so(tmp_path, example_interpretation,
+                                                                             monkeypatch) -> None:  # noqa: ANN001
+    monkeypatch.delenv("DIA_WAREHOUSE", raising=False)
+    ws = _seeded(tmp_path / "ws", example_interpretation)
+    assert _run(ws, (), selection=AssetSelection.assets("schema_manifest")).success  # planned, never loaded
+    tables = manifest_tables(ws)
+    result = _run(ws, tables, selection=[_key("payroll")])
+    assert result.success
+    reload = _reload(ws)
+    assert reload["mode"] == "full" and set(reload["reloaded"]) == {t.name for t in tables}
+    materialized = _materialized(result)
+    assert set(materialized) == {_key(t.name) for t in tables}
+    assert "rebuilt_because" not in materialized[_key("payroll")]
+    assert {materialized[_key(t.name)]["rebuilt_because"] for t in tables if t.name != "payroll"} == {
+        reload["fallback"]}
+    assert {e.asset_key for e in result.get_asset_check_evaluations()} == {_key("payroll")}
