@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 export LITELLM_LOCAL_MODEL_COST_MAP := True
 export DAGSTER_HOME ?= $(CURDIR)/.dagster_home
 
-.PHONY: demo test test-ui ui lint bench eval clean install
+.PHONY: demo test test-ui ui lint docs bench eval clean install
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -48,6 +48,10 @@ ui: $(STAMP) $(DAGSTER_HOME)/dagster.yaml
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
+
+# The documentation site from docs/ (mkdocs.yml): strict, so a broken link or anchor fails.
+docs: $(STAMP)
+	$(BIN)/mkdocs build --strict --site-dir site
 
 # Each bench prints one JSON line {"bench", "figures", "targets", "met"}; ratios are measured
 # against a baseline in the same run because the machines are shared and noisy.

@@ -7,7 +7,6 @@ still good, so the run does not fail here. The asset records `refreshed: false` 
 reason, and its non-blocking `catalog_refreshed` check fails (WARN) until a refresh works."""
 
 
-import os
 
 import psycopg
 from dagster import (
@@ -23,6 +22,7 @@ from dagster_duckdb import DuckDBResource
 
 from dia_assets.agents.catalog.refresh import catalog_path, model_namer, refresh_catalog
 from dia_assets.agents.memory.connection import MemoryStoreUnavailable
+from dia_assets.agents.settings import get_settings
 from dia_assets.contracts.semantic_catalog import SemanticCatalog
 from resources.memory import MemoryResource
 from resources.warehouse import warehouse_target
@@ -57,7 +57,7 @@ def semantic_catalog(context: AssetExecutionContext, workspace: WorkspaceResourc
     try:
         store = memory.store()
         catalog = refresh_catalog(workspace.root_path, warehouse_target(duckdb), store,
-                                  model_namer(os.environ.get("DIA_MODEL")))
+                                  model_namer(get_settings().model))
     except MEMORY_DOWN as err:
         reason = (f"shared memory unavailable ({type(err).__name__}: {err})"[:500]
                   + "; the warehouse is built, but questions on it link the schema and estimate semantic "

@@ -52,6 +52,7 @@ def _mount() -> None:
     """Subcommands live beside their agents; imported here so `dia --help` lists them."""
     from dia_assets.cli_ask import ask
     from dia_assets.cli_catalog import catalog_app
+    from dia_assets.cli_config import config
     from dia_assets.cli_doctor import doctor
     from dia_assets.cli_eval import eval as eval_command
     from dia_assets.cli_lineage import lineage
@@ -63,6 +64,7 @@ def _mount() -> None:
     app.command("eval")(eval_command)
     app.command("mcp")(mcp)
     app.command("lineage")(lineage)
+    app.command("config")(config)
     app.add_typer(memory_app, name="memory", help="Shared memory: import, list, show, search, export, forget.")
     app.add_typer(catalog_app, name="catalog", help="Semantic catalog: build, search.")
 
@@ -197,8 +199,11 @@ def ui(
 
     Arguments after the options (or after `--`) go to `dg dev` unchanged."""
     from dia_assets.devserver import run as run_ui
+    from dia_assets.instance import use_persistent_instance
 
-    use_workspace(workspace)  # the child inherits DIA_WORKSPACE
+    ws = use_workspace(workspace)  # the child inherits DIA_WORKSPACE
+    home = use_persistent_instance(ws)  # and DAGSTER_HOME: runs outlive the session
+    typer.echo(f"Dagster instance: {home}", err=True)
     sys.exit(run_ui(dev_args(port, host, list(ctx.args))))
 
 

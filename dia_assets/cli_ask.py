@@ -9,13 +9,13 @@ verified answer. `--follow-up` builds on the previous accepted SQL (context carr
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
 from dia_assets.agents.locations import default_warehouse, is_postgres
+from dia_assets.agents.settings import get_settings
 from dia_assets.cli_common import (
     EXIT_USAGE,
     JsonOpt,
@@ -70,7 +70,7 @@ def ask(
             checked_question_id(question_id)
         except ValueError as exc:
             fail(f"--id: {exc}", "use a plain folder name (letters, digits, - and _)", EXIT_USAGE)
-    model = model or os.environ.get("DIA_MODEL") or None
+    model = model or get_settings().model
     if not model:
         fail(NO_MODEL_MESSAGE, code=EXIT_USAGE)
     workspace = use_workspace(workspace_dir)

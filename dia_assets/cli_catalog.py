@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import os
 from typing import Annotated
 
 import typer
 
 from dia_assets.agents.locations import default_warehouse
+from dia_assets.agents.settings import get_settings
 from dia_assets.cli_common import EXIT_USAGE, JsonOpt, WorkspaceOpt, echo_json, fail, use_workspace
 
 catalog_app = typer.Typer(help="Semantic catalog: labels over sources, tables and columns.",
@@ -47,7 +47,7 @@ def build(as_json: JsonOpt = False, workspace: WorkspaceOpt = None) -> None:
     ws = use_workspace(workspace)
     with _store() as store:
         try:
-            catalog = refresh_catalog(ws, default_warehouse(ws), store, model_namer(os.environ.get("DIA_MODEL")))
+            catalog = refresh_catalog(ws, default_warehouse(ws), store, model_namer(get_settings().model))
         except CatalogInputsMissing as err:
             fail(str(err))  # names the step to run first
     counts = catalog.counts()

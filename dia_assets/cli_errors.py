@@ -1,7 +1,8 @@
 """The root `dia` group: deprecated flags rewritten, and every error one line on stderr.
 
 Known failures name their fix; anything else prints one line and the hint to rerun with
-DIA_DEBUG=1, which re-raises so the traceback shows. Exit codes: docs/cli.md."""
+DIA_DEBUG=1, which re-raises so the traceback shows. A bad DIA_* value is a usage error (exit 2):
+the line names the variable and what it accepts. Exit codes: docs/cli.md."""
 
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ from typing import Any
 import typer
 from typer.core import TyperGroup
 
-from dia_assets.cli_common import EXIT_FAILED, EXIT_INTERRUPTED, one_line
+from dia_assets.agents.settings import SettingsError, get_settings
+from dia_assets.cli_common import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_USAGE, one_line
 from dia_assets.cli_compat import rewrite
 
 
@@ -32,6 +34,14 @@ def _known(exc: BaseException) -> str | None:
     if isinstance(exc, OSError) and exc.errno == 28:
         return f"no space left on the device ({exc.filename or exc}); free some space and rerun"
     return None
+
+
+def _debug() -> bool:
+    """DIA_DEBUG=1: re-raise. A bad DIA_* value elsewhere must not hide the error being reported."""
+    try:
+        return get_settings().debug
+    except SettingsError:
+        return False
 
 
 def error_line(exc: BaseException) -> str:
@@ -61,8 +71,11 @@ class DiaGroup(TyperGroup):
         except KeyboardInterrupt:
             typer.echo("error: interrupted", err=True)
             raise typer.Exit(EXIT_INTERRUPTED) from None
+        except SettingsError as exc:
+            typer.echo(one_line(f"error: {exc}"), err=True)
+            raise typer.Exit(EXIT_USAGE) from None
         except Exception as exc:
-            if os.environ.get("DIA_DEBUG", "") not in ("", "0"):
+            if _debug():
                 raise
             typer.echo(error_line(exc), err=True)
             raise typer.Exit(EXIT_FAILED) from None

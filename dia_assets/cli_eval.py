@@ -12,6 +12,7 @@ from typing import Annotated, Any
 import typer
 
 from dia_assets.agents.locations import default_warehouse, workspace_root
+from dia_assets.agents.settings import get_settings
 from dia_assets.cli_common import (
     EXIT_USAGE,
     JsonOpt,
@@ -147,7 +148,7 @@ def eval(  # noqa: A001 - the command is `dia eval`
     use_workspace(workspace)
     if soft_f1_order not in ("auto", "sorted", "executed"):
         fail("--soft-f1-order is auto, sorted or executed", code=EXIT_USAGE)
-    model = None if predictions else model or os.environ.get("DIA_MODEL") or None
+    model = None if predictions else model or get_settings().model
     if not model and not predictions:
         fail(_no_model_message(), code=EXIT_USAGE)
     try:

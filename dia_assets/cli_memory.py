@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -11,6 +10,7 @@ import typer
 
 from dia_assets.agents.memory.connection import default_pgdata
 from dia_assets.agents.memory.models import Kind, MemoryItem, Status, Tier
+from dia_assets.agents.settings import get_settings
 from dia_assets.cli_common import EXIT_USAGE, JsonOpt, WorkspaceOpt, echo_json, fail, use_workspace
 
 if TYPE_CHECKING:
@@ -32,7 +32,7 @@ def _open() -> MemoryStore:
 
     try:
         return MemoryStore.open(
-            url=os.environ.get("DIA_MEMORY_URL") or None, pgdata=default_pgdata()
+            url=get_settings().memory_url, pgdata=default_pgdata()
         )
     except MemoryStoreUnavailable as err:
         fail(str(err), "check DIA_MEMORY_URL (unset it to use the embedded PostgreSQL in <workspace>/pgdata)")

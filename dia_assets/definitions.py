@@ -3,7 +3,6 @@
 The warehouse tables are assets read from the manifest the last build wrote (as dagster-dbt
 reads `manifest.json`): reload the code location after a build that adds or drops a table."""
 
-import os
 import warnings
 from pathlib import Path
 
@@ -15,6 +14,7 @@ from dagster import (
     multiprocess_executor,
 )
 
+from dia_assets.agents.settings import get_settings
 from dia_assets.analysis_assets import analysis_result_asset
 from dia_assets.catalog_assets import semantic_catalog
 from dia_assets.interpretation_assets import interpretation_asset, raw_file_assets
@@ -38,12 +38,7 @@ def run_executor() -> ExecutorDefinition:
     short and a process per step costs a Python start and a definitions load each.
     DIA_EXECUTOR=multiprocess runs independent steps (checks, table readers) side by side,
     bounded per run by `execution.config.max_concurrent`."""
-    choice = os.environ.get("DIA_EXECUTOR", "in_process").strip().lower()
-    if choice == "multiprocess":
-        return multiprocess_executor
-    if choice not in ("", "in_process"):
-        raise ValueError(f"DIA_EXECUTOR must be 'in_process' or 'multiprocess' (got {choice!r})")
-    return in_process_executor
+    return multiprocess_executor if get_settings().executor == "multiprocess" else in_process_executor
 
 
 def build_defs(workspace: str | Path | None = None) -> Definitions:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from pathlib import Path
 
@@ -16,8 +15,13 @@ Say = Callable[[str], None]
 QUIET = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
 
 
-def _instance() -> DagsterInstance:
-    return DagsterInstance.get() if os.environ.get("DAGSTER_HOME") else DagsterInstance.ephemeral()
+def _instance(workspace: Path) -> DagsterInstance:
+    """The persistent instance (DAGSTER_HOME, else DIA_DAGSTER_HOME or <workspace>/.dagster), so
+    `dia ui` afterwards shows the demo's runs."""
+    from dia_assets.instance import use_persistent_instance
+
+    use_persistent_instance(workspace)
+    return DagsterInstance.get()
 
 
 def _run_job(defs, name: str, instance: DagsterInstance, say: Say, **kwargs) -> bool:  # noqa: ANN001, ANN003
@@ -46,7 +50,7 @@ def _demo(data_dir: Path, workspace: Path, say: Say) -> int:
     from dia_assets.definitions import build_defs
     from dia_assets.interpretation_assets import record_raw_files
 
-    instance = _instance()
+    instance = _instance(workspace)
     seed_overrides(workspace, say)
     say(f"observed {record_raw_files(instance, data_dir)} raw files (data version = content hash)")
     defs = build_defs(workspace)

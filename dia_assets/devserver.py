@@ -25,7 +25,7 @@ from pathlib import Path
 
 import psutil
 
-GRACE_S = float(os.environ.get("DIA_UI_GRACE_S", "10"))
+from dia_assets.agents.settings import get_settings
 
 
 def _group(pgid: int) -> list[psutil.Process]:
@@ -59,8 +59,10 @@ def stop_postgres(pgdata: Path, timeout_s: float = 10.0) -> list[int]:
     return postmasters
 
 
-def shutdown(proc: subprocess.Popen, pgdata: Path, grace_s: float = GRACE_S) -> None:
-    """SIGINT to the group, wait, stop PostgreSQL, then SIGTERM and SIGKILL what is left."""
+def shutdown(proc: subprocess.Popen, pgdata: Path, grace_s: float | None = None) -> None:
+    """SIGINT to the group, wait (`grace_s`, default DIA_UI_GRACE_S), stop PostgreSQL, then
+    SIGTERM and SIGKILL what is left."""
+    grace_s = get_settings().ui_grace_s if grace_s is None else grace_s
     _signal_group(proc.pid, signal.SIGINT)
     with contextlib.suppress(subprocess.TimeoutExpired):
         proc.wait(timeout=grace_s)

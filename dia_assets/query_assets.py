@@ -3,7 +3,6 @@ question (`examples/questions.yaml` or the file DIA_QUESTIONS names), and the wa
 register partitions (a function and a sensor). The agent itself lives in
 dia_assets/agents/query/ and knows nothing about Dagster."""
 
-import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -47,6 +46,7 @@ from dia_assets.agents.query.run import (
     write_artifacts,
 )
 from dia_assets.agents.schema_creator.state import stale_reason
+from dia_assets.agents.settings import get_settings
 from dia_assets.contracts.query_result import QueryResult
 from resources import LLMResource, WorkspaceResource
 from resources.memory import MemoryResource
@@ -89,7 +89,7 @@ def question_partitions_sensor(context: SensorEvaluationContext) -> "SensorResul
     new = [q["id"] for q in load_questions() if q["id"] not in existing]
     if not new:
         return SkipReason("no new questions")
-    runs = [RunRequest(partition_key=k, run_key=f"question:{k}") for k in new] if os.environ.get("DIA_MODEL") else []
+    runs = [RunRequest(partition_key=k, run_key=f"question:{k}") for k in new] if get_settings().model else []
     return SensorResult(dynamic_partitions_requests=[QUESTIONS.build_add_request(new)], run_requests=runs)
 
 
@@ -277,7 +277,7 @@ def demo_questions_step(defs: Any, instance: DagsterInstance, workspace: Path, s
     keys = [q["id"] for q in load_questions()]
     register_question_partitions(instance)
     print("\n== Query Generator ==")
-    if not os.environ.get("DIA_MODEL"):
+    if not get_settings().model:
         print(f"{len(keys)} questions registered as `questions` partitions; not answered.")
         print(NO_MODEL_MESSAGE)
         return True

@@ -12,6 +12,7 @@ from dagster import AssetExecutionContext
 
 from dia_assets.agents.schema_creator.attempt import Attempt
 from dia_assets.agents.schema_creator.writer import scheduled_wait_s, writing
+from dia_assets.agents.settings import get_settings
 
 WAREHOUSE_OP = "warehouse"  # the multi-asset that loads, validates and installs
 LOAD = "load"  # its step: the attempt ends there
@@ -26,7 +27,7 @@ def run_writer(context: AssetExecutionContext, workspace: Path, step: str, wareh
                ) -> AbstractContextManager[Attempt | None]:
     """`writing` for a step of this run. The run's process carries the attempt between steps:
     this one (in-process executor) or its parent (one process per step, DIA_EXECUTOR=multiprocess)."""
-    per_step = os.environ.get("DIA_EXECUTOR", "").strip().lower() == "multiprocess"
+    per_step = get_settings().executor == "multiprocess"
     return writing(workspace, f"dagster run {context.run_id[:8]} ({context.job_def.name})", step, warehouse,
                    attempt_id=context.run_id, final=step == LOAD or not run_builds(context),
                    wait_s=scheduled_wait_s(), say=context.log.warning, next_pid=os.getppid() if per_step else None)

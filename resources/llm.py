@@ -2,18 +2,19 @@
 
 from __future__ import annotations
 
-import os
 import time
 from typing import Any
 
 from dagster import ConfigurableResource
 from pydantic import Field
 
+from dia_assets.agents.settings import get_settings
+
 
 class LLMResource(ConfigurableResource):
     """Any litellm model (`DIA_MODEL`, e.g. `anthropic/claude-sonnet-4-5`), or none."""
 
-    model: str | None = Field(default_factory=lambda: os.environ.get("DIA_MODEL") or None)
+    model: str | None = Field(default_factory=lambda: get_settings().model)
     temperature: float = 0.0
     timeout_s: float = 120.0
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Literal
 
@@ -12,6 +11,7 @@ from pydantic import Field, PrivateAttr
 from dia_assets.agents.memory.conflicts import ConflictPolicy
 from dia_assets.agents.memory.connection import default_pgdata
 from dia_assets.agents.memory.store import MemoryStore
+from dia_assets.agents.settings import get_settings
 from resources.embeddings import EmbeddingsResource
 
 
@@ -46,9 +46,9 @@ class MemoryResource(ConfigurableResource):
             if self.conflict_strategy == "confirmation":  # the judge confirms each rule-found conflict
                 from dia_assets.agents.memory.judge import litellm_conflict_judge
 
-                judge = litellm_conflict_judge(self.judge_model or os.environ.get("DIA_MODEL") or None)
+                judge = litellm_conflict_judge(self.judge_model or get_settings().model)
             self._store = MemoryStore.open(
-                url=self.url or os.environ.get("DIA_MEMORY_URL") or None,
+                url=self.url or get_settings().memory_url,
                 pgdata=Path(self.pgdata) if self.pgdata else default_pgdata(),
                 embedder=self.embeddings.get_embedder(),
                 policy=ConflictPolicy(strategy=self.conflict_strategy),

@@ -4,17 +4,17 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 from dagster_duckdb import DuckDBResource
 
 from dia_assets.agents.locations import is_postgres
+from dia_assets.agents.settings import get_settings
 from resources.workspace import default_workspace
 
 
 def default_duckdb_path(workspace: str | None = None) -> str:
-    env = os.environ.get("DIA_WAREHOUSE")
+    env = get_settings().warehouse
     if env and not is_postgres(env):
         return str(Path(env).resolve())
     return str((Path(workspace or default_workspace()) / "warehouse.duckdb").resolve())
@@ -27,5 +27,5 @@ def duckdb_resource(workspace: str | None = None) -> DuckDBResource:
 
 def warehouse_target(duckdb: DuckDBResource) -> str:
     """Where to load: the PostgreSQL URL in `DIA_WAREHOUSE` if set, else the DuckDB file."""
-    env = os.environ.get("DIA_WAREHOUSE")
+    env = get_settings().warehouse
     return env if is_postgres(env) else duckdb.database

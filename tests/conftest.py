@@ -46,6 +46,15 @@ def example_truth() -> dict:
     return json.loads((EXAMPLES / "truth.json").read_text())
 
 
+@pytest.fixture(autouse=True)
+def _fresh_settings() -> None:
+    """Each test reads the DIA_* settings anew. get_settings() re-reads by itself when a DIA_*
+    variable changed (monkeypatch.setenv); this also drops a cache left by the previous test."""
+    from dia_assets.agents.settings import reset_settings
+
+    reset_settings()
+
+
 @pytest.fixture
 def workspace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     ws = tmp_path / "ws"

@@ -25,6 +25,8 @@ from dia_assets.agents.catalog.ranking import (
     content_words,
     expected_types,
     lexical_links,
+    rarity,
+    weighted_mean,
 )
 from dia_assets.agents.catalog.refresh import refresh_catalog
 from dia_assets.agents.catalog.store import CatalogStore
@@ -146,6 +148,7 @@ def test_score_pieces() -> None:
     assert not asks_for_identifier("How much does each employee earn?")
     assert expected_types("When did the order ship?") >= {"date", "timestamp"}
     assert "decimal" in expected_types("How much does it cost?") and not expected_types("Which genres exist?")
+    assert expected_types("How many units are left in stock?") == {"integer"}  # a count, not an amount
     assert content_words("How much does each employee earn?") == "employee earn"
     assert content_words("What is each worker's surname?") == "worker surname"  # no possessive 's'
 
@@ -198,6 +201,7 @@ def test_abbreviations_written_out() -> None:
     assert name_words(names, "customer", "acctbal") == ["account", "balance"]
     assert name_words(names, "jobs", "min_salary") == ["minimum", "salary"]
     assert name_words(names, "orders", "discount") == ["discount"]  # a known word stays whole
+    assert name_words(names, "lineitem", "receiptdate") == ["receipt", "date"]  # WordNet's word, not the tokenizer's
 
 
 def test_alignment_takes_the_lemma_when_it_is_closer() -> None:
@@ -238,3 +242,49 @@ def test_question_words_align_by_their_lemma(films, monkeypatch) -> None:
     monkeypatch.setattr(catalog_store, "lexicon", lambda: type("NoLemma", (), {
         "relation": lex.relation, "base_forms": lambda s, w, pos: ()})())
     assert _columns(store, question, scope)[0] != "films.category"
+
+
+def test_rarity_weights_question_words_by_how_few_candidates_match_them() -> None:
+    best = np.array([[1.0, 0.2, 0.1], [1.0, 0.95, 0.0], [1.0, 0.1, 0.3]], dtype=np.float32)
+    w = rarity(best)
+    assert w[0] == pytest.approx(0.0)  # matched by every candidate: says nothing about which one
+    assert w[1] == pytest.approx(np.log(4 / 2) / np.log(4))  # matched by one of three
+    assert w[2] == pytest.approx(1.0)  # matched by none: full weight
+    assert weighted_mean(best[1], w) > weighted_mean(best[0], w)  # the candidate the rare word picks wins
+    assert weighted_mean(best[1], None) == pytest.approx(best[1].mean())  # no weights: plain mean
+    assert weighted_mean(best[1], np.zeros(3)) == pytest.approx(best[1].mean())  # all zero: plain mean
+    q = np.eye(2, dtype=np.float32)
+    assert alignment(q, q[:1], weights=np.array([1.0, 0.0])) == pytest.approx(1.0)
+
+
+CLIENTS = [(101, "Atelier Nova", 21000.0, "Lyon"), (102, "Baltic Gifts", 59700.0, "Riga"),
+           (103, "Corner Models", 0.0, "Porto"), (104, "Dune Traders", 81700.0, "Cairo"),
+           (105, "Elm Street Toys", 45300.0, "Boston"), (106, "Fjord Hobbies", 76400.0, "Bergen")]
+
+
+@pytest.fixture
+def clients(tmp_path, db_url, embedder) -> Iterator[tuple[CatalogStore, str]]:  # noqa: F811
+    """Customers and their payments: "client" is a synonym of every `customers` column's table
+    word, so it decides nothing between a customer's credit limit and a payment's amount."""
+    from dia_assets.agents.schema_creator.build import run
+
+    raw = tmp_path / "raw"
+    raw.mkdir()
+    (raw / "customers.csv").write_text("customer_number,customer_name,credit_limit,city\n" + "".join(
+        f"{i},{n},{c},{t}\n" for i, n, c, t in CLIENTS))
+    (raw / "payments.csv").write_text("customer_number,check_number,payment_date,amount\n" + "".join(
+        f"{101 + i % 6},CH{7000 + i},2024-0{1 + i % 9}-1{i % 10},{round(1500 + 731.5 * i, 2)}\n"
+        for i in range(18)))
+    ws, warehouse = tmp_path / "ws", tmp_path / "clients.duckdb"
+    run(raw, ws, warehouse=str(warehouse))
+    with MemoryStore.open(url=db_url, embedder=embedder) as store:
+        yield CatalogStore(store), refresh_catalog(ws, str(warehouse), store).scope
+
+
+def test_a_word_every_column_of_a_table_matches_does_not_pick_the_column(clients, monkeypatch) -> None:
+    store, scope = clients
+    question = "How much money did each client send us?"
+    assert _columns(store, question, scope)[0] == "payments.amount", _columns(store, question, scope)[:5]
+    # every question word weighted alike: "client" / customers lifts the credit limit above the amount
+    monkeypatch.setattr(catalog_store, "rarity", lambda best: np.ones(best.shape[1], dtype=np.float32))
+    assert _columns(store, question, scope)[0] != "payments.amount", _columns(store, question, scope)[:5]

@@ -79,5 +79,5 @@ def test_dia_executor_switches_to_multiprocess_and_refuses_an_unknown_value(monk
     monkeypatch.setenv("DIA_EXECUTOR", "multiprocess")
     assert build_defs(empty).resolve_job_def("build_job").executor_def.name == "multiprocess"
     monkeypatch.setenv("DIA_EXECUTOR", "celery")
-    with pytest.raises(ValueError, match="DIA_EXECUTOR must be"):
+    with pytest.raises(ValueError, match="DIA_EXECUTOR=celery: expected one of in_process, multiprocess"):
         build_defs(empty)

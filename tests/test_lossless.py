@@ -269,7 +269,7 @@ def test_a_file_that_fails_while_profiling_never_takes_the_others_down(tmp_path,
 
 def test_memory_limit_comes_from_the_environment(tmp_path, monkeypatch):
     monkeypatch.setenv("DIA_MEMORY_LIMIT", "lots")
-    with pytest.raises(ValueError, match="DIA_MEMORY_LIMIT 'lots'"):
+    with pytest.raises(ValueError, match="DIA_MEMORY_LIMIT=lots: expected a memory size"):
         interpret(_write(tmp_path, {"good.csv": "id\n1\n"}))
 
 

@@ -336,4 +336,4 @@ def test_a_bad_privacy_mode_is_a_message() -> None:
     from dia_assets.cli import app
 
     result = CliRunner().invoke(app, ["mcp"], env={"DIA_PRIVACY": "nothing"})
-    assert result.exit_code == 2 and "DIA_PRIVACY must be one of" in result.output
+    assert result.exit_code == 2 and "DIA_PRIVACY=nothing: expected one of schema-only, aggregates, samples" in result.output

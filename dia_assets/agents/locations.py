@@ -7,21 +7,23 @@ import os
 import re
 from pathlib import Path
 
+from dia_assets.agents.settings import get_settings
+
 
 def workspace_root() -> Path:
     """The shared workspace W (DESIGN §4): `DIA_WORKSPACE`, default `dia_workspace`."""
-    return Path(os.environ.get("DIA_WORKSPACE", "dia_workspace"))
+    return get_settings().workspace
 
 
 def data_dir() -> Path:
     """Raw files to interpret: `DIA_DATA_DIR`, default `examples/data`."""
-    return Path(os.environ.get("DIA_DATA_DIR", "examples/data"))
+    return get_settings().data_dir
 
 
 def default_warehouse(workspace: str | Path | None = None) -> str:
     """`DIA_WAREHOUSE` (a DuckDB or SQLite file, or a PostgreSQL URL), else
     `<workspace>/warehouse.duckdb`."""
-    return os.environ.get("DIA_WAREHOUSE") or str(Path(workspace or workspace_root()) / "warehouse.duckdb")
+    return get_settings().warehouse or str(Path(workspace or workspace_root()) / "warehouse.duckdb")
 
 
 def is_postgres(target: str | Path | None) -> bool:

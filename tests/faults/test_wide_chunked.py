@@ -77,8 +77,8 @@ def test_chunk_size_must_be_a_positive_number(monkeypatch: pytest.MonkeyPatch) -
     from dia_assets.agents.schema_creator.width import check_chunk
 
     monkeypatch.setenv("DIA_WIDE_CHUNK", "0")
-    with pytest.raises(ValueError, match="at least 1"):
+    with pytest.raises(ValueError, match="DIA_WIDE_CHUNK=0: expected an integer >= 1"):
         check_chunk()
     monkeypatch.setenv("DIA_WIDE_CHUNK", "many")
-    with pytest.raises(ValueError, match="whole number"):
+    with pytest.raises(ValueError, match="DIA_WIDE_CHUNK=many: expected an integer"):
         check_chunk()

@@ -6,7 +6,6 @@ When the model did run a pipeline, `analysis/<id>/` holds its steps as well."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -21,6 +20,7 @@ from dia_assets.agents.query.loop import AgentRun, QueryAgent
 from dia_assets.agents.query.run import answer_question, checked_question_id, slug
 from dia_assets.agents.semantic_ops.models import CascadeConfig
 from dia_assets.agents.semantic_ops.vectors import VectorIndex
+from dia_assets.agents.settings import get_settings
 from dia_assets.contracts.analysis_result import AnalysisResult
 from dia_assets.contracts.query_result import QueryResult
 from dia_assets.contracts.semantic_catalog import CatalogNode
@@ -38,7 +38,7 @@ def pipelines_unavailable(warehouse: str | Path, privacy: str | None = None, all
         return f"semantic operators send data values to a model; privacy mode {mode!r} forbids it (DIA_PRIVACY=samples)"
     if allow_writes:
         return "a modification (--allow-writes) is answered with SQL alone"
-    if chat is None and not (model or os.environ.get("DIA_MODEL")):
+    if chat is None and not (model or get_settings().model):
         return "no model configured (DIA_MODEL)"
     return None
 

@@ -5,7 +5,6 @@ result.parquet, steps.duckdb with every step table and its provenance)."""
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +18,7 @@ from dia_assets.agents.query.run import no_model_result, slug, write_artifacts
 from dia_assets.agents.query.schema import SchemaIndex
 from dia_assets.agents.semantic_ops.models import CascadeConfig
 from dia_assets.agents.semantic_ops.vectors import VectorIndex
+from dia_assets.agents.settings import get_settings
 from dia_assets.contracts.analysis_result import AnalysisResult
 from dia_assets.contracts.semantic_catalog import CatalogNode
 
@@ -45,7 +45,7 @@ def answer_with_pipeline(
     qid = question_id or slug(question)
     folder = Path(workspace) / "analysis" / qid if workspace else None
     if chat is None:
-        model = model or os.environ.get("DIA_MODEL") or None
+        model = model or get_settings().model
         if not model:
             result = AnalysisResult(query=no_model_result(qid, question))
             if folder is not None:

@@ -7,7 +7,8 @@ built from what the column holds, not from how the schema spells it:
 
 - its name, humanised, with the table's learned column prefix set aside (`c_acctbal` ->
   `acctbal`, see `interpreter/key_names.py`) and glued words split (`totalprice` -> `total
-  price`, with the embedding model's own vocabulary as the word list);
+  price`, `receiptdate` -> `receipt date`, with the embedding model's own vocabulary and
+  WordNet's words as the word list);
 - the entity it describes (the table's name, singular);
 - its description, when the interpretation has one;
 - its semantic type in words (`date`: "a date, when");
@@ -28,7 +29,7 @@ from collections.abc import Iterable
 from functools import lru_cache
 from typing import Any
 
-from dia_assets.agents.catalog.lexicon import abbreviations
+from dia_assets.agents.catalog.lexicon import abbreviations, lexicon
 from dia_assets.agents.interpreter.key_names import SchemaNames, id_like
 
 # semantic types whose values say what they are, whatever the column's name
@@ -59,18 +60,22 @@ def humanize(name: str) -> str:
 
 @lru_cache(maxsize=1)
 def vocabulary() -> frozenset[str]:
-    """Lower-case whole words the WordLlama tokenizer knows (its word-initial pieces); empty
-    when the tokenizer file is not installed (then glued names stay as they are)."""
+    """Lower-case whole words of four letters or more that the WordLlama tokenizer knows (its
+    word-initial pieces) or WordNet lists (the tokenizer holds about 8,000 words and lacks
+    common ones, `receipt`, `retail`: `receiptdate` stayed glued); only WordNet's when the
+    tokenizer file is not installed, empty when neither is (then glued names stay as they are)."""
+    words = frozenset(w for (_, w) in lexicon().senses if w.isascii() and w.isalpha() and w.islower()
+                      and len(w) >= _MIN_PIECE)
     try:
         from tokenizers import Tokenizer
 
         from dia_assets.agents.memory.embedder import wordllama_files
 
         vocab = Tokenizer.from_file(str(wordllama_files()[1])).get_vocab()
-    except Exception:  # no tokenizer: no splitting, the text is still built
-        return frozenset()
-    return frozenset(p[1:] for p in vocab if p.startswith("\u2581") and p[1:].isascii()
-                     and p[1:].isalpha() and p[1:].islower() and len(p) > _MIN_PIECE)
+    except Exception:  # no tokenizer: WordNet's words only, the text is still built
+        return words
+    return words | frozenset(p[1:] for p in vocab if p.startswith("\u2581") and p[1:].isascii()
+                             and p[1:].isalpha() and p[1:].islower() and len(p) > _MIN_PIECE)
 
 
 @lru_cache(maxsize=4096)

@@ -15,13 +15,15 @@ from dia_assets.agents.catalog.ranking import (
     BM25_B,
     BM25_K1,
     Terms,
-    alignment,
     asks_for_identifier,
+    best_matches,
     content_words,
     expected_types,
     lexical_links,
     name_words,
+    rarity,
     score,
+    weighted_mean,
 )
 from dia_assets.agents.memory.migrations import SCHEMA
 from dia_assets.agents.memory.store import MemoryStore
@@ -133,7 +135,8 @@ class CatalogStore:
 
     def _alignments(self, content: str, nodes: dict[tuple[str, str], CatalogNode]) -> dict[tuple[str, str], float]:
         """`ranking.alignment` of the question's content words (and of their noun lemmas) with
-        each candidate's name words (every distinct word embedded once, in one call)."""
+        each candidate's name words (every distinct word embedded once, in one call), each
+        question word weighted by its `rarity` among the candidate columns."""
         question = list(dict.fromkeys(content.lower().split()))
         own = {key: name_words(n) for key, n in nodes.items()}
         lex = lexicon()
@@ -142,8 +145,11 @@ class CatalogStore:
         vecs = dict(zip(vocab, self.memory.embedder.embed(vocab), strict=True)) if vocab else {}
         q = np.array([vecs[w] for w in question]) if question else np.zeros((0, 1))
         lq = np.array([vecs[w] for w in lemmas]) if question else np.zeros((0, 1))
-        return {key: alignment(q, np.array([vecs[w] for w in ws]), lexical_links(question, ws, lex.relation), lq)
-                if ws else 0.0 for key, ws in own.items()}
+        best = {key: best_matches(q, np.array([vecs[w] for w in ws]), lexical_links(question, ws, lex.relation), lq)
+                for key, ws in own.items() if ws}
+        columns = [b for key, b in best.items() if nodes[key].level == "attribute"]
+        weights = rarity(np.array(columns)) if columns and len(question) else None
+        return {key: weighted_mean(best[key], weights) if key in best else 0.0 for key in own}
 
     def _parents(self, scope: str | None, hits: list[CatalogNode]) -> dict[str, CatalogNode]:
         ids = {h.parent for h in hits if h.parent}

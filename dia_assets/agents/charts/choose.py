@@ -33,6 +33,7 @@ from typing import Any
 import yaml
 
 from dia_assets.agents.jsonable import jsonable
+from dia_assets.agents.settings import get_settings
 from dia_assets.contracts.chart import CHART_KINDS, ChartSpec, ColumnShape
 
 MAX_CATEGORIES = 50  # bars beyond this are unreadable: a table instead
@@ -287,7 +288,5 @@ def litellm_chart_model(model: str, timeout_s: float = 60.0) -> ChartModel:
 
 def chart_model_from_env() -> ChartModel | None:
     """`DIA_CHART_MODEL` (a litellm model name) turns the model pass on; unset = rules only."""
-    import os
-
-    name = os.environ.get("DIA_CHART_MODEL") or None
+    name = get_settings().chart_model
     return litellm_chart_model(name) if name else None

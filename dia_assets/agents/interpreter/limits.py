@@ -11,25 +11,19 @@ files unaffected). Raise DIA_MAX_COLUMNS together with DIA_MEMORY_LIMIT."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import duckdb
 
-DEFAULT_MEMORY_LIMIT = "2GB"
-DEFAULT_MAX_COLUMNS = 10_000
+from dia_assets.agents.settings import get_settings
 
 
 def memory_limit() -> str:
-    return os.environ.get("DIA_MEMORY_LIMIT", "").strip() or DEFAULT_MEMORY_LIMIT
+    return get_settings().memory_limit
 
 
 def max_columns() -> int:
-    raw = os.environ.get("DIA_MAX_COLUMNS", "").strip()
-    try:
-        return int(raw) if raw else DEFAULT_MAX_COLUMNS
-    except ValueError as exc:
-        raise ValueError(f"DIA_MAX_COLUMNS must be a whole number, not {raw!r}") from exc
+    return get_settings().max_columns
 
 
 def plan_linearly(con: duckdb.DuckDBPyConnection) -> None:

@@ -24,7 +24,6 @@ are capped in bytes as well as in number (DIA_RESULT_BYTES, default 1 MB).
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,6 +38,7 @@ from dia_assets.agents.query.redaction import schema_words
 from dia_assets.agents.query.run import checked_question_id
 from dia_assets.agents.query.safety import SQLRefused
 from dia_assets.agents.query.tools import capped_rows, result_bytes
+from dia_assets.agents.settings import get_settings
 
 # the longest input each tool takes, in characters (a SELECT or a lineage target may be long)
 INPUT_LIMITS = {"name": 512, "sql": 100_000, "question": 8_000, "question_id": 200, "target": 100_000,
@@ -169,7 +169,7 @@ class DiaService:
                 raise ToolRefused(str(exc)) from None
         chat = self.chat
         if chat is None:
-            model = os.environ.get("DIA_MODEL") or None
+            model = get_settings().model
             if not model:
                 raise ToolRefused(NO_MODEL_MESSAGE)
             chat = litellm_chat(model)
@@ -264,7 +264,7 @@ class DiaService:
                 else:
                     from dia_assets.agents.memory import MemoryStore
 
-                    self._store = MemoryStore.open(url=os.environ.get("DIA_MEMORY_URL") or None,
+                    self._store = MemoryStore.open(url=get_settings().memory_url,
                                                    pgdata=self.workspace / "pgdata")
             return StoreMemory(self._store, warehouse_fingerprint(self.warehouse))
         except Exception as err:

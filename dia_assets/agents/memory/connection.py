@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -11,6 +10,7 @@ from psycopg.conninfo import conninfo_to_dict
 
 from dia_assets.agents.locations import workspace_root
 from dia_assets.agents.memory.server import EmbeddedServer
+from dia_assets.agents.settings import get_settings
 
 
 class MemoryStoreUnavailable(RuntimeError):
@@ -34,7 +34,7 @@ def redact(conninfo: str) -> str:
 
 
 def default_url() -> str | None:
-    return os.environ.get("DIA_MEMORY_URL") or None
+    return get_settings().memory_url
 
 
 def default_pgdata() -> Path:

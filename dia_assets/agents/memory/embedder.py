@@ -15,6 +15,8 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
+from dia_assets.agents.settings import get_settings
+
 WORDLLAMA = "wordllama/l2_supercat_256"
 _WORDLLAMA_ALIASES = {"", "wordllama", WORDLLAMA}
 
@@ -135,7 +137,7 @@ class LiteLLMEmbedder:
 
 
 def default_embedding_model() -> str:
-    return os.environ.get("DIA_EMBEDDING_MODEL", "wordllama")
+    return get_settings().embedding_model
 
 
 def make_embedder(model: str | None = None, dim: int | None = None, **kwargs: Any) -> Embedder:

@@ -6,7 +6,6 @@ The store works without it (rules only). litellm is imported on first call, neve
 from __future__ import annotations
 
 import json
-import os
 import re
 from functools import lru_cache
 from pathlib import Path
@@ -16,6 +15,7 @@ import yaml
 
 from dia_assets.agents.memory.conflicts import ConflictJudge, JudgeVerdict
 from dia_assets.agents.memory.models import MemoryItem, NewMemory
+from dia_assets.agents.settings import get_settings
 
 _PROMPT = Path(__file__).parent / "prompts" / "conflict_judge.yaml"
 _JSON = re.compile(r"\{.*\}", re.DOTALL)
@@ -43,7 +43,7 @@ def parse_verdict(text: str) -> JudgeVerdict:
 
 def litellm_conflict_judge(model: str | None = None, **completion_kwargs: Any) -> ConflictJudge:
     """A judge calling `model` (default `DIA_MODEL`); kwargs go to `litellm.completion`."""
-    model = model or os.environ.get("DIA_MODEL", "")
+    model = model or get_settings().model or ""
     if not model:
         raise ValueError("no model for the conflict judge: pass one or set DIA_MODEL")
 

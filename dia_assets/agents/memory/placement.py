@@ -27,9 +27,10 @@ import re
 import stat
 from pathlib import Path
 
+from dia_assets.agents.settings import get_settings
+
 _log = logging.getLogger(__name__)
 OTHERS_RX = stat.S_IRGRP | stat.S_IXGRP | stat.S_IROTH | stat.S_IXOTH
-DEFAULT_HOME = "/var/lib/dia/pgdata"
 
 
 def as_root() -> bool:
@@ -38,7 +39,7 @@ def as_root() -> bool:
 
 def pgdata_home() -> Path:
     """Where relocated data folders live (DIA_PGDATA_HOME)."""
-    return Path(os.environ.get("DIA_PGDATA_HOME") or DEFAULT_HOME).expanduser().absolute()
+    return get_settings().pgdata_home.expanduser().absolute()
 
 
 def private_parents(path: Path) -> list[Path]:

@@ -8,8 +8,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from dia_assets.agents.models.door import MODEL_VARS, DoorSettings
+from dia_assets.agents.models.door import MODEL_VARS
 from dia_assets.agents.models.errors import ModelUnavailable, is_network_error, one_line
+from dia_assets.agents.settings import FIELDS, get_settings, load_settings
 
 # where litellm sends each provider when no base URL is set (its own defaults)
 _DEFAULT_BASE = {"ollama": "http://localhost:11434", "ollama_chat": "http://localhost:11434"}
@@ -103,9 +104,8 @@ def check(var: str, model: str, env: Mapping[str, str] | None = None,
 
 def configured(env: Mapping[str, str] | None = None) -> list[tuple[str, str]]:
     """(variable, model) for every model setting, fallbacks included."""
-    env = os.environ if env is None else env
-    settings = DoorSettings.from_env(env)
-    pairs = [(v, env[v].strip()) for v in MODEL_VARS if (env.get(v) or "").strip()]
+    settings = get_settings() if env is None else load_settings(env)
+    pairs = [(v, getattr(settings, FIELDS[v])) for v in MODEL_VARS if getattr(settings, FIELDS[v])]
     pairs += [("DIA_MODEL_FALLBACKS", m) for m in settings.fallbacks]
     return pairs
 

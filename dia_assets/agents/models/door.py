@@ -19,40 +19,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dia_assets.agents.models.errors import ModelUnavailable, is_network_error, unavailable
+from dia_assets.agents.settings import FIELDS, SettingsError, get_settings, load_settings
 
-# model settings read from the environment; each is checked and named in its error
+# model settings, each checked and named in its error by dia_assets.agents.settings
 MODEL_VARS = ("DIA_MODEL", "DIA_SEMANTIC_LIGHT_MODEL", "DIA_SEMANTIC_STRONG_MODEL")
 CONNECT_TIMEOUT_S = 5.0
-
-
-class SettingError(ValueError):
-    """A model setting has a value DIA cannot use: the message names the variable and the fix."""
-
-
-def _int_env(env: Mapping[str, str], name: str, default: int | None, low: int) -> int | None:
-    raw = (env.get(name) or "").strip()
-    if not raw:
-        return default
-    try:
-        value = int(raw)
-    except ValueError:
-        raise SettingError(f"{name}={raw!r} is not a whole number; use an integer >= {low} or unset it") from None
-    if value < low:
-        raise SettingError(f"{name}={value} is below {low}; use an integer >= {low} or unset it")
-    return value
-
-
-def _float_env(env: Mapping[str, str], name: str, default: float) -> float:
-    raw = (env.get(name) or "").strip()
-    if not raw:
-        return default
-    try:
-        value = float(raw)
-    except ValueError:
-        raise SettingError(f"{name}={raw!r} is not a number of seconds; use e.g. {name}=120") from None
-    if value <= 0:
-        raise SettingError(f"{name}={value} must be positive; use e.g. {name}=120")
-    return value
+SettingError = SettingsError  # the name this module exported before the settings object
 
 
 @dataclass(frozen=True)
@@ -70,16 +42,16 @@ class DoorSettings:
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> DoorSettings:
-        env = os.environ if env is None else env
-        models = tuple(dict.fromkeys(m for m in (env.get(v, "").strip() for v in MODEL_VARS) if m))
-        fallbacks = tuple(m.strip() for m in env.get("DIA_MODEL_FALLBACKS", "").split(",") if m.strip())
+        """From the process's settings, or from `env` (a mapping of DIA_* variables)."""
+        settings = get_settings() if env is None else load_settings(env)
+        models = tuple(dict.fromkeys(m for m in (getattr(settings, FIELDS[v]) for v in MODEL_VARS) if m))
         return cls(
             models=models,
-            fallbacks=fallbacks,
-            retries=_int_env(env, "DIA_MODEL_RETRIES", 2, 0) or 0,
-            rate_limit_retries=_int_env(env, "DIA_MODEL_RATE_LIMIT_RETRIES", 4, 0) or 0,
-            max_parallel=_int_env(env, "DIA_MODEL_MAX_PARALLEL", None, 1),
-            timeout_s=_float_env(env, "DIA_MODEL_TIMEOUT_S", 120.0),
+            fallbacks=settings.fallbacks,
+            retries=settings.model_retries,
+            rate_limit_retries=settings.model_rate_limit_retries,
+            max_parallel=settings.model_max_parallel,
+            timeout_s=settings.model_timeout_s,
         )
 
 

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import os
 import re
 import shutil
 import sqlite3
@@ -37,6 +36,7 @@ from typing import Any, Protocol
 import sqlglot
 
 from dia_assets.agents.locations import is_postgres
+from dia_assets.agents.settings import get_settings
 
 _log = logging.getLogger(__name__)
 EXECUTED = ("duckdb", "postgres", "sqlite")
@@ -130,12 +130,13 @@ def _fetch(cursor: Any, max_rows: int) -> tuple[list[str], list[tuple[Any, ...]]
 
 def duckdb_config() -> dict[str, Any]:
     """Sandbox and resource limits of every DuckDB connection the agent uses."""
+    settings = get_settings()
     return {
         "enable_external_access": False,
-        "memory_limit": os.environ.get("DIA_QUERY_MEMORY_LIMIT") or "1GB",
-        "threads": int(os.environ.get("DIA_QUERY_THREADS") or 2),
+        "memory_limit": settings.query_memory_limit,
+        "threads": settings.query_threads,
         # what spills past the memory limit is bounded too (a disk bomb instead of a RAM bomb)
-        "max_temp_directory_size": os.environ.get("DIA_QUERY_TEMP_LIMIT") or "2GB",
+        "max_temp_directory_size": settings.query_temp_limit,
         "lock_configuration": True,
     }
 
@@ -412,7 +413,7 @@ class PostgresDatabase:
         self.reader = ""  # the role DIA created for reads, when the URL was a superuser's
         if read_only:
             self.con, self.role = connect_least_privileged(conninfo, schema)
-            self.reader = self.role if self.role == (os.environ.get("DIA_QUERY_PG_ROLE") or READER_ROLE) else ""
+            self.reader = self.role if self.role == get_settings().query_pg_role else ""
         else:
             self.con = psycopg.connect(conninfo, autocommit=True)
 
@@ -508,7 +509,7 @@ def connect_least_privileged(conninfo: str, schema: str = "public") -> tuple[Any
     from psycopg import sql
     from psycopg.conninfo import make_conninfo
 
-    role = os.environ.get("DIA_QUERY_PG_ROLE") or READER_ROLE
+    role = get_settings().query_pg_role
     with psycopg.connect(conninfo, autocommit=True) as admin:
         row = admin.execute(
             "SELECT rolsuper, current_user FROM pg_roles WHERE rolname = current_user"

@@ -29,7 +29,6 @@ the data anonymous.
 from __future__ import annotations
 
 import datetime as dt
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from decimal import Decimal
@@ -48,6 +47,7 @@ from dia_assets.agents.query.redaction import (
     statement_words,
 )
 from dia_assets.agents.query.safety import CheckedSQL, SQLRefused, check_sql, clean_sql, guarded
+from dia_assets.agents.settings import get_settings
 
 PRIVACY_MODES = ("schema-only", "aggregates", "samples")
 COUNTS: tuple[type[exp.Expression], ...] = (exp.Count, exp.CountIf, exp.ApproxDistinct)
@@ -59,7 +59,7 @@ STATISTICS: tuple[type[exp.Expression], ...] = (
 
 def privacy_mode(value: str | None = None) -> str:
     """The privacy mode: the argument, else DIA_PRIVACY, else `samples`."""
-    text = (value or os.environ.get("DIA_PRIVACY") or "samples").strip().lower().replace("_", "-")
+    text = (value or get_settings().privacy).strip().lower().replace("_", "-")
     if text == "schema":
         text = "schema-only"
     if text not in PRIVACY_MODES:

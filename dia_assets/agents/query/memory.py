@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from dia_assets.agents.query.schema import tokens
+from dia_assets.agents.settings import get_settings
 
 ProbeRunner = Callable[[str], Sequence[Sequence[Any]]]
 KINDS = ("join", "aggregation", "filter", "output_convention", "grounding", "formula", "preference")
@@ -186,9 +187,7 @@ def open_store_memory(warehouse: str, workspace: str | None = None) -> StoreMemo
             from pathlib import Path
 
             pgdata = Path(workspace) / "pgdata"
-        import os
-
-        store = MemoryStore.open(url=os.environ.get("DIA_MEMORY_URL") or None, pgdata=pgdata)
+        store = MemoryStore.open(url=get_settings().memory_url, pgdata=pgdata)
         return StoreMemory(store, warehouse_fingerprint(warehouse))
     except Exception:
         return None

@@ -5,7 +5,6 @@ artifacts `queries/<id>/` (query.sql, result.parquet, trace.json, answer.md). Us
 from __future__ import annotations
 
 import json
-import os
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -21,6 +20,7 @@ from dia_assets.agents.query.loop import AgentRun, AgentSettings, AskUser, Query
 from dia_assets.agents.query.memory import QueryMemory
 from dia_assets.agents.query.policies import PreviousAnswer
 from dia_assets.agents.query.schema import SchemaIndex
+from dia_assets.agents.settings import get_settings
 from dia_assets.contracts.chart import ChartSpec
 from dia_assets.contracts.query_result import Clarification, QueryResult
 
@@ -29,8 +29,8 @@ _INDEX_CACHE: dict[tuple[str, float], SchemaIndex] = {}
 
 def default_questions_path() -> Path:
     """DIA_QUESTIONS, else examples/questions.yaml (from the working folder or the project root)."""
-    if os.environ.get("DIA_QUESTIONS"):
-        return Path(os.environ["DIA_QUESTIONS"])
+    if get_settings().questions:
+        return get_settings().questions
     local = Path("examples/questions.yaml")
     return local if local.exists() else Path(__file__).resolve().parents[3] / "examples" / "questions.yaml"
 
@@ -129,7 +129,7 @@ def answer_question(
     (agents/analysis/auto.py passes one that can also run pipelines)."""
     qid = checked_question_id(question_id) if question_id is not None else slug(question)
     if chat is None:
-        model = model or os.environ.get("DIA_MODEL") or None
+        model = model or get_settings().model
         if not model:
             result = no_model_result(qid, question)
             if workspace:

@@ -9,7 +9,6 @@ only on the structured tool calls it allows, never on text.
 from __future__ import annotations
 
 import json
-import os
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -22,6 +21,7 @@ from dia_assets.agents.query.gate import Gate, privacy_mode
 from dia_assets.agents.query.memory import QueryMemory
 from dia_assets.agents.query.safety import SQLRefused
 from dia_assets.agents.query.schema import SchemaIndex
+from dia_assets.agents.settings import get_settings
 
 PROMPTS = Path(__file__).resolve().parents[2] / "prompts" / "query_agent.yaml"
 
@@ -121,11 +121,7 @@ def wrap(name: str, payload: Any) -> str:
 
 def result_bytes() -> int:
     """The byte cap on rows returned to a model or an MCP host (DIA_RESULT_BYTES, default 1 MB)."""
-    text = os.environ.get("DIA_RESULT_BYTES") or ""
-    try:
-        return max(1_000, int(text)) if text else 1_000_000
-    except ValueError:
-        raise ValueError(f"DIA_RESULT_BYTES must be a number of bytes (got {text!r})") from None
+    return max(1_000, int(get_settings().result_bytes))
 
 
 def _size(value: Any) -> int:

@@ -32,21 +32,11 @@ def too_wide(dialect: str, source_columns: int) -> str | None:
             "exclude it in the overrides")
 
 
-DEFAULT_CHECK_CHUNK = 1000  # row checks per statement on a wide table
-
-
 def check_chunk() -> int:
     """Row checks (typed columns that refuse a row) per statement when a table has more than
     this many: `DIA_WIDE_CHUNK`, default 1,000. A refined CTAS carrying 7,500 checks beside
     10,000 parses peaked at 3.1 GB; the checks are made first, a chunk per statement, into a
     table of refused rows (`sqlgen.refused_rows_sql`)."""
-    import os
+    from dia_assets.agents.settings import get_settings
 
-    raw = os.environ.get("DIA_WIDE_CHUNK", "").strip()
-    try:
-        value = int(raw) if raw else DEFAULT_CHECK_CHUNK
-    except ValueError as exc:
-        raise ValueError(f"DIA_WIDE_CHUNK must be a whole number, not {raw!r}") from exc
-    if value < 1:
-        raise ValueError(f"DIA_WIDE_CHUNK must be at least 1, not {value}")
-    return value
+    return get_settings().wide_chunk

@@ -20,6 +20,7 @@ from dia_assets.agents.schema_creator.failures import one_line
 from dia_assets.agents.schema_creator.generation import recover
 from dia_assets.agents.schema_creator.report_files import mark_stale
 from dia_assets.agents.schema_creator.writer_lock import writer_lock
+from dia_assets.agents.settings import get_settings
 
 WAIT_ENV = "DIA_WRITER_WAIT_S"
 
@@ -27,7 +28,7 @@ WAIT_ENV = "DIA_WRITER_WAIT_S"
 def scheduled_wait_s() -> float:
     """How long a Dagster step waits for another writer (DIA_WRITER_WAIT_S, default 15 minutes):
     a run the sensor started must not fail because `dia build` was running."""
-    return float(os.environ.get(WAIT_ENV, "900"))
+    return get_settings().writer_wait_s
 
 
 @contextmanager

@@ -3,19 +3,16 @@ operator report, shared by the operators, the pipeline runner, the asset and the
 
 from __future__ import annotations
 
-import os
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
+
+from dia_assets.agents.settings import get_settings
 
 Stage = Literal["proxy", "embedding", "light", "strong", "embedding_fallback", "unresolved", "undecided"]
 STAGES: tuple[str, ...] = ("proxy", "embedding", "light", "strong", "embedding_fallback", "unresolved", "undecided")
 # `unresolved`: a model was asked and gave no valid answer; `undecided`: the run stopped (a
 # model became unreachable) before anyone looked at the row
-
-
-def _env(name: str) -> str | None:
-    return os.environ.get(name) or None
 
 
 class CascadeConfig(BaseModel):
@@ -27,9 +24,9 @@ class CascadeConfig(BaseModel):
 
     version: int = 1
     embedding: bool = True
-    light_model: str | None = Field(default_factory=lambda: _env("DIA_SEMANTIC_LIGHT_MODEL"))
+    light_model: str | None = Field(default_factory=lambda: get_settings().semantic_light_model)
     strong_model: str | None = Field(
-        default_factory=lambda: _env("DIA_SEMANTIC_STRONG_MODEL") or _env("DIA_MODEL")
+        default_factory=lambda: get_settings().semantic_strong_model or get_settings().model
     )
     upper: float | None = None
     lower: float | None = None

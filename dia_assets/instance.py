@@ -1,0 +1,51 @@
+"""The Dagster instance folder `dia ui` and `dia demo` use: a persistent one by default.
+
+Without `DAGSTER_HOME`, Dagster throws its instance away (`dagster dev` a temporary folder, an
+in-process run an ephemeral instance), so runs, materializations and sensor cursors vanish
+between sessions. `make` sets `DAGSTER_HOME`; without make, the folder is `DIA_DAGSTER_HOME`,
+else `<workspace>/.dagster`, written with the same `dagster.yaml` the Makefile writes (one
+writer run at a time per workspace, run monitoring, no telemetry)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from dia_assets.agents.settings import get_settings
+
+# keep in step with the Makefile's $(DAGSTER_HOME)/dagster.yaml rule
+DAGSTER_YAML = """telemetry:
+  enabled: false
+concurrency:
+  runs:
+    tag_concurrency_limits:
+      - key: "dia/workspace"
+        value: "writer"
+        limit: 1
+run_monitoring:
+  enabled: true
+  start_timeout_seconds: 180
+  poll_interval_seconds: 30
+"""
+
+
+def dagster_home(workspace: str | Path) -> tuple[Path, str]:
+    """The instance folder and where it came from (`DAGSTER_HOME`, `DIA_DAGSTER_HOME`, default)."""
+    if os.environ.get("DAGSTER_HOME"):  # Dagster's own variable, set by make: used as it is
+        return Path(os.environ["DAGSTER_HOME"]), "DAGSTER_HOME"
+    if get_settings().dagster_home:
+        return get_settings().dagster_home.expanduser().absolute(), "DIA_DAGSTER_HOME"
+    return (Path(workspace) / ".dagster").absolute(), "default"
+
+
+def use_persistent_instance(workspace: str | Path) -> Path:
+    """Point DAGSTER_HOME (this process and its children) at the persistent folder, creating it
+    with DIA's dagster.yaml when it has none; a folder named by DAGSTER_HOME is left as it is."""
+    home, source = dagster_home(workspace)
+    if source != "DAGSTER_HOME":
+        home.mkdir(parents=True, exist_ok=True)
+        config = home / "dagster.yaml"
+        if not config.exists():
+            config.write_text(DAGSTER_YAML, encoding="utf-8")
+        os.environ["DAGSTER_HOME"] = str(home)
+    return home
