@@ -196,9 +196,10 @@ def ui(
     host: Annotated[str | None, typer.Option("--host", help="Address of the Dagster UI (dagster's default 127.0.0.1).")] = None,
     workspace: WorkspaceOpt = None,
 ) -> None:
-    """`dagster dev -w workspace.yaml` that stops cleanly on Ctrl-C (children and embedded PostgreSQL).
+    """`dg dev` (or `dagster dev -w workspace.yaml` without dagster-dg-cli) that stops cleanly on
+    Ctrl-C (children and embedded PostgreSQL).
 
-    Arguments after the options (or after `--`) go to `dagster dev` unchanged."""
+    Arguments after the options (or after `--`) go to `dg dev` unchanged."""
     from dia_assets.devserver import run as run_ui
     from dia_assets.instance import use_persistent_instance
 
@@ -209,7 +210,7 @@ def ui(
 
 
 def dev_args(port: int | None, host: str | None, extra: list[str]) -> list[str]:
-    """The `dagster dev` arguments for `dia ui`'s options."""
+    """The `dg dev` / `dagster dev` arguments for `dia ui`'s options (both take -p and -h)."""
     return [*(["-p", str(port)] if port else []), *(["-h", host] if host else []), *extra]
 
 
