@@ -40,8 +40,9 @@ test: $(STAMP)
 test-ui: $(STAMP)
 	$(BIN)/python -m pytest -m browser tests/browser
 
-# `dia ui` runs `dagster dev -w workspace.yaml` in its own session and, on Ctrl-C, stops it,
-# every child and the embedded PostgreSQL (dia_assets/devserver.py).
+# `dia ui` runs `dg dev` ([tool.dg] in pyproject.toml; `dagster dev -w workspace.yaml` without
+# dagster-dg-cli) in its own session and, on Ctrl-C, stops it, every child and the embedded
+# PostgreSQL (dia_assets/devserver.py).
 ui: $(STAMP) $(DAGSTER_HOME)/dagster.yaml
 	$(BIN)/dia ui
 

@@ -52,6 +52,7 @@ def _mount() -> None:
     """Subcommands live beside their agents; imported here so `dia --help` lists them."""
     from dia_assets.cli_ask import ask
     from dia_assets.cli_catalog import catalog_app
+    from dia_assets.cli_chart import chart
     from dia_assets.cli_config import config
     from dia_assets.cli_doctor import doctor
     from dia_assets.cli_eval import eval as eval_command
@@ -60,6 +61,7 @@ def _mount() -> None:
     from dia_assets.cli_memory import memory_app
 
     app.command("ask")(ask)
+    app.command("chart")(chart)
     app.command("doctor")(doctor)
     app.command("eval")(eval_command)
     app.command("mcp")(mcp)
@@ -194,9 +196,10 @@ def ui(
     host: Annotated[str | None, typer.Option("--host", help="Address of the Dagster UI (dagster's default 127.0.0.1).")] = None,
     workspace: WorkspaceOpt = None,
 ) -> None:
-    """`dagster dev -w workspace.yaml` that stops cleanly on Ctrl-C (children and embedded PostgreSQL).
+    """`dg dev` (or `dagster dev -w workspace.yaml` without dagster-dg-cli) that stops cleanly on
+    Ctrl-C (children and embedded PostgreSQL).
 
-    Arguments after the options (or after `--`) go to `dagster dev` unchanged."""
+    Arguments after the options (or after `--`) go to `dg dev` unchanged."""
     from dia_assets.devserver import run as run_ui
     from dia_assets.instance import use_persistent_instance
 
@@ -207,7 +210,7 @@ def ui(
 
 
 def dev_args(port: int | None, host: str | None, extra: list[str]) -> list[str]:
-    """The `dagster dev` arguments for `dia ui`'s options."""
+    """The `dg dev` / `dagster dev` arguments for `dia ui`'s options (both take -p and -h)."""
     return [*(["-p", str(port)] if port else []), *(["-h", host] if host else []), *extra]
 
 

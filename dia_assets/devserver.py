@@ -1,6 +1,8 @@
-"""`dia ui`: `dagster dev` that stops cleanly on Ctrl-C, children and embedded PostgreSQL included.
+"""`dia ui`: `dg dev` that stops cleanly on Ctrl-C, children and embedded PostgreSQL included.
 
-`dagster dev` runs the webserver, the daemon and a code server; runs and the memory store
+`dg dev` (Dagster's project CLI, configured by `[tool.dg]` in pyproject.toml) is what Dagster
+now recommends; `dagster dev -w workspace.yaml` (the same code location) is the fallback when
+dagster-dg-cli is not installed. Either runs the webserver, the daemon and a code server; runs and the memory store
 start more processes, and the embedded PostgreSQL (pgserver) is started by whichever process
 first needs it, which then keeps it alive. A Ctrl-C in a terminal reaches all of them at
 once, in the middle of their own shutdowns, and a process that ignores it keeps the group
@@ -13,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -79,12 +82,28 @@ def _default_signals() -> None:
         signal.signal(sig, signal.SIG_DFL)
 
 
+def _tool(name: str) -> str | None:
+    """A console script of this Python's environment, else one on PATH."""
+    beside = Path(sys.executable).with_name(name)
+    return str(beside) if beside.exists() else shutil.which(name)
+
+
+def dev_command(args: Sequence[str] = ()) -> list[str]:
+    """`dg dev` when dagster-dg-cli is installed, else `dagster dev -w workspace.yaml` (said in
+    one line on stderr). Both take -p/--port and -h/--host."""
+    dg = _tool("dg")
+    if dg:
+        return [dg, "dev", *args]
+    print("dia ui: dg (dagster-dg-cli) is not installed; running `dagster dev -w workspace.yaml` instead",
+          file=sys.stderr)
+    return [_tool("dagster") or "dagster", "dev", "-w", "workspace.yaml", *args]
+
+
 def run(args: Sequence[str] = (), pgdata: Path | None = None) -> int:
     from dia_assets.agents.memory.connection import default_pgdata
 
     pgdata = pgdata or default_pgdata()
-    dagster = Path(sys.executable).with_name("dagster")
-    cmd = [str(dagster) if dagster.exists() else "dagster", "dev", "-w", "workspace.yaml", *args]
+    cmd = dev_command(args)
     # Default dispositions in the child: a shell starts background jobs with SIGINT ignored,
     # and an ignored SIGINT is inherited across exec, so `dagster dev` would never hear it.
     proc = subprocess.Popen(cmd, start_new_session=True, preexec_fn=_default_signals)  # noqa: PLW1509
@@ -101,7 +120,7 @@ def run(args: Sequence[str] = (), pgdata: Path | None = None) -> int:
     finally:
         for s, handler in previous.items():
             signal.signal(s, handler)
-        print("\nstopping dagster dev and the embedded PostgreSQL ...", file=sys.stderr, flush=True)
+        print(f"\nstopping {Path(cmd[0]).name} dev and the embedded PostgreSQL ...", file=sys.stderr, flush=True)
         shutdown(proc, pgdata)
     left = _group(proc.pid)
     if left:

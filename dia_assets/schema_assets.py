@@ -18,6 +18,7 @@ from dagster import (
     AssetCheckSpec,
     AssetExecutionContext,
     AssetKey,
+    AssetMaterialization,
     AssetObservation,
     AssetsDefinition,
     AutomationCondition,
@@ -160,7 +161,7 @@ class WarehouseConfig(Config):
 
 
 def _build(context: AssetExecutionContext, config: WarehouseConfig, workspace: WorkspaceResource,
-           duckdb: DuckDBResource) -> tuple[Manifest, dict, Interpretation | None]:
+           duckdb: DuckDBResource, only: set[str] | None = None) -> tuple[Manifest, dict, Interpretation | None]:
     """Load staging, refined and reject tables beside the warehouse, validate, then swap in.
     A build that is not accepted keeps the previous warehouse and fails the step."""
     manifest = _manifest(workspace)
@@ -174,7 +175,7 @@ def _build(context: AssetExecutionContext, config: WarehouseConfig, workspace: W
         with run_writer(context, workspace.root_path, LOAD, target) as attempt:
             loaded, report = sc.load_and_validate(
                 manifest, target, workspace.root_path, interp, replace_anyway=config.replace_anyway,
-                incremental=config.incremental, attempt=attempt)
+                incremental=config.incremental, attempt=attempt, only=only)
             write_atomic(load_path, loaded.to_json())
     except Exception:
         report_stale(context, workspace)
@@ -194,7 +195,7 @@ def _build(context: AssetExecutionContext, config: WarehouseConfig, workspace: W
         "path/load_sql": MetadataValue.path(str(workspace.path("schema", "load.sql"))),
         "path/lineage": MetadataValue.path(str(workspace.path("schema", "lineage.json"))),
     }
-    return manifest, {"loaded": loaded, "common": common}, interp
+    return manifest, {"loaded": loaded, "common": common, "report": report}, interp
 
 
 def table_version(table: ManifestTable) -> str:
@@ -202,17 +203,48 @@ def table_version(table: ManifestTable) -> str:
     return hashlib.sha256(table.model_dump_json().encode()).hexdigest()[:16]
 
 
+def _table_metadata(table: ManifestTable, interp: Interpretation | None, load: object, common: dict) -> dict:
+    return {
+        **common, **table_metadata(table, interp),
+        "dagster/row_count": MetadataValue.int(load.refined if load else 0),
+        "rejected": MetadataValue.int(load.rejected if load else 0),
+        "duplicates_removed": MetadataValue.int(load.duplicates_removed if load else 0),
+    }
+
+
+def _retired_metadata(name: str, common: dict) -> dict:
+    return {**common, "retired": True, "dagster/row_count": MetadataValue.int(0),
+            "retired_reason": f"`{name}` is no longer in the manifest (its file was removed or renamed): "
+            "dropped from the warehouse; reload the code location to drop the asset"}
+
+
+def rebuilt_beside(report: ValidationReport, selected: set[str], known: set[str]) -> dict[str, str]:
+    """Tables this build changed that were not selected (an enforced foreign key to a selected
+    table, or a full build where a subset could not run): table -> why."""
+    record = report.reload
+    if record is None:
+        return {}
+    why = record.fallback or "a full build ran"
+    changed = {name: record.reasons.get(name, why) for name in record.reloaded}
+    changed |= {r.table: r.reason for r in record.retired}
+    return {name: reason for name, reason in changed.items() if name in known and name not in selected}
+
+
 def warehouse_asset(tables: Sequence[ManifestTable] = (), interp: Interpretation | None = None) -> AssetsDefinition:
-    """The atomic build (one DuckDB build and swap) as one multi-asset: one `warehouse/<table>`
-    spec per table of the manifest read at load time, or the single `warehouse` asset without one."""
+    """The build (one DuckDB build and swap) as one multi-asset: one `warehouse/<table>` spec per
+    table of the manifest read at load time, or the single `warehouse` asset without one.
+    A subset of the tables (can_subset) is rebuilt on its own (incremental.subset_manifest)."""
     specs = [table_spec(t, interp) for t in tables] or [warehouse_placeholder_spec()]
     known = {t.name for t in tables}
 
-    @multi_asset(name="warehouse", specs=specs, can_subset=False, description="Build, validate and swap in the warehouse.")
+    @multi_asset(name="warehouse", specs=specs, can_subset=True, description="Build, validate and swap in the warehouse "
+                 "(or only the selected tables, with the ones that must be rebuilt with them).")
     def _warehouse(context: AssetExecutionContext, config: WarehouseConfig, workspace: WorkspaceResource,
                    duckdb: DuckDBResource) -> Iterator[MaterializeResult]:
-        manifest, built, interp = _build(context, config, workspace, duckdb)
-        loaded, common = built["loaded"], built["common"]
+        selected = {k.path[-1] for k in context.selected_asset_keys if k != WAREHOUSE}
+        only = selected if known and selected != known else None
+        manifest, built, interp = _build(context, config, workspace, duckdb, only)
+        loaded, common, report = built["loaded"], built["common"], built["report"]
         counts = {name: t.refined for name, t in loaded.tables.items()}
         if not known:
             yield MaterializeResult(asset_key=WAREHOUSE, metadata={
@@ -226,24 +258,24 @@ def warehouse_asset(tables: Sequence[ManifestTable] = (), interp: Interpretation
         if new or gone:
             context.log.warning(f"the manifest now has tables {new or 'none'} new and {gone or 'none'} gone since the "
                                 "code location loaded: reload it (Deployment > Reload) to see them as assets")
-        # Every table asset gets an output (the specs are not skippable): a retired table says
-        # so, and the checks, the report and the catalog after it run instead of being skipped.
+        # Every selected table asset gets an output (the specs are not skippable): a retired table
+        # says so, and the checks, the report and the catalog after it run instead of being skipped.
         for name in gone:
-            yield MaterializeResult(asset_key=table_key(name), data_version=DataVersion(RETIRED), metadata={
-                **common, "retired": True, "dagster/row_count": MetadataValue.int(0),
-                "retired_reason": f"`{name}` is no longer in the manifest (its file was removed or renamed): "
-                "dropped from the warehouse; reload the code location to drop the asset"})
+            if name in selected:
+                yield MaterializeResult(asset_key=table_key(name), data_version=DataVersion(RETIRED),
+                                        metadata=_retired_metadata(name, common))
         for table in manifest.tables:
-            if table.name not in known:
-                continue
-            load = loaded.tables.get(table.name)
-            yield MaterializeResult(asset_key=table_key(table.name), data_version=DataVersion(table_version(table)),
-                                    metadata={
-                **common, **table_metadata(table, interp),
-                "dagster/row_count": MetadataValue.int(load.refined if load else 0),
-                "rejected": MetadataValue.int(load.rejected if load else 0),
-                "duplicates_removed": MetadataValue.int(load.duplicates_removed if load else 0),
-            })
+            if table.name in selected:
+                yield MaterializeResult(asset_key=table_key(table.name), data_version=DataVersion(table_version(table)),
+                                        metadata=_table_metadata(table, interp, loaded.tables.get(table.name), common))
+        # A table rebuilt without being selected is new data too: recorded, with the reason (its
+        # checks ran in the build's validation, not as Dagster checks of this run)
+        plans = {t.name: t for t in manifest.tables}
+        for name, reason in rebuilt_beside(report, selected, known).items():
+            meta = (_table_metadata(plans[name], interp, loaded.tables.get(name), common) if name in plans
+                    else _retired_metadata(name, common))
+            context.log_event(AssetMaterialization(asset_key=table_key(name), metadata={
+                **meta, "rebuilt_because": reason}))
 
     return _warehouse
 

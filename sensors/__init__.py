@@ -1,5 +1,6 @@
 """Sensors and schedules: DIA reacts to new data, drift, expert edits and falling quality."""
 
+from sensors.automation import automation_sensor
 from sensors.data_sensors import new_data_sensor, review_gate_sensor
 from sensors.drift_sensor import drift_sensor
 from sensors.jobs import build_job, memory_job, plan_job, quality_check_job, replan_job, schema_job
@@ -7,10 +8,10 @@ from sensors.quality_sensor import quality_sensor
 from sensors.schedules import nightly_refresh, weekly_memory
 
 __all__ = ["JOBS", "SCHEDULES", "SENSORS"]
-SENSORS = [new_data_sensor, review_gate_sensor, drift_sensor, quality_sensor]
+SENSORS = [new_data_sensor, review_gate_sensor, drift_sensor, quality_sensor, automation_sensor]
 SCHEDULES = [nightly_refresh, weekly_memory]
 JOBS = [build_job, plan_job, schema_job, quality_check_job, memory_job]  # replan_job is the Query Generator's query_job
-__all__ += ["build_job", "drift_sensor", "memory_job", "plan_job", "new_data_sensor", "nightly_refresh", "quality_check_job", "quality_sensor",
+__all__ += ["automation_sensor", "build_job", "drift_sensor", "memory_job", "plan_job", "new_data_sensor", "nightly_refresh", "quality_check_job", "quality_sensor",
             "replan_job", "review_gate_sensor", "schema_job", "weekly_memory"]
 
 

@@ -30,6 +30,7 @@ DOCUMENTED: dict[str, list[str]] = {
     "ui": [*WS, "--port", "-p", "--host"],
     "status": [*WS, *JSON],
     "ask": [*WS, *QUIET, *JSON, "--warehouse", "--model", "--id"],
+    "chart": [*WS, *QUIET, *JSON, *OUT],
     "eval": [*WS, *QUIET, *JSON, *OUT, "--workers", "-j", "--db", "--model"],
     "lineage": [*WS, *JSON, "--question", "--value", "--warehouse"],
     "mcp": [*WS, "--port", "-p", "--host", "--http"],

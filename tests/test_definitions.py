@@ -67,7 +67,8 @@ def test_runs_are_in_process_and_every_sensor_starts_on():
         assert defs.resolve_job_def(name).executor_def is in_process_executor, name
     assert defs.resolve_implicit_global_asset_job_def().executor_def is in_process_executor
     assert {s.name: s.default_status for s in defs.sensors} == dict.fromkeys(
-        ["new_data_sensor", "review_gate_sensor", "drift_sensor", "quality_sensor", "question_partitions"],
+        ["new_data_sensor", "review_gate_sensor", "drift_sensor", "quality_sensor", "dia_automation",
+         "question_partitions"],
         DefaultSensorStatus.RUNNING)
 
 

@@ -102,7 +102,8 @@ class RetiredTable(BaseModel):
 class ReloadRecord(BaseModel):
     """How this build reached the warehouse: everything loaded, or only what changed."""
 
-    mode: str = Field(description="full, or incremental (unchanged tables copied from the previous build).")
+    mode: str = Field(description="full, incremental (unchanged tables copied from the previous build), or "
+                      "subset (only the tables selected, with those that must be rebuilt with them).")
     reloaded: list[str] = Field(default_factory=list, description="Tables loaded from their files.")
     kept: list[str] = Field(default_factory=list, description="Tables carried over untouched.")
     revalidated: list[str] = Field(default_factory=list, description="Tables whose checks ran on this build "

@@ -13,6 +13,7 @@ from typing import Any
 import yaml
 
 from dia_assets.agents.charts.choose import ChartModel, chart_model_from_env
+from dia_assets.agents.charts.hints import workspace_semantic_types
 from dia_assets.agents.charts.render import chart_for_result
 from dia_assets.agents.query.dialects import Database, QueryOutput, open_database
 from dia_assets.agents.query.llm import NO_MODEL_MESSAGE, ChatFn, litellm_chat
@@ -179,7 +180,8 @@ def _write_chart(result: QueryResult, output: QueryOutput, trace: dict[str, Any]
     usage: list[dict[str, Any]] = []
     try:
         chart = chart_for_result(result.question, output.columns, output.rows, folder,
-                                 model=chart_model, privacy=result.privacy, usage=usage)
+                                 model=chart_model, privacy=result.privacy, usage=usage, sql=result.sql,
+                                 semantic_types=workspace_semantic_types(result.lineage, folder.parent.parent))
     except Exception as err:  # noqa: BLE001 - rendering must not cost the answer
         result.warnings.append(f"chart not made: {type(err).__name__}: {err}"[:300])
         return {}

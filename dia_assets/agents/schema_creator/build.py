@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -131,7 +131,7 @@ def load_warehouse(manifest: Manifest, warehouse: str, hook: StepHook | None = N
 def load_and_validate(
     manifest: Manifest, warehouse: str, workspace: str | Path, interp: Interpretation | None = None,
     hook: StepHook | None = None, replace_anyway: bool = False, incremental: bool = False,
-    attempt: Attempt | None = None,
+    attempt: Attempt | None = None, only: Collection[str] | None = None,
 ) -> tuple[LoadResult, ValidationReport]:
     """Load, validating the new DuckDB file *before* it replaces the old one: a build that is
     not accepted keeps the previous warehouse unless `replace_anyway`. The report says which
@@ -141,11 +141,15 @@ def load_and_validate(
 
     It runs as a build attempt (writer.py: the workspace's lock, recovery, the attempt record);
     `attempt`: the one a caller already holds. A validated build is installed in the order of
-    generation.py, so a kill at any point leaves a state the next start can classify."""
+    generation.py, so a kill at any point leaves a state the next start can classify.
+
+    `only` (with `incremental`): a subset build of these tables (incremental.subset_manifest);
+    where an incremental reload is not possible a full build runs and `reload.fallback` says why."""
     if attempt is None:
         with writing(workspace, "load_and_validate", "load", warehouse) as own:
             assert own is not None
-            return load_and_validate(manifest, warehouse, workspace, interp, hook, replace_anyway, incremental, own)
+            return load_and_validate(manifest, warehouse, workspace, interp, hook, replace_anyway, incremental, own,
+                                     only)
     from dia_assets.agents.schema_creator import incremental as inc
 
     steps = _tracked(attempt, hook)
@@ -187,7 +191,9 @@ def load_and_validate(
                            if attempt.record.recovered else inc.unusable_reason(before, manifest, previous, path))
         if record.fallback is None:
             assert before is not None and previous is not None
-            plan = inc.plan_reload(before, manifest)
+            if only is not None:  # the closures above read `manifest` when called: the subset's plan
+                manifest = inc.subset_manifest(before, manifest, set(only))
+            plan = inc.plan_reload(before, manifest, None if only is None else set(only))
             quick = inc.reload_duckdb(before, manifest, plan, path, previous, interp, steps, replace_anyway,
                                       before_install)
     elif incremental:

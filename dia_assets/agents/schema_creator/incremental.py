@@ -11,6 +11,11 @@ the target, the changed tables are rebuilt in the copy, the copy is validated, a
 accepted copy is renamed over the target (`swap.install`). Validation runs on the reloaded
 tables and on every table with a key pointing at one; the previous report's figures stand for
 the rest, which are byte-for-byte the tables it validated.
+
+A subset build (one `warehouse/<table>` asset materialized on its own) is the same reload with
+the tables chosen rather than detected: the selected tables get their current plan, every other
+table keeps the plan it was built from (`subset_manifest`), so what changed elsewhere is still
+seen as changed by the next build.
 """
 
 from __future__ import annotations
@@ -58,14 +63,15 @@ def installed_manifest(workspace: str | Path) -> Manifest | None:
 
 @dataclass
 class ReloadPlan:
+    mode: str = "incremental"  # or "subset": the tables were selected, not detected
     reload: list[str] = field(default_factory=list)
     keep: list[str] = field(default_factory=list)
     retire: list[RetiredTable] = field(default_factory=list)
     revalidate: list[str] = field(default_factory=list)
     reasons: dict[str, str] = field(default_factory=dict)
 
-    def record(self, mode: str = "incremental", fallback: str | None = None) -> ReloadRecord:
-        return ReloadRecord(mode=mode, reloaded=list(self.reload), kept=list(self.keep),
+    def record(self, fallback: str | None = None) -> ReloadRecord:
+        return ReloadRecord(mode=self.mode, reloaded=list(self.reload), kept=list(self.keep),
                             revalidated=list(self.revalidate), retired=list(self.retire),
                             reasons=dict(self.reasons), fallback=fallback)
 
@@ -101,9 +107,42 @@ def changed_files(old: ManifestTable, new: ManifestTable) -> str:
                      + [f"{p} removed" for p in before if p not in after]) + " (content hash)"
 
 
-def plan_reload(previous: Manifest, manifest: Manifest) -> ReloadPlan:
-    """Which tables to reload, keep, retire and validate again."""
-    plan = ReloadPlan(retire=retired_tables(previous, manifest))
+def enforced_dependents(previous: Manifest, rebuilt: set[str], present: set[str]) -> dict[str, str]:
+    """Tables of `present` that DuckDB will not keep while a table they reference by a declared
+    (enforced) foreign key is dropped, transitively: child -> the rebuilt parent it references."""
+    out: dict[str, str] = {}
+    gone = set(rebuilt)
+    grew = True
+    while grew:
+        grew = False
+        for table in previous.tables:
+            if table.name in gone or table.name not in present:
+                continue
+            parent = next((fk.ref_table for fk in table.foreign_keys if fk.enforced and fk.ref_table in gone), None)
+            if parent:
+                out[table.name] = parent
+                gone.add(table.name)
+                grew = True
+    return out
+
+
+def subset_manifest(previous: Manifest, manifest: Manifest, selected: set[str]) -> Manifest:
+    """The plan of a build of only the `selected` tables (and the tables that must be rebuilt
+    with them, `enforced_dependents`): their current plan, a selected table the plan no longer
+    has is retired; every other table keeps the plan the warehouse in place was built from, and
+    a new table nobody selected is not built."""
+    current = {t.name: t for t in manifest.tables}
+    chosen = set(selected) | set(enforced_dependents(previous, set(selected), set(current)))
+    before = {t.name: t for t in previous.tables}
+    tables = [current[n] if n in chosen else before[n] for n in current if n in chosen or n in before]
+    tables += [t for t in previous.tables if t.name not in current and t.name not in chosen]
+    return manifest.model_copy(update={"tables": tables})
+
+
+def plan_reload(previous: Manifest, manifest: Manifest, selected: set[str] | None = None) -> ReloadPlan:
+    """Which tables to reload, keep, retire and validate again; `selected`: a subset build, whose
+    tables are reloaded even when unchanged (asked for by name)."""
+    plan = ReloadPlan(retire=retired_tables(previous, manifest), mode="subset" if selected is not None else "incremental")
     before = {t.name: t for t in previous.tables}
     for table in manifest.tables:
         old = before.get(table.name)
@@ -113,21 +152,15 @@ def plan_reload(previous: Manifest, manifest: Manifest) -> ReloadPlan:
             plan.reasons[table.name] = changed_files(old, table)
         elif old.model_dump() != table.model_dump():
             plan.reasons[table.name] = "its plan changed (columns, keys or options)"
+        elif table.name in (selected or ()):
+            plan.reasons[table.name] = "selected: materialized on its own"
     # DuckDB will not drop a table another one's declared foreign key references: such a child
     # is rebuilt too (its file is read again). A table whose key to it is not declared is only
     # validated again (orphans are measured against the new parent).
-    gone = set(plan.reasons) | {r.table for r in plan.retire}
-    grew = True
-    while grew:
-        grew = False
-        for table in previous.tables:
-            if table.name in gone or table.name not in {t.name for t in manifest.tables}:
-                continue
-            parent = next((fk.ref_table for fk in table.foreign_keys if fk.enforced and fk.ref_table in gone), None)
-            if parent:
-                plan.reasons[table.name] = f"references {parent}, which is rebuilt"
-                gone.add(table.name)
-                grew = True
+    present = {t.name for t in manifest.tables}
+    for child, parent in enforced_dependents(previous, set(plan.reasons) | {r.table for r in plan.retire},
+                                             present).items():
+        plan.reasons.setdefault(child, f"references {parent}, which is rebuilt")
     plan.reload = [t.name for t in manifest.tables if t.name in plan.reasons]
     plan.keep = [t.name for t in manifest.tables if t.name not in plan.reasons]
     pointing = {t.name for t in manifest.tables if any(fk.ref_table in plan.reasons for fk in t.foreign_keys)}
