@@ -19,8 +19,10 @@ def mcp(
     workspace: WorkspaceOpt = None,
 ) -> None:
     """Serve the warehouse in DIA_WAREHOUSE (default <DIA_WORKSPACE>/warehouse.duckdb) over MCP:
-    tools list_tables, describe_table, ask, run_sql, lineage, search_memory; resources
-    dia://interpretation, dia://manifest, dia://validation. Over HTTP every request needs
+    tools list_tables, describe_table, relationships, list_answers, ask, run_sql, lineage,
+    search_memory; resources dia://interpretation, dia://manifest, dia://validation (summaries;
+    the whole documents at dia://documents/{name}); prompts explore_warehouse, answer_question.
+    Over HTTP every request needs
     `Authorization: Bearer <token>`: the token is generated on the first start, printed once
     and kept in <DIA_WORKSPACE>/mcp_token (mode 0600)."""
     from dia_assets.mcp_server import serve

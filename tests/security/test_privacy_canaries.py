@@ -238,9 +238,14 @@ def _mcp_steps() -> list[tuple[str, str, dict[str, Any]]]:
         ("tool", "ask", {"question": "How many people per role?", "question_id": "mcp_roles"}),
         ("tool", "lineage", {"target": "mcp_roles"}),
         ("tool", "search_memory", {"query": "people counting", "k": 5}),
+        ("tool", "list_answers", {}),
+        ("tool", "relationships", {}),
         ("resource", "dia://interpretation", {}),
         ("resource", "dia://manifest", {}),
         ("resource", "dia://validation", {}),
+        ("resource", "dia://documents/interpretation", {}),
+        ("resource", "dia://documents/manifest", {}),
+        ("resource", "dia://documents/validation", {}),
     ]
 
 
@@ -283,7 +288,7 @@ def test_no_canary_reaches_an_mcp_host(canary: dict[str, Path], mode: str, db_ur
               if name == "run_sql" and args["sql"] in FAILING.values()]
     assert all("failed:" in t for t in failed), failed  # engine errors, as messages
     assert "when casting from source column full_name" in failed[0]
-    lookup = next(q for q in json.loads(by_step["dia://validation{}"])["test_queries"]
+    lookup = next(q for q in json.loads(by_step["dia://documents/validation{}"])["test_queries"]
                   if q["name"] == "lookup people by key")
     assert lookup["sql"].endswith("= '…'") and lookup["passed"] is True  # the test query, without its literal
     memory = by_step['search_memory{"query": "people counting", "k": 5}']

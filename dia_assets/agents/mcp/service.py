@@ -6,19 +6,22 @@ An MCP host is a model: everything returned here is shown to one, so the privacy
 (DIA_PRIVACY) applies as it does to the Query Generator's own model:
 
 - `run_sql` is the agent's `probe` tool: the same gate (allow-list, refined tables only, no
-  writes), the same least-privileged connection, row cap and timeout, and the same privacy
-  rule on what comes back (schema-only: counts only; aggregates: aggregate statistics only);
+  writes), the same least-privileged connection and timeout, and the same privacy rule on
+  what comes back (schema-only: counts only; aggregates: aggregate statistics only), a page
+  at a time with a cursor for the next (agents/mcp/paging.py);
 - `describe_table` carries sample values only in `samples` mode;
 - `ask` returns result rows only in `samples` mode (otherwise the SQL, verification, row
   count and chart without rows; the user reads the rows in `queries/<id>/`);
 - engine errors come back redacted (agents/query/redaction.py): the error class, the failure
   and the column, never the value that failed;
-- the interpretation, manifest and validation report resources are shown through
-  `privacy.artifact_view` outside `samples` mode: no value-bearing fields (top values,
-  examples, min/max, category maps, ...), SQL without its literals, quoted text cut.
+- the interpretation, manifest and validation report (whole, and so their summaries) are
+  shown through `privacy.artifact_view` outside `samples` mode: no value-bearing fields (top
+  values, examples, min/max, category maps, ...), SQL without its literals, quoted text cut;
+  `list_answers` leaves out answer text there, and masks SQL literals the same way.
 
-Every tool checks the size of its inputs (INPUT_LIMITS) and answers with a message, and rows
-are capped in bytes as well as in number (DIA_RESULT_BYTES, default 1 MB).
+Every tool checks its inputs (INPUT_LIMITS, NUMBER_LIMITS) and answers with a message, and
+rows are capped in bytes as well as in number (DIA_RESULT_BYTES, default 1 MB): the rest
+comes on the next page.
 """
 
 from __future__ import annotations
@@ -42,7 +45,9 @@ from dia_assets.agents.settings import get_settings
 
 # the longest input each tool takes, in characters (a SELECT or a lineage target may be long)
 INPUT_LIMITS = {"name": 512, "sql": 100_000, "question": 8_000, "question_id": 200, "target": 100_000,
-                "query": 2_000}
+                "query": 2_000, "cursor": 1_000}
+# the bounds of numeric inputs (inclusive); the MCP server publishes the same in its schemas
+NUMBER_LIMITS = {"k": (1, 50), "page_size": (1, 500)}
 
 
 RESOURCES = {
@@ -54,6 +59,14 @@ RESOURCES = {
 
 class ToolRefused(ValueError):
     """A tool call refused or failed with a message for the host; never a traceback."""
+
+
+def bounded_number(field_name: str, value: Any) -> int:
+    """A tool's whole-number input, refused with a message outside NUMBER_LIMITS."""
+    low, high = NUMBER_LIMITS[field_name]
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise ToolRefused(f"{field_name} must be a whole number from {low} to {high} (got {value!r})")
+    return value
 
 
 def bounded(field_name: str, value: Any) -> str:
@@ -136,20 +149,49 @@ class DiaService:
             return info
         return self._with_db(run)
 
-    def run_sql(self, sql: str) -> dict[str, Any]:
+    def run_sql(self, sql: str, cursor: str | None = None, page_size: int | None = None) -> dict[str, Any]:
         """One read-only SELECT through the agent's gate, on the agent's connection, with the
-        agent's probe row cap and timeout; refused statements raise ToolRefused."""
-        from dia_assets.agents.query.tools import Explorer
+        agent's timeout; refused statements raise ToolRefused. Results come a page at a time
+        (default: the agent's probe row cap) with a cursor for the next (agents/mcp/paging.py)."""
+        from dia_assets.agents.mcp.paging import (
+            BadCursor,
+            decode_cursor,
+            encode_cursor,
+            paged_statement,
+        )
 
         sql = bounded("sql", sql)
+        size = bounded_number("page_size", self.settings.probe_rows if page_size is None else page_size)
+        try:
+            offset = decode_cursor(bounded("cursor", cursor) if cursor is not None else None, sql)
+        except BadCursor as err:
+            raise ToolRefused(str(err)) from None
 
         def run(db: Any, index: Any) -> dict[str, Any]:
-            explorer = Explorer(db, index, None, self.settings.probe_rows, self.settings.timeout_s,
-                                gate=Gate(db, index.qualify_schema(), self.privacy))
-            out = explorer.probe(sql)
-            if "error" in out:
-                raise ToolRefused(("refused: " if out.get("refused") else "failed: ") + str(out["error"]))
-            return out | {"row_cap": self.settings.probe_rows, "timeout_s": self.settings.timeout_s}
+            gate = Gate(db, index.qualify_schema(), self.privacy)
+            try:
+                checked = gate.check(sql)
+                if checked.is_write:
+                    raise SQLRefused("only a read-only SELECT may run here", "write_refused")
+                shape = checked.qualified if checked.qualified is not None else checked.tree
+                text = paged_statement(checked.tree, len(shape.selects), offset, size, db.dialect)
+                _, out = gate.read(text, max_rows=size + 1, timeout_s=self.settings.timeout_s)
+            except SQLRefused as err:
+                raise ToolRefused(f"refused: {err}") from None
+            except ToolRefused:
+                raise
+            except Exception as err:
+                raise ToolRefused(f"failed: {gate.error_text(err)}") from None
+            rows, cut = capped_rows([tuple(r) for r in out.rows[:size]], result_bytes())
+            more = len(out.rows) > size or len(rows) < min(size, len(out.rows))
+            page: dict[str, Any] = {
+                "columns": out.columns, "rows": rows, "shown": len(rows), "offset": offset, "page_size": size,
+                "next_cursor": encode_cursor(sql, offset + len(rows)) if more and rows else None,
+                "timeout_s": self.settings.timeout_s,
+            }
+            if cut:
+                page["cut"] = cut
+            return page
         return self._with_db(run)
 
     def ask(self, question: str, question_id: str | None = None) -> dict[str, Any]:
@@ -231,10 +273,7 @@ class DiaService:
         """Lessons and examples from shared memory for this warehouse (hybrid retrieval), each
         with its rule and whether its precondition probe holds on the warehouse now."""
         query = bounded("query", query)
-        try:
-            k = max(1, min(int(k), 20))
-        except (TypeError, ValueError):
-            raise ToolRefused(f"k must be a whole number from 1 to 20 (got {k!r})") from None
+        k = bounded_number("k", k)
         memory = self._query_memory(required=True)
 
         def run(db: Any, index: Any) -> dict[str, Any]:
@@ -272,10 +311,83 @@ class DiaService:
                 raise ToolRefused(f"shared memory unavailable: {type(err).__name__}: {err}") from err
             return None  # `ask` answers without memory, as the agent does when the store is down
 
+    def list_answers(self, cursor: str | None = None, page_size: int = 50) -> dict[str, Any]:
+        """The answers saved in the workspace (queries/<id>/result.json), sorted by question
+        id, a page at a time. Outside `samples` the answer text is left out and SQL literals
+        are masked (an answer saved earlier, under `samples`, may quote data values)."""
+        from dia_assets.agents.mcp.paging import BadCursor, page
+        from dia_assets.contracts.query_result import QueryResult
+
+        size = bounded_number("page_size", page_size)
+        saved = []
+        for path in sorted((self.workspace / "queries").glob("*/result.json")):
+            try:
+                r = QueryResult.read(path)
+            except (ValueError, OSError):
+                continue  # a half-written or foreign file: not an answer
+            saved.append({"question_id": r.question_id, "question": r.question, "status": r.status,
+                          "verified": bool(r.verification.passed), "row_count": r.row_count,
+                          "columns": r.columns, "sql": r.sql, "answer": r.answer or None,
+                          "folder": str(path.parent)})
+        try:
+            chunk, next_cursor = page(saved, bounded("cursor", cursor) if cursor is not None else None,
+                                      "list_answers", size)
+        except BadCursor as err:
+            raise ToolRefused(str(err)) from None
+        if not shows_values(self.privacy):
+            dialect, names = self._names()
+            chunk = [artifact_view(a | {"answer": None}, self.privacy, dialect, names) for a in chunk]
+        return {"answers": chunk, "total": len(saved), "next_cursor": next_cursor}
+
+    def relationships(self, table: str | None = None, to: str | None = None) -> dict[str, Any]:
+        """Foreign keys of the built warehouse (all, or those touching `table`) and, with `to`,
+        the shortest join path from `table` to `to`."""
+        from dia_assets.agents.lineage.index import LineageError, workspace_manifest
+        from dia_assets.agents.mcp.relationships import foreign_keys, join_path
+
+        try:
+            manifest = workspace_manifest(self.workspace)
+        except (LineageError, ValueError, OSError) as err:
+            raise ToolRefused(f"{err}".splitlines()[0] if str(err) else "no schema manifest: run `dia build DIR`") from None
+        names = {t.name.lower(): t.name for t in manifest.tables}
+
+        def known(value: str | None, field_name: str) -> str | None:
+            if value is None:
+                return None
+            text = bounded("name", value).strip()
+            if text.lower() not in names:
+                raise ToolRefused(f"{field_name}: no table {text!r}; tables: {', '.join(sorted(names.values()))}")
+            return names[text.lower()]
+
+        start, goal = known(table, "table"), known(to, "to")
+        if goal is not None and start is None:
+            raise ToolRefused("to needs table: the join path runs from table to to")
+        keys = foreign_keys(manifest)
+        out: dict[str, Any] = {"foreign_keys": [k for k in keys if start is None or goal is not None
+                                                or start in (k["table"], k["ref_table"])]}
+        if goal is not None and start is not None:
+            path = join_path(keys, start, goal)
+            if path is None:
+                raise ToolRefused(f"no join path from {start} to {goal} over the warehouse's foreign keys")
+            out["join_path"] = path
+            out["foreign_keys"] = [k for k in keys if k["join"] in path["joins"]]
+        return out
+
     # -- resources --------------------------------------------------------------------
 
     def resource(self, name: str) -> str:
-        """A workspace artifact as JSON text; value-bearing fields removed outside `samples`."""
+        """A short summary of a workspace document, naming the resource with all of it."""
+        from dia_assets.agents.mcp.documents import summary
+
+        return json.dumps(summary(name, self._document(name)), indent=1)
+
+    def document(self, name: str) -> str:
+        """A whole workspace document as JSON text; value-bearing fields removed outside `samples`."""
+        if name not in RESOURCES:
+            raise ToolRefused(f"no document {name!r}; documents: {', '.join(RESOURCES)}")
+        return json.dumps(self._document(name), indent=2)
+
+    def _document(self, name: str) -> dict[str, Any]:
         relative, _ = RESOURCES[name]
         path = self.workspace / relative
         if not path.exists():
@@ -287,7 +399,7 @@ class DiaService:
         if not shows_values(self.privacy):
             dialect, names = self._names()
             data = artifact_view(data, self.privacy, dialect, names)
-        return json.dumps(data, indent=2)
+        return data
 
     def _names(self) -> tuple[str | None, frozenset[str]]:
         """The warehouse's dialect and table and column names, from the last build's manifest:
