@@ -22,7 +22,13 @@ from dia_assets.lineage_assets import lineage_report
 from dia_assets.memory_assets import memory_lessons_asset
 from dia_assets.query_assets import query_job, query_result_asset, question_partitions_sensor
 from dia_assets.schema_assets import schema_definitions
-from dia_assets.table_specs import WAREHOUSE, manifest_tables, read_interpretation, table_key
+from dia_assets.table_specs import (
+    WAREHOUSE,
+    definition_stats,
+    manifest_tables,
+    read_interpretation,
+    table_key,
+)
 from resources import LLMResource, WorkspaceResource
 from resources.embeddings import EmbeddingsResource
 from resources.memory import MemoryResource
@@ -46,7 +52,8 @@ def build_defs(workspace: str | Path | None = None) -> Definitions:
     manifest, or a single `warehouse` asset before the first build."""
     root = Path(workspace or default_workspace())
     tables = manifest_tables(root)
-    schema_assets, schema_checks = schema_definitions(tables, read_interpretation(root) if tables else None)
+    schema_assets, schema_checks = schema_definitions(tables, read_interpretation(root) if tables else None,
+                                                      definition_stats(root, tables))
     raw_files = raw_file_assets()
     embeddings = EmbeddingsResource()
     warehouse_keys = [table_key(t.name) for t in tables] or [WAREHOUSE]

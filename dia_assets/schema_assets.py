@@ -43,7 +43,7 @@ from dia_assets.agents.schema_creator import validate as v
 from dia_assets.agents.schema_creator.lineage import table_lineage
 from dia_assets.agents.schema_creator.markdown import cell, decisions_markdown, er_markdown
 from dia_assets.agents.schema_creator.state import stale_reason
-from dia_assets.agents.schema_creator.table_stats import TableStats, warehouse_stats
+from dia_assets.agents.schema_creator.table_stats import TableStats, installed_stats
 from dia_assets.contracts.artifact import write_atomic
 from dia_assets.contracts.interpretation import Interpretation
 from dia_assets.contracts.manifest import Manifest, ManifestTable
@@ -233,11 +233,12 @@ def rebuilt_beside(report: ValidationReport, selected: set[str], known: set[str]
     return {name: reason for name, reason in changed.items() if name in known and name not in selected}
 
 
-def warehouse_asset(tables: Sequence[ManifestTable] = (), interp: Interpretation | None = None) -> AssetsDefinition:
+def warehouse_asset(tables: Sequence[ManifestTable] = (), interp: Interpretation | None = None,
+                    stats: dict[str, TableStats] | None = None) -> AssetsDefinition:
     """The build (one DuckDB build and swap) as one multi-asset: one `warehouse/<table>` spec per
     table of the manifest read at load time, or the single `warehouse` asset without one.
     A subset of the tables (can_subset) is rebuilt on its own (incremental.subset_manifest)."""
-    specs = [table_spec(t, interp) for t in tables] or [warehouse_placeholder_spec()]
+    specs = [table_spec(t, interp, (stats or {}).get(t.name)) for t in tables] or [warehouse_placeholder_spec()]
     known = {t.name for t in tables}
 
     @multi_asset(name="warehouse", specs=specs, can_subset=True, description="Build, validate and swap in the warehouse "
@@ -263,7 +264,7 @@ def warehouse_asset(tables: Sequence[ManifestTable] = (), interp: Interpretation
                                 "code location loaded: reload it (Deployment > Reload) to see them as assets")
         beside = rebuilt_beside(report, selected, known)
         plans = {t.name: t for t in manifest.tables}
-        stats = warehouse_stats(warehouse_target(duckdb), sorted((selected | set(beside)) & set(plans)))
+        stats = installed_stats(workspace.root_path, warehouse_target(duckdb), sorted((selected | set(beside)) & set(plans)))
         # Every selected table asset gets an output (the specs are not skippable): a retired table
         # says so, and the checks, the report and the catalog after it run instead of being skipped.
         for name in gone:
@@ -448,11 +449,13 @@ def validation_report_asset(deps: Sequence[AssetKey] = (WAREHOUSE,)) -> AssetsDe
 
 
 def schema_definitions(tables: Sequence[ManifestTable] = (), interp: Interpretation | None = None,
+                       stats: dict[str, TableStats] | None = None,
                        ) -> tuple[list[AssetsDefinition], list[AssetChecksDefinition]]:
     """Assets and checks of the Schema Creator for the tables of a manifest (none: one `warehouse`);
-    `interp` adds profile statistics to the column schemas."""
+    `stats` (of the installed tables) puts their figures in the column schemas the UI shows."""
     keys = [table_key(t.name) for t in tables] or [WAREHOUSE]
-    return [schema_manifest, warehouse_asset(tables, interp), validation_report_asset(keys)], [warehouse_checks(tables)]
+    return ([schema_manifest, warehouse_asset(tables, interp, stats), validation_report_asset(keys)],
+            [warehouse_checks(tables)])
 
 
 schema_assets, schema_checks = schema_definitions()

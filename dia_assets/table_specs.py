@@ -22,9 +22,11 @@ from dagster import (
 )
 
 from dia_assets.agents.interpreter.names import raw_key_name
+from dia_assets.agents.locations import is_postgres
 from dia_assets.agents.schema_creator.lineage import table_lineage
 from dia_assets.agents.schema_creator.markdown import foreign_key_targets, lineage_markdown
-from dia_assets.agents.schema_creator.table_stats import TableStats
+from dia_assets.agents.schema_creator.table_stats import TableStats, cached_stats
+from dia_assets.agents.settings import get_settings
 from dia_assets.contracts.interpretation import Interpretation
 from dia_assets.contracts.manifest import Manifest, ManifestTable
 
@@ -55,6 +57,17 @@ def manifest_tables(workspace: str | Path) -> list[ManifestTable]:
     except Exception as exc:  # a broken artifact must not stop the code location from loading
         log.warning("cannot read %s (%s): the warehouse is shown as one asset until a build rewrites it", path, exc)
         return []
+
+
+def definition_stats(workspace: str | Path, tables: list[ManifestTable]) -> dict[str, TableStats]:
+    """The installed tables' figures for the specs (the UI's *Columns* panel reads the definition,
+    not the latest materialization): from the DuckDB warehouse in place, cached per file; none for
+    PostgreSQL (not scanned at every load of the code location)."""
+    from resources.warehouse import default_duckdb_path
+
+    if not tables or is_postgres(get_settings().warehouse):
+        return {}
+    return cached_stats(workspace, default_duckdb_path(str(workspace)), [t.name for t in tables])
 
 
 def read_interpretation(workspace: str | Path) -> Interpretation | None:
@@ -129,7 +142,8 @@ def table_description(table: ManifestTable) -> str:
             f"de-duplicated, {keys}" + (f", referencing {refs}" if refs else "") + ".")
 
 
-def table_spec(table: ManifestTable, interp: Interpretation | None) -> AssetSpec:
+def table_spec(table: ManifestTable, interp: Interpretation | None,  # noqa: ARG001 - figures come from the table
+               stats: TableStats | None = None) -> AssetSpec:
     """The spec of one refined table: depends on the plan and on `raw_files` (every partition: one
     multi-asset cannot map `raw_files` differently per spec; `raw_files_partition` names the file,
     or the files of a table loaded from several)."""
@@ -139,7 +153,7 @@ def table_spec(table: ManifestTable, interp: Interpretation | None) -> AssetSpec
         # skipping the checks, the report and the catalog after it in a green run
         description=table_description(table), skippable=False,
         deps=["schema_manifest", RAW_FILES],
-        metadata=table_metadata(table),
+        metadata=table_metadata(table, stats),
     )
 
 

@@ -136,3 +136,12 @@ def test_table_metadata_is_read_from_the_installed_table_not_the_source(tmp_path
     schema = {c.name: c for c in meta["dagster/column_schema"].value.columns}
     assert f"in the table: {roles} distinct" in schema["role"].description
     assert f"{source.distinct_count} distinct" not in schema["role"].description
+    # the UI's *Columns* panel reads the definition: the code location loaded after the build
+    # carries the same figures (cached per warehouse file in schema/table_stats.json)
+    from dia_assets.definitions import build_defs
+
+    assert (ws / "schema" / "table_stats.json").exists()
+    spec = build_defs(ws).resolve_asset_graph().get(AssetKey(["warehouse", "staff"]))
+    columns = {c.name: c for c in spec.metadata["dagster/column_schema"].columns}
+    assert f"in the table: {roles} distinct" in columns["role"].description
+    assert spec.metadata["dagster/row_count"].value == rows

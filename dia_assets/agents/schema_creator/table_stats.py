@@ -6,13 +6,18 @@ these figures come from COUNT(*), COUNT(DISTINCT), null counts and MIN/MAX over 
 
 from __future__ import annotations
 
+import json
 import re
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
+
+import duckdb
 
 from dia_assets.agents.interpreter.naming import quote_ident as q
 from dia_assets.agents.locations import is_postgres
+from dia_assets.agents.schema_creator.swap import file_identity
 from dia_assets.agents.schema_creator.target import Target
+from dia_assets.contracts.artifact import write_atomic
 
 # Aggregates per query: one scan per chunk keeps very wide tables within the planner's limits.
 CHUNK = 100
@@ -85,3 +90,51 @@ def warehouse_stats(warehouse: str | Path, tables: list[str]) -> dict[str, Table
     with Target(warehouse) as target:
         found = {name: table_stats(target, name) for name in tables}
     return {name: s for name, s in found.items() if s is not None}
+
+
+CACHE = Path("schema") / "table_stats.json"
+
+
+def _dump(identity: str, stats: dict[str, TableStats]) -> str:
+    return json.dumps({"identity": identity, "tables": {
+        name: {"rows": s.rows, "columns": [asdict(c) for c in s.columns.values()]} for name, s in stats.items()}})
+
+
+def _load(text: str, identity: str) -> dict[str, TableStats]:
+    data = json.loads(text)
+    if data.get("identity") != identity:
+        return {}
+    return {name: TableStats(name, t["rows"], {c["name"]: ColumnStats(**c) for c in t["columns"]})
+            for name, t in data["tables"].items()}
+
+
+def cached_stats(workspace: str | Path, warehouse: str | Path, tables: list[str]) -> dict[str, TableStats]:
+    """`warehouse_stats` of a DuckDB warehouse, kept in `schema/table_stats.json` for the file in
+    place (inode, size, mtime: a new build is a new file), so the code location, loaded by every
+    process and run, reads the table's figures without scanning it each time. PostgreSQL and a
+    warehouse that cannot be read now (a writer holds it) give {}: no figures rather than old ones."""
+    path = Path(warehouse)
+    if is_postgres(str(warehouse)) or not path.exists():
+        return {}
+    identity, cache = file_identity(path), Path(workspace) / CACHE
+    try:
+        known = _load(cache.read_text(encoding="utf-8"), identity)
+    except (OSError, ValueError, KeyError, TypeError):
+        known = {}
+    missing = [t for t in tables if t not in known]
+    if not missing:
+        return {t: known[t] for t in tables}
+    try:
+        known |= warehouse_stats(path, missing)
+    except (duckdb.Error, OSError):
+        return {t: known[t] for t in tables if t in known}
+    if file_identity(path) == identity and cache.parent.is_dir():  # not swapped while read
+        write_atomic(cache, _dump(identity, known))
+    return {t: known[t] for t in tables if t in known}
+
+
+def installed_stats(workspace: str | Path, warehouse: str | Path, tables: list[str]) -> dict[str, TableStats]:
+    """Right after a build: PostgreSQL read directly, DuckDB through the cache (filled here)."""
+    if is_postgres(str(warehouse)):
+        return warehouse_stats(warehouse, tables)
+    return cached_stats(workspace, warehouse, tables)
