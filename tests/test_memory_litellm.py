@@ -54,6 +54,10 @@ class FakeEmbeddings(CustomLLM):
         model_response.model = model
         return model_response
 
+    async def aembedding(self, *args: Any, **kwargs: Any) -> Any:
+        """The model door calls litellm's async path."""
+        return self.embedding(*args, **kwargs)
+
 
 @pytest.fixture
 def fake_embeddings() -> FakeEmbeddings:
