@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 # A base install runs the product (`make demo`, `make ui`); `make install` adds the [dev] extra
 # (pytest, ruff, playwright for the browser test). Both install the versions pinned in
 # constraints.txt (`make lock` regenerates it); a change to either file reinstalls.
-HASH := $(shell cat pyproject.toml constraints.txt | cksum | cut -d' ' -f1)
+HASH := $(shell cat pyproject.toml setup.py constraints.txt | cksum | cut -d' ' -f1)
 BASE_STAMP := $(VENV)/.installed-base-$(HASH)
 STAMP := $(VENV)/.installed-dev-$(HASH)
 export LITELLM_LOCAL_MODEL_COST_MAP := True
@@ -17,7 +17,7 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 
-$(BASE_STAMP): $(BIN)/python pyproject.toml constraints.txt
+$(BASE_STAMP): $(BIN)/python pyproject.toml setup.py constraints.txt
 	$(BIN)/pip install -q -c constraints.txt -e .
 	rm -f $(VENV)/.installed-base-*
 	touch $@
