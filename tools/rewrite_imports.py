@@ -56,6 +56,15 @@ def python_files() -> list[Path]:
     return [ROOT / name for name in listed if (ROOT / name).is_file()]
 
 
+def sort_imports(paths: list[Path]) -> None:
+    """The moved imports join the dia_assets block: ruff's isort rule (only) re-sorts the
+    rewritten files, nothing else."""
+    cmd = [sys.executable, "-m", "ruff", "check", "--select", "I", "--fix", "--quiet", *map(str, paths)]
+    if subprocess.run(cmd, cwd=ROOT).returncode != 0:
+        print("ruff could not sort every import: run `ruff check --select I --fix` on the files above",
+              file=sys.stderr)
+
+
 def main(argv: list[str]) -> int:
     check = "--check" in argv
     changed, manual = [], []
@@ -71,6 +80,8 @@ def main(argv: list[str]) -> int:
                 path.write_text(new)
     for name in changed:
         print(f"{'needs rewrite' if check else 'rewrote'}: {name}")
+    if changed and not check:
+        sort_imports(changed)
     for line in manual:
         print(f"edit by hand: {line}", file=sys.stderr)
     return 1 if manual or (check and changed) else 0
