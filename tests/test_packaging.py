@@ -106,6 +106,7 @@ assert d.__file__.startswith(site) and r.__file__.startswith(site) and s.__file_
 assert d.build_defs({str(tmp_path / "workspace")!r}).resolve_asset_graph().get_all_asset_keys()
 assert importlib.util.find_spec("resources") is None and importlib.util.find_spec("sensors") is None
 assert not [f for f in sys.meta_path if type(f).__name__ == "_SourceTreeFolders"]
+assert not {{"playwright", "pytest", "hypothesis"}} & set(sys.modules)  # the product needs no dev tooling
 print("ok", len(s.SENSORS), len(s.JOBS))
 """
     env = {**os.environ, "PYTHONPATH": str(site), "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
