@@ -133,8 +133,9 @@ def _rewriter():
 
 def test_the_rewrite_moves_imports_and_module_paths_but_not_file_names() -> None:
     rw = _rewriter()
+    q = '"'  # spelled apart, or the rewrite run over this file would rewrite the sample too
     before = ('from resources.llm import LLMResource\n    from sensors import JOBS\n'
-              'import sensors.jobs as jobs\nimportlib.import_module("sensors.drift_sensor")\n'
+              f'import sensors.jobs as jobs\nimportlib.import_module({q}sensors.drift_sensor{q})\n'
               'path = data / "sensors.csv"\nfrom importlib import resources\n')
     after = rw.rewrite(before)
     assert after == ('from dia_assets.resources.llm import LLMResource\n    from dia_assets.sensors import JOBS\n'
