@@ -44,9 +44,11 @@ demo: $(BASE_STAMP) $(DAGSTER_HOME)/dagster.yaml
 # One pytest-xdist worker per core; each test file runs whole on one worker (--dist loadfile), so
 # module-scoped fixtures (builds, embedded PostgreSQL databases) are made once. Every worker
 # has its own embedded PostgreSQL, temporary folders and free ports. PYTEST_WORKERS=0: serial.
+# Files are handed out in collection order, `heavy` files first (tests/conftest.py): xdist's
+# default reorder (most tests per file first) would hand the one-test live replays out last.
 PYTEST_WORKERS ?= auto
 test: $(STAMP)
-	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadfile
+	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder
 
 # The Dagster UI in headless chromium (tests/browser): builds the example workspace as `make demo`
 # does, starts `dagster dev` on a free loopback port and checks what a person sees. Needs Debian's
