@@ -63,7 +63,7 @@ def definition_stats(workspace: str | Path, tables: list[ManifestTable]) -> dict
     """The installed tables' figures for the specs (the UI's *Columns* panel reads the definition,
     not the latest materialization): from the DuckDB warehouse in place, cached per file; none for
     PostgreSQL (not scanned at every load of the code location)."""
-    from resources.warehouse import default_duckdb_path
+    from dia_assets.resources.warehouse import default_duckdb_path
 
     if not tables or is_postgres(get_settings().warehouse):
         return {}

@@ -28,10 +28,10 @@ from dia_assets.interpretation_assets import (
     raw_partition_key,
     raw_partitions,
 )
-from resources.workspace import default_data_dir, default_workspace
-from sensors.jobs import build_job, schema_job
-from sensors.run_outcome import REQUEST_TAG, run_outcome
-from sensors.settings import SENSOR_INTERVAL_S, build_tries, settle_s
+from dia_assets.resources.workspace import default_data_dir, default_workspace
+from dia_assets.sensors.jobs import build_job, schema_job
+from dia_assets.sensors.run_outcome import REQUEST_TAG, run_outcome
+from dia_assets.sensors.settings import SENSOR_INTERVAL_S, build_tries, settle_s
 
 
 def partition_requests(context: SensorEvaluationContext, data_dir: Path) -> list:
