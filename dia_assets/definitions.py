@@ -28,7 +28,13 @@ from dia_assets.resources.warehouse import duckdb_resource
 from dia_assets.resources.workspace import default_workspace
 from dia_assets.schema_assets import schema_definitions
 from dia_assets.sensors import JOBS, SCHEDULES, SENSORS
-from dia_assets.table_specs import WAREHOUSE, manifest_tables, read_interpretation, table_key
+from dia_assets.table_specs import (
+    WAREHOUSE,
+    definition_stats,
+    manifest_tables,
+    read_interpretation,
+    table_key,
+)
 
 warnings.filterwarnings("ignore", category=BetaWarning)  # observable_source_asset is beta in 1.13
 
@@ -46,7 +52,8 @@ def build_defs(workspace: str | Path | None = None) -> Definitions:
     manifest, or a single `warehouse` asset before the first build."""
     root = Path(workspace or default_workspace())
     tables = manifest_tables(root)
-    schema_assets, schema_checks = schema_definitions(tables, read_interpretation(root) if tables else None)
+    schema_assets, schema_checks = schema_definitions(tables, read_interpretation(root) if tables else None,
+                                                      definition_stats(root, tables))
     raw_files = raw_file_assets()
     embeddings = EmbeddingsResource()
     warehouse_keys = [table_key(t.name) for t in tables] or [WAREHOUSE]

@@ -52,7 +52,7 @@ def _demo(data_dir: Path, workspace: Path, say: Say) -> int:
 
     instance = _instance(workspace)
     seed_overrides(workspace, say)
-    say(f"observed {record_raw_files(instance, data_dir)} raw files (data version = content hash)")
+    say(f"recorded {record_raw_files(instance, data_dir)} raw files (data version = content hash)")
     defs = build_defs(workspace)
     if not (workspace / "schema" / "manifest.json").exists():
         # The tables are assets read from the manifest (as `make ui` will load them): plan

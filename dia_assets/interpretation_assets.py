@@ -1,9 +1,19 @@
-"""Raw files as one observable source asset partitioned by file, and the `interpretation` asset.
+"""Raw files as one external asset partitioned by file, and the `interpretation` asset.
 
 The files are partitions of a dynamic partitions definition, so the asset graph follows
 the data folder without a restart: `new_data_sensor` adds a partition for a new file and
 deletes the partition of a deleted one (code locations are loaded once, so one asset per
-file would keep a deleted file's asset until the next reload)."""
+file would keep a deleted file's asset until the next reload).
+
+A file that lands in the folder is an asset materialized outside Dagster, so the sensor (and
+`make demo`) *report a materialization* per new or changed file, with its path, size, sha256
+and modification time, and its content hash as data version. Observations alone cannot fill
+partitions: open-source Dagster counts only materializations in a partition's status
+(dagster-io/dagster#15764), so an observable source asset read "Missing (4)" and "0% filled"
+beside 4 observations. Dagster's staleness, though, reads an external asset's partition data
+versions from observations (`CachingStaleStatusResolver._is_dep_updated`), so each report is a
+materialization (status, metadata) plus an observation with the same data version and metadata
+(what makes `interpretation` stale when a file's content changes)."""
 
 
 import hashlib
@@ -13,7 +23,10 @@ from pathlib import Path
 from dagster import (
     AssetExecutionContext,
     AssetKey,
+    AssetMaterialization,
     AssetObservation,
+    AssetsDefinition,
+    AssetSpec,
     DagsterInstance,
     DataVersion,
     DataVersionsByPartition,
@@ -23,7 +36,6 @@ from dagster import (
     TableColumn,
     TableSchema,
     asset,
-    observable_source_asset,
 )
 
 from dia_assets.agents.interpreter.discover import content_hash, discover
@@ -72,46 +84,67 @@ def observe_folder(data_dir: str | Path | None = None, known: set[str] | None = 
     })
 
 
-# The tags an observable source asset's own observation carries (dagster/_core/definitions/
-# data_version.py): an observation reported from a sensor or `make demo` then counts as the
-# partition's data version, exactly as if the observe function had run.
+# The tags a step's own `data_version` becomes (dagster/_core/definitions/data_version.py): a
+# materialization reported from a sensor or `make demo` then carries the partition's data version
+# exactly as if a run had produced the file.
 DATA_VERSION_TAG = "dagster/data_version"
 USER_PROVIDED_TAG = "dagster/data_version_is_user_provided"
 
 
-def raw_observations(data_dir: str | Path | None = None, only: set[str] | None = None) -> list[AssetObservation]:
-    """An observation per file (or per partition in `only`): data version = content hash."""
-    versions = observe_folder(data_dir, only).data_versions_by_partition
-    return [AssetObservation(asset_key=RAW_FILES, partition=key,
-                             tags={DATA_VERSION_TAG: version.value, USER_PROVIDED_TAG: "true"})
-            for key, version in sorted(versions.items())]
+def file_metadata(path: Path, digest: str) -> dict:
+    """What a raw file's event shows: where it is, how big, its hash, when it last changed."""
+    stat = path.stat()
+    return {"path": MetadataValue.path(str(path.resolve())), "size_bytes": MetadataValue.int(stat.st_size),
+            "sha256": MetadataValue.text(digest), "modified": MetadataValue.timestamp(stat.st_mtime)}
+
+
+def raw_file_events(data_dir: str | Path | None = None,
+                    only: set[str] | None = None) -> list[AssetMaterialization | AssetObservation]:
+    """Per file (or per partition in `only`), a materialization and an observation (see the
+    module docstring): data version = content hash, metadata = path, size, sha256, mtime."""
+    events: list[AssetMaterialization | AssetObservation] = []
+    for key, path in sorted(folder_partitions(data_dir).items()):
+        if only is not None and key not in only:
+            continue
+        digest = content_hash(path)
+        meta, tags = file_metadata(path, digest), {DATA_VERSION_TAG: digest, USER_PROVIDED_TAG: "true"}
+        # observation first: a run's provenance keeps the latest event of either kind as its
+        # input cursor, and only an observation after that cursor counts as a new data version
+        events.append(AssetObservation(asset_key=RAW_FILES, partition=key, metadata=meta, tags=tags))
+        events.append(AssetMaterialization(asset_key=RAW_FILES, partition=key, metadata=meta, tags=tags))
+    return events
+
+
+def latest_raw_version(instance: DagsterInstance, key: str) -> str | None:
+    """The content hash last reported for a partition (None: never reported)."""
+    record = instance.get_latest_data_version_record(RAW_FILES, is_source=False, partition_key=key)
+    event = record.asset_materialization if record else None
+    return (event.tags or {}).get(DATA_VERSION_TAG) if event else None
 
 
 def record_raw_files(instance: DagsterInstance, data_dir: str | Path | None = None) -> int:
-    """Register a partition per file and record its observation (content hash) before a build,
-    as `new_data_sensor` does, so the build's inputs have data versions; returns the file count."""
+    """Register a partition per file and report its materialization (content hash, path, size)
+    before a build, as `new_data_sensor` does, so the build's inputs have data versions;
+    returns the file count."""
     keys = sorted(folder_partitions(data_dir))
     missing = sorted(set(keys) - set(instance.get_dynamic_partitions(raw_partitions.name)))
     if missing:
         instance.add_dynamic_partitions(raw_partitions.name, missing)
-    for event in raw_observations(data_dir):
+    for event in raw_file_events(data_dir):
         instance.report_runless_asset_event(event)
     return len(keys)
 
 
-def raw_file_assets(data_dir: str | None = None) -> list:
-    """The `raw_files` observable source asset (a list, for the definitions' splat)."""
-
-    @observable_source_asset(
-        key=RAW_FILES, group_name=RAW_GROUP, partitions_def=raw_partitions,
-        description="The raw data files in the data folder (DIA_DATA_DIR), one partition per file. Each file's data "
-        "version is its content hash; new_data_sensor adds and retires partitions as files come and go and records "
-        "an observation whenever a file is new or changed.",
-    )
-    def raw_files(context) -> DataVersionsByPartition:  # noqa: ANN001
-        return observe_folder(data_dir, set(context.instance.get_dynamic_partitions(raw_partitions.name)))
-
-    return [raw_files]
+def raw_file_assets(data_dir: str | None = None) -> list[AssetsDefinition]:  # noqa: ARG001 - read by the reporters
+    """The `raw_files` external asset (a list, for the definitions' splat): Dagster does not
+    run it; the sensor and `make demo` report each file's materialization."""
+    return [AssetsDefinition(specs=[AssetSpec(
+        key=RAW_FILES, group_name=RAW_GROUP, partitions_def=raw_partitions, kinds={"file"},
+        description="The raw data files in the data folder (DIA_DATA_DIR), one partition per file, written outside "
+        "Dagster. new_data_sensor adds and retires partitions as files come and go and reports a materialization "
+        "whenever a file is new or changed: its data version is the content hash (sha256), its metadata the path, "
+        "size and modification time. A missing partition is a file never reported.",
+    )])]
 
 
 def interpretation_asset(raw_keys: list[AssetKey]):  # noqa: ANN201 - a Dagster asset definition

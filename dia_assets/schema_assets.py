@@ -43,6 +43,7 @@ from dia_assets.agents.schema_creator import validate as v
 from dia_assets.agents.schema_creator.lineage import table_lineage
 from dia_assets.agents.schema_creator.markdown import cell, decisions_markdown, er_markdown
 from dia_assets.agents.schema_creator.state import stale_reason
+from dia_assets.agents.schema_creator.table_stats import TableStats, installed_stats
 from dia_assets.contracts.artifact import write_atomic
 from dia_assets.contracts.interpretation import Interpretation
 from dia_assets.contracts.manifest import Manifest, ManifestTable
@@ -203,10 +204,12 @@ def table_version(table: ManifestTable) -> str:
     return hashlib.sha256(table.model_dump_json().encode()).hexdigest()[:16]
 
 
-def _table_metadata(table: ManifestTable, interp: Interpretation | None, load: object, common: dict) -> dict:
+def _table_metadata(table: ManifestTable, stats: TableStats | None, load: object, common: dict) -> dict:
+    """Row count and column statistics read from the installed table (`stats`); the load's
+    own count only when the table could not be read."""
     return {
-        **common, **table_metadata(table, interp),
-        "dagster/row_count": MetadataValue.int(load.refined if load else 0),
+        **common, "dagster/row_count": MetadataValue.int(load.refined if load else 0),
+        **table_metadata(table, stats),
         "rejected": MetadataValue.int(load.rejected if load else 0),
         "duplicates_removed": MetadataValue.int(load.duplicates_removed if load else 0),
     }
@@ -230,11 +233,12 @@ def rebuilt_beside(report: ValidationReport, selected: set[str], known: set[str]
     return {name: reason for name, reason in changed.items() if name in known and name not in selected}
 
 
-def warehouse_asset(tables: Sequence[ManifestTable] = (), interp: Interpretation | None = None) -> AssetsDefinition:
+def warehouse_asset(tables: Sequence[ManifestTable] = (), interp: Interpretation | None = None,
+                    stats: dict[str, TableStats] | None = None) -> AssetsDefinition:
     """The build (one DuckDB build and swap) as one multi-asset: one `warehouse/<table>` spec per
     table of the manifest read at load time, or the single `warehouse` asset without one.
     A subset of the tables (can_subset) is rebuilt on its own (incremental.subset_manifest)."""
-    specs = [table_spec(t, interp) for t in tables] or [warehouse_placeholder_spec()]
+    specs = [table_spec(t, interp, (stats or {}).get(t.name)) for t in tables] or [warehouse_placeholder_spec()]
     known = {t.name for t in tables}
 
     @multi_asset(name="warehouse", specs=specs, can_subset=True, description="Build, validate and swap in the warehouse "
@@ -243,7 +247,7 @@ def warehouse_asset(tables: Sequence[ManifestTable] = (), interp: Interpretation
                    duckdb: DuckDBResource) -> Iterator[MaterializeResult]:
         selected = {k.path[-1] for k in context.selected_asset_keys if k != WAREHOUSE}
         only = selected if known and selected != known else None
-        manifest, built, interp = _build(context, config, workspace, duckdb, only)
+        manifest, built, _interp = _build(context, config, workspace, duckdb, only)
         loaded, common, report = built["loaded"], built["common"], built["report"]
         counts = {name: t.refined for name, t in loaded.tables.items()}
         if not known:
@@ -258,6 +262,9 @@ def warehouse_asset(tables: Sequence[ManifestTable] = (), interp: Interpretation
         if new or gone:
             context.log.warning(f"the manifest now has tables {new or 'none'} new and {gone or 'none'} gone since the "
                                 "code location loaded: reload it (Deployment > Reload) to see them as assets")
+        beside = rebuilt_beside(report, selected, known)
+        plans = {t.name: t for t in manifest.tables}
+        stats = installed_stats(workspace.root_path, warehouse_target(duckdb), sorted((selected | set(beside)) & set(plans)))
         # Every selected table asset gets an output (the specs are not skippable): a retired table
         # says so, and the checks, the report and the catalog after it run instead of being skipped.
         for name in gone:
@@ -267,12 +274,12 @@ def warehouse_asset(tables: Sequence[ManifestTable] = (), interp: Interpretation
         for table in manifest.tables:
             if table.name in selected:
                 yield MaterializeResult(asset_key=table_key(table.name), data_version=DataVersion(table_version(table)),
-                                        metadata=_table_metadata(table, interp, loaded.tables.get(table.name), common))
+                                        metadata=_table_metadata(table, stats.get(table.name),
+                                                                 loaded.tables.get(table.name), common))
         # A table rebuilt without being selected is new data too: recorded, with the reason (its
         # checks ran in the build's validation, not as Dagster checks of this run)
-        plans = {t.name: t for t in manifest.tables}
-        for name, reason in rebuilt_beside(report, selected, known).items():
-            meta = (_table_metadata(plans[name], interp, loaded.tables.get(name), common) if name in plans
+        for name, reason in beside.items():
+            meta = (_table_metadata(plans[name], stats.get(name), loaded.tables.get(name), common) if name in plans
                     else _retired_metadata(name, common))
             context.log_event(AssetMaterialization(asset_key=table_key(name), metadata={
                 **meta, "rebuilt_because": reason}))
@@ -442,11 +449,13 @@ def validation_report_asset(deps: Sequence[AssetKey] = (WAREHOUSE,)) -> AssetsDe
 
 
 def schema_definitions(tables: Sequence[ManifestTable] = (), interp: Interpretation | None = None,
+                       stats: dict[str, TableStats] | None = None,
                        ) -> tuple[list[AssetsDefinition], list[AssetChecksDefinition]]:
     """Assets and checks of the Schema Creator for the tables of a manifest (none: one `warehouse`);
-    `interp` adds profile statistics to the column schemas."""
+    `stats` (of the installed tables) puts their figures in the column schemas the UI shows."""
     keys = [table_key(t.name) for t in tables] or [WAREHOUSE]
-    return [schema_manifest, warehouse_asset(tables, interp), validation_report_asset(keys)], [warehouse_checks(tables)]
+    return ([schema_manifest, warehouse_asset(tables, interp, stats), validation_report_asset(keys)],
+            [warehouse_checks(tables)])
 
 
 schema_assets, schema_checks = schema_definitions()

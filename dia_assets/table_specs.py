@@ -16,17 +16,17 @@ from dagster import (
     TableColumnDep,
     TableColumnLineage,
     TableConstraints,
+    TableMetadataValue,
+    TableRecord,
     TableSchema,
 )
 
 from dia_assets.agents.interpreter.names import raw_key_name
+from dia_assets.agents.locations import is_postgres
 from dia_assets.agents.schema_creator.lineage import table_lineage
-from dia_assets.agents.schema_creator.markdown import (
-    column_statistics,
-    foreign_key_targets,
-    lineage_markdown,
-    profile_column,
-)
+from dia_assets.agents.schema_creator.markdown import foreign_key_targets, lineage_markdown
+from dia_assets.agents.schema_creator.table_stats import TableStats, cached_stats
+from dia_assets.agents.settings import get_settings
 from dia_assets.contracts.interpretation import Interpretation
 from dia_assets.contracts.manifest import Manifest, ManifestTable
 
@@ -59,6 +59,17 @@ def manifest_tables(workspace: str | Path) -> list[ManifestTable]:
         return []
 
 
+def definition_stats(workspace: str | Path, tables: list[ManifestTable]) -> dict[str, TableStats]:
+    """The installed tables' figures for the specs (the UI's *Columns* panel reads the definition,
+    not the latest materialization): from the DuckDB warehouse in place, cached per file; none for
+    PostgreSQL (not scanned at every load of the code location)."""
+    from dia_assets.resources.warehouse import default_duckdb_path
+
+    if not tables or is_postgres(get_settings().warehouse):
+        return {}
+    return cached_stats(workspace, default_duckdb_path(str(workspace)), [t.name for t in tables])
+
+
 def read_interpretation(workspace: str | Path) -> Interpretation | None:
     path = Path(workspace) / "interpretation.json"
     try:
@@ -68,17 +79,20 @@ def read_interpretation(workspace: str | Path) -> Interpretation | None:
         return None
 
 
-def column_schema(table: ManifestTable, interp: Interpretation | None) -> TableSchema:
-    """Columns with type, primary key, nullability, foreign-key target and profile statistics."""
+def column_schema(table: ManifestTable, stats: TableStats | None = None) -> TableSchema:
+    """Columns with type, primary key, nullability, foreign-key target and the statistics of the
+    installed table (`stats`, read after a build; the source file's profile would describe raw
+    spellings and rows the build rejected or de-duplicated)."""
     refs = foreign_key_targets(table)
     pk = set(table.primary_key)
     cols = []
     for c in table.columns:
         other = (["primary key"] if c.name in pk else []) + ([f"references {refs[c.name]}"] if c.name in refs else [])
-        stats = column_statistics(profile_column(table, c, interp))
+        figures = (f"in the table: {stats.describe(c.name)}" if stats is not None
+                   else "table statistics: see the latest materialization")
         cols.append(TableColumn(
             name=c.name, type=c.type,
-            description=f"from {table.source_ref}.{c.source_column}; {stats}",
+            description=f"from {table.source_ref}.{c.source_column}; {figures}",
             constraints=TableColumnConstraints(nullable=c.nullable and c.name not in pk,
                                                unique=table.primary_key == [c.name], other=other),
         ))
@@ -96,10 +110,23 @@ def column_lineage(table: ManifestTable) -> TableColumnLineage:
     })
 
 
-def table_metadata(table: ManifestTable, interp: Interpretation | None) -> dict:
-    """What a table asset shows: schema, lineage as Markdown (readable in open-source Dagster), file."""
+def column_statistics(stats: TableStats) -> TableMetadataValue:
+    """Per-column figures of the installed table, as a table the UI renders."""
+    return MetadataValue.table(
+        records=[TableRecord({"column": c.name, "type": c.type, "distinct": c.distinct, "nulls": c.nulls,
+                              "min": c.min, "max": c.max}) for c in stats.columns.values()],
+        schema=TableSchema(columns=[TableColumn("column"), TableColumn("type"), TableColumn("distinct", "int"),
+                                    TableColumn("nulls", "int"), TableColumn("min"), TableColumn("max")]))
+
+
+def table_metadata(table: ManifestTable, stats: TableStats | None = None) -> dict:
+    """What a table asset shows: schema (with the installed table's statistics after a build),
+    lineage as Markdown (readable in open-source Dagster), file."""
+    figures = {"dagster/row_count": MetadataValue.int(stats.rows),
+               "column_statistics": column_statistics(stats)} if stats is not None else {}
     return {
-        "dagster/column_schema": column_schema(table, interp),
+        **figures,
+        "dagster/column_schema": column_schema(table, stats),
         "dagster/column_lineage": column_lineage(table),
         "column_lineage": MetadataValue.md(lineage_markdown(table)),
         "source_file": table.files_label(),
@@ -115,7 +142,8 @@ def table_description(table: ManifestTable) -> str:
             f"de-duplicated, {keys}" + (f", referencing {refs}" if refs else "") + ".")
 
 
-def table_spec(table: ManifestTable, interp: Interpretation | None) -> AssetSpec:
+def table_spec(table: ManifestTable, interp: Interpretation | None,  # noqa: ARG001 - figures come from the table
+               stats: TableStats | None = None) -> AssetSpec:
     """The spec of one refined table: depends on the plan and on `raw_files` (every partition: one
     multi-asset cannot map `raw_files` differently per spec; `raw_files_partition` names the file,
     or the files of a table loaded from several)."""
@@ -125,7 +153,7 @@ def table_spec(table: ManifestTable, interp: Interpretation | None) -> AssetSpec
         # skipping the checks, the report and the catalog after it in a green run
         description=table_description(table), skippable=False,
         deps=["schema_manifest", RAW_FILES],
-        metadata=table_metadata(table, interp),
+        metadata=table_metadata(table, stats),
     )
 
 

@@ -22,9 +22,9 @@ from dia_assets.agents.adaptation.data_cursor import DataCursor, RunOutcome, abs
 from dia_assets.agents.adaptation.settle import stat_files, unsettled
 from dia_assets.agents.adaptation.snapshot import interpreted_snapshot, snapshot
 from dia_assets.interpretation_assets import (
-    DATA_VERSION_TAG,
     folder_partitions,
-    raw_observations,
+    latest_raw_version,
+    raw_file_events,
     raw_partition_key,
     raw_partitions,
 )
@@ -32,7 +32,6 @@ from dia_assets.resources.workspace import default_data_dir, default_workspace
 from dia_assets.sensors.jobs import build_job, schema_job
 from dia_assets.sensors.run_outcome import REQUEST_TAG, run_outcome
 from dia_assets.sensors.settings import SENSOR_INTERVAL_S, build_tries, settle_s
-from dia_assets.table_specs import RAW_FILES
 
 
 def partition_requests(context: SensorEvaluationContext, data_dir: Path) -> list:
@@ -51,17 +50,15 @@ def partition_requests(context: SensorEvaluationContext, data_dir: Path) -> list
 
 
 def unobserved(context: SensorEvaluationContext, hashes: dict[str, str]) -> set[str]:
-    """Partitions (of `hashes`, partition -> content hash) whose last observation is missing or
-    records another content: the ones to observe now."""
+    """Partitions (of `hashes`, partition -> content hash) whose last reported materialization is
+    missing or records another content: the ones to report now."""
     out = set()
     for key, digest in hashes.items():
         try:
-            record = context.instance.get_latest_data_version_record(RAW_FILES, is_source=True, partition_key=key)
+            if latest_raw_version(context.instance, key) != digest:
+                out.add(key)
         except DagsterInvariantViolationError:  # a context built without an instance (unit tests)
             return set()
-        tags = record.asset_observation.tags if record and record.asset_observation else {}
-        if (tags or {}).get(DATA_VERSION_TAG) != digest:
-            out.add(key)
     return out
 
 
@@ -88,7 +85,8 @@ def _result(cursor: DataCursor, before: str | None, reason: str, **kwargs: list)
         description="New, changed or deleted files in DIA_DATA_DIR rebuild the warehouse once per change, once "
         "they have settled (size and mtime unchanged for DIA_SETTLE_S); the change counts as done only when "
         "its run finished its checks (a failed, canceled or vanished run is asked for again). The raw_files "
-        "partitions follow the folder and each new or changed file is observed (its content hash).")
+        "partitions follow the folder and each new or changed file is reported as materialized (content hash, "
+        "path, size, modification time).")
 def new_data_sensor(context: SensorEvaluationContext) -> SensorResult | SkipReason:
     data_dir, workspace = Path(default_data_dir()), Path(default_workspace())
     if not data_dir.is_dir():
@@ -113,7 +111,7 @@ def new_data_sensor(context: SensorEvaluationContext) -> SensorResult | SkipReas
     partitions = partition_requests(context, data_dir)
     hashes = {raw_partition_key(data_dir / rel, data_dir): digest for rel, digest in after.items()}
     stale = unobserved(context, hashes)
-    events = raw_observations(data_dir, stale) if stale else []
+    events = raw_file_events(data_dir, stale) if stale else []
     if decision.request is None:
         reason = decision.wait or "no change in the data folder"
         if context.cursor is None:  # the first tick always stores what it found

@@ -50,10 +50,15 @@ def test_new_data_sensor_runs_once_per_change_and_reports_deletions(env):
     assert isinstance(first, SensorResult) and len(first.run_requests) == 1
     assert "added: a.csv" in first.run_requests[0].tags["dia/change"]
     instance.add_dynamic_partitions("raw_files", ["a_csv"])  # the daemon applies the partition request
-    # ...and stores the observation: the file's content hash is its data version
-    [observation] = first.asset_events
-    assert observation.partition == "a_csv" and observation.tags["dagster/data_version"] == content_hash(data / "a.csv")
-    instance.report_runless_asset_event(observation)
+    # ...and reports the file (an observation for staleness, a materialization for the partition
+    # status): the file's content hash is its data version, its path, size and hash the metadata
+    observation, materialization = first.asset_events
+    assert (type(observation).__name__, type(materialization).__name__) == ("AssetObservation", "AssetMaterialization")
+    for event in first.asset_events:
+        assert event.partition == "a_csv" and event.tags["dagster/data_version"] == content_hash(data / "a.csv")
+        assert event.metadata["sha256"].value == content_hash(data / "a.csv")
+        assert event.metadata["size_bytes"].value == 5 and event.metadata["path"].value.endswith("a.csv")
+        instance.report_runless_asset_event(event)
     _succeeded(instance, first)
     # the cursor round-trips: the same folder asks for nothing once its run succeeded
     same = _eval(new_data_sensor, instance, first.cursor)

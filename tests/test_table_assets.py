@@ -111,3 +111,37 @@ def test_code_location_has_a_table_asset_per_manifest_table(tmp_path, example_in
         "row_count_reconciliation", "column_coverage", "key_validity", "load_integrity", "test_queries"}
     assert {AssetKey(["warehouse", t]) for t in TABLES} <= set(graph.get(AssetKey("query_result")).parent_keys)
     assert {AssetKey(["warehouse", t]) for t in TABLES} == set(graph.get(AssetKey("validation_report")).parent_keys)
+
+
+def test_table_metadata_is_read_from_the_installed_table_not_the_source(tmp_path, example_interpretation, monkeypatch):
+    # staff.csv spells roles many ways and has 5 duplicate rows; the refined table holds the
+    # canonical roles (overrides) and 400 rows: the asset's figures must be the table's
+    import duckdb
+
+    monkeypatch.delenv("DIA_WAREHOUSE", raising=False)
+    ws = _built_workspace(tmp_path, example_interpretation, seed_overrides=True)
+    result = _materialize(ws, example_interpretation, manifest_tables(ws))
+    assert result.success
+    meta = {m.asset_key.path[-1]: m.metadata for m in result.asset_materializations_for_node("warehouse")}["staff"]
+    with duckdb.connect(str(ws / "warehouse.duckdb"), read_only=True) as con:
+        rows, roles, nulls, lo, hi = con.execute(
+            "SELECT count(*), count(DISTINCT role), count(*) - count(role), min(hire_date)::VARCHAR, "
+            "max(hire_date)::VARCHAR FROM staff").fetchone()
+    source = next(c for s in example_interpretation.sources if s.name == "staff" for c in s.columns if c.name == "role")
+    assert source.distinct_count > roles  # the source's raw spellings: the figure that must not show
+    assert meta["dagster/row_count"].value == rows == 400
+    stats = {r.data["column"]: r.data for r in meta["column_statistics"].value.records}
+    assert stats["role"]["distinct"] == roles and stats["role"]["nulls"] == nulls
+    assert (stats["hire_date"]["min"], stats["hire_date"]["max"]) == (lo, hi)
+    schema = {c.name: c for c in meta["dagster/column_schema"].value.columns}
+    assert f"in the table: {roles} distinct" in schema["role"].description
+    assert f"{source.distinct_count} distinct" not in schema["role"].description
+    # the UI's *Columns* panel reads the definition: the code location loaded after the build
+    # carries the same figures (cached per warehouse file in schema/table_stats.json)
+    from dia_assets.definitions import build_defs
+
+    assert (ws / "schema" / "table_stats.json").exists()
+    spec = build_defs(ws).resolve_asset_graph().get(AssetKey(["warehouse", "staff"]))
+    columns = {c.name: c for c in spec.metadata["dagster/column_schema"].columns}
+    assert f"in the table: {roles} distinct" in columns["role"].description
+    assert spec.metadata["dagster/row_count"].value == rows

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -20,6 +20,7 @@ from dia_assets.agents.catalog.column_text import (
 )
 from dia_assets.agents.interpreter.key_names import SchemaNames
 from dia_assets.agents.memory.embedder import Embedder
+from dia_assets.agents.schema_creator.table_stats import TableStats
 from dia_assets.agents.semantic_ops.operators import kmeans
 from dia_assets.contracts.interpretation import Interpretation
 from dia_assets.contracts.manifest import Manifest
@@ -51,7 +52,25 @@ def _attribute(names: SchemaNames, table: Any, col: Any, source_col: Any) -> tup
     return text, identifier, " ".join(words)
 
 
-def entities_and_attributes(interpretation: Interpretation, manifest: Manifest) -> list[CatalogNode]:
+def _figures(table: str, column: str | None, src: Any, scol: Any,
+             stats: Mapping[str, TableStats] | None) -> dict[str, Any]:
+    """Row count, distinct count and null share of a node: read from the installed table when the
+    warehouse was read (`stats`; a table it lacks has none), else the source file's profile."""
+    if stats is None:
+        return {"row_count": src.row_count if src else None,
+                **({"distinct_count": scol.distinct_count if scol else None,
+                    "null_fraction": scol.null_fraction if scol else None} if column else {})}
+    ts = stats.get(table)
+    out: dict[str, Any] = {"row_count": ts.rows if ts else None}
+    if column:
+        c = ts.columns.get(column) if ts else None
+        out["distinct_count"] = c.distinct if c else None
+        out["null_fraction"] = (c.nulls / ts.rows if ts.rows else 0.0) if c and ts else None
+    return out
+
+
+def entities_and_attributes(interpretation: Interpretation, manifest: Manifest,
+                            stats: Mapping[str, TableStats] | None = None) -> list[CatalogNode]:
     nodes: list[CatalogNode] = []
     sources = {s.name: s for s in interpretation.sources}
     names = SchemaNames(interpretation.sources)
@@ -63,7 +82,7 @@ def entities_and_attributes(interpretation: Interpretation, manifest: Manifest) 
             text += f". {src.description}"
         nodes.append(CatalogNode(
             id=f"entity:{table.name}", level="entity", label=humanize(table.name), table=table.name,
-            source=table.source_path, description=text, row_count=src.row_count if src else None))
+            source=table.source_path, description=text, **_figures(table.name, None, src, None, stats)))
         for col in table.columns:
             scol = None
             if src is not None:
@@ -76,9 +95,7 @@ def entities_and_attributes(interpretation: Interpretation, manifest: Manifest) 
                 description=text, identifier=identifier,
                 examples=[str(x) for x in (scol.examples[:5] if scol else [])]
                 + [str(v) for v, _ in (scol.top_values[:5] if scol else []) if v is not None],
-                row_count=src.row_count if src else None,
-                distinct_count=scol.distinct_count if scol else None,
-                null_fraction=scol.null_fraction if scol else None))
+                **_figures(table.name, col.name, src, scol, stats)))
         for fk in table.foreign_keys:
             for a, b in zip(fk.columns, fk.ref_columns, strict=False):
                 left, right = f"attribute:{table.name}.{a}", f"attribute:{fk.ref_table}.{b}"
@@ -122,9 +139,11 @@ def _domains(entities: list[CatalogNode], vectors: np.ndarray, namer: DomainName
 
 
 def build_catalog(interpretation: Interpretation, manifest: Manifest, embedder: Embedder, scope: str,
-                  namer: DomainNamer | None = None, seed: int = 0) -> tuple[SemanticCatalog, np.ndarray]:
-    """The catalog and one embedding per node (same order as `catalog.nodes`)."""
-    nodes = entities_and_attributes(interpretation, manifest)
+                  namer: DomainNamer | None = None, seed: int = 0,
+                  stats: Mapping[str, TableStats] | None = None) -> tuple[SemanticCatalog, np.ndarray]:
+    """The catalog and one embedding per node (same order as `catalog.nodes`); counts from the
+    installed tables' `stats` when given."""
+    nodes = entities_and_attributes(interpretation, manifest, stats)
     entities = [n for n in nodes if n.level == "entity"]
     ent_vecs = embedder.embed([e.description for e in entities]) if entities else np.zeros((0, embedder.dim))
     domains, parent = _domains(entities, ent_vecs, namer, seed)

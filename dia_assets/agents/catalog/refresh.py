@@ -10,6 +10,7 @@ from dia_assets.agents.catalog.build import DomainNamer, build_catalog
 from dia_assets.agents.catalog.store import CatalogStore
 from dia_assets.agents.memory.fingerprint import database_fingerprint
 from dia_assets.agents.memory.store import MemoryStore
+from dia_assets.agents.schema_creator.table_stats import warehouse_stats
 from dia_assets.contracts.interpretation import Interpretation
 from dia_assets.contracts.manifest import Manifest
 from dia_assets.contracts.semantic_catalog import SemanticCatalog
@@ -33,7 +34,9 @@ def refresh_catalog(workspace: str | Path, warehouse: str, store: MemoryStore,
     interp = Interpretation.read(interp_path)
     manifest = Manifest.read(manifest_path)
     scope = database_fingerprint(warehouse) if Path(warehouse).exists() else "no-warehouse"
-    catalog, vectors = build_catalog(interp, manifest, store.embedder, scope, namer)
+    # counts from the installed tables, not the files' profiles (duplicates, rejected rows)
+    stats = warehouse_stats(warehouse, [t.name for t in manifest.tables])
+    catalog, vectors = build_catalog(interp, manifest, store.embedder, scope, namer, stats=stats)
     CatalogStore(store).replace(catalog, vectors)
     catalog.write(catalog_path(ws))
     return catalog

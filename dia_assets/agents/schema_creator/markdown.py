@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 from dia_assets.agents.schema_creator.lineage import table_lineage
-from dia_assets.contracts.interpretation import Column, Interpretation
 from dia_assets.contracts.manifest import Manifest, ManifestColumn, ManifestTable
 
 
@@ -50,29 +49,6 @@ def lineage_markdown(table: ManifestTable) -> str:
         origin = ", ".join(f"{table.source_ref}.{s}" for s in sources)
         lines.append(f"| {cell(col.name)} | {cell(origin)} | {cell(parse_applied(col))} |")
     return "\n".join(lines)
-
-
-def profile_column(table: ManifestTable, col: ManifestColumn, interp: Interpretation | None) -> Column | None:
-    """The interpreter's profile of the column the refined one comes from, if any."""
-    if interp is None:
-        return None
-    for src in interp.sources:
-        if src.name == col.source:
-            for pc in src.columns:
-                if pc.name == col.source_column:
-                    return pc
-    return None
-
-
-def column_statistics(profile: Column | None) -> str:
-    """Profile figures in one line: distinct values, null share and range."""
-    if profile is None:
-        return "no profile"
-    parts = [f"{profile.distinct_count}{'~' if profile.distinct_approximate else ''} distinct",
-             f"{profile.null_fraction:.1%} null"]
-    if profile.min is not None and profile.max is not None:
-        parts.append(f"range {profile.min} .. {profile.max}")
-    return ", ".join(parts)
 
 
 def foreign_key_targets(table: ManifestTable) -> dict[str, str]:
