@@ -10,21 +10,21 @@ backfill* when every partitioned asset shares one definition (LaunchAssetChooseP
 uses `defaultSelection: 'empty'` for any partition type), and offers "All partitions" with
 the button enabled when they differ (its `pureAll` target, a backfill of every partition)."""
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 from dagster import (
-    AssetCheckSpec,
     AssetExecutionContext,
     AssetKey,
     AssetsDefinition,
+    AssetSpec,
     Config,
     Failure,
     MaterializeResult,
     MetadataValue,
     StaticPartitionsDefinition,
-    asset,
+    multi_asset,
 )
 from pydantic import Field
 
@@ -33,6 +33,7 @@ from dia_assets.agents.query.loop import AgentSettings
 from dia_assets.agents.query.run import load_questions, markdown_table
 from dia_assets.contracts.analysis_result import AnalysisResult
 from dia_assets.query_assets import answered_check, result_metadata, warehouse_location
+from dia_assets.question_outcomes import SINGLE_RUN, answer_each, answered_check_spec
 from dia_assets.resources import LLMResource, WorkspaceResource
 from dia_assets.resources.memory import MemoryResource
 
@@ -90,9 +91,6 @@ def pipeline_metadata(result: AnalysisResult) -> dict[str, Any]:
 
 
 ANALYSIS_RESULT_KEY = AssetKey("analysis_result")
-ANSWERED = AssetCheckSpec("answered", asset=ANALYSIS_RESULT_KEY, description=(
-    "The question has a verified answer; fails with the reason otherwise (no model, unanswerable, failed)."))
-
 
 def analysis_partitions(questions_file: str | Path | None = None) -> StaticPartitionsDefinition:
     """One partition per question id in the questions file (default DIA_QUESTIONS or
@@ -105,22 +103,30 @@ def analysis_result_asset(deps: Sequence[str | AssetKey] = ("warehouse",),
     """`analysis_result` reading the given warehouse assets (the tables of the manifest, or
     `warehouse`), partitioned by the questions in `questions_file` at load time."""
 
-    @asset(name="analysis_result", partitions_def=analysis_partitions(questions_file), deps=[*deps, "semantic_catalog"], group_name="query",
-           kinds={"python", "sql"}, check_specs=[ANSWERED],
-           description="A question answered by a pipeline of SQL steps and semantic-operator steps "
-           "(sem_filter, sem_extract, sem_group, sem_join), each step a table, the final SELECT verified "
-           "against its contract. Metadata: tables and operators used, stage mix, model calls, cost. "
-           "The `answered` check fails when there is no answer.")
+    partitions = analysis_partitions(questions_file)
+    spec = AssetSpec(
+        ANALYSIS_RESULT_KEY, partitions_def=partitions, deps=[*deps, "semantic_catalog"], group_name="query",
+        kinds={"python", "sql"}, skippable=True,
+        description="A question answered by a pipeline of SQL steps and semantic-operator steps "
+        "(sem_filter, sem_extract, sem_group, sem_join), each step a table, the final SELECT verified "
+        "against its contract. Metadata: tables and operators used, stage mix, model calls, cost. "
+        "A question without a verified answer is not materialized: its `answered` check fails with the "
+        "reason and the run fails, naming it (one run per backfill: dia_assets/question_outcomes.py).")
+
+    @multi_asset(name="analysis_result", specs=[spec], can_subset=True, backfill_policy=SINGLE_RUN,
+                 check_specs=[answered_check_spec(ANALYSIS_RESULT_KEY, partitions)])
     def _analysis_result(context: AssetExecutionContext, config: AnalysisConfig, workspace: WorkspaceResource,
-                         llm: LLMResource, memory: MemoryResource) -> MaterializeResult:
-        return answer_partition(context, config, workspace, llm, memory)
+                         llm: LLMResource, memory: MemoryResource) -> Iterator[MaterializeResult]:
+        yield from answer_each(context, ANALYSIS_RESULT_KEY,
+                    lambda qid: answer_partition(context, config, workspace, llm, memory, qid))
 
     return _analysis_result
 
 
 def answer_partition(context: AssetExecutionContext, config: AnalysisConfig, workspace: WorkspaceResource,
-                    llm: LLMResource, memory: MemoryResource) -> MaterializeResult:
-    qid = context.partition_key
+                    llm: LLMResource, memory: MemoryResource, qid: str | None = None) -> MaterializeResult:
+    """Answer question `qid` (default: the run's one partition) with a pipeline; its outcome."""
+    qid = qid or context.partition_key
     questions = {q["id"]: q for q in load_questions(config.questions_file)}
     if qid not in questions:
         raise Failure(f"no question with id {qid!r} in the questions file")

@@ -3,16 +3,17 @@ question (`examples/questions.yaml` or the file DIA_QUESTIONS names), and the wa
 register partitions (a function and a sensor). The agent itself lives in
 dia_assets/agents/query/ and knows nothing about Dagster."""
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 from dagster import (
     AssetCheckResult,
     AssetCheckSeverity,
-    AssetCheckSpec,
     AssetExecutionContext,
     AssetKey,
+    AssetsDefinition,
+    AssetSpec,
     Config,
     DagsterInstance,
     DefaultSensorStatus,
@@ -28,8 +29,8 @@ from dagster import (
     TableColumnDep,
     TableColumnLineage,
     TableSchema,
-    asset,
     define_asset_job,
+    multi_asset,
     sensor,
 )
 from pydantic import Field
@@ -48,6 +49,7 @@ from dia_assets.agents.query.run import (
 from dia_assets.agents.schema_creator.state import stale_reason
 from dia_assets.agents.settings import get_settings
 from dia_assets.contracts.query_result import QueryResult
+from dia_assets.question_outcomes import SINGLE_RUN, answer_each, answered_check_spec
 from dia_assets.resources import LLMResource, WorkspaceResource
 from dia_assets.resources.memory import MemoryResource
 
@@ -107,9 +109,10 @@ def _memory(context: AssetExecutionContext, memory_resource: Any, warehouse: str
 
 def materialize_question(
     context: AssetExecutionContext, config: QueryConfig, workspace: WorkspaceResource,
-    llm: LLMResource, memory_resource: Any = None,
+    llm: LLMResource, memory_resource: Any = None, qid: str | None = None,
 ) -> MaterializeResult:
-    qid = context.partition_key
+    """Answer question `qid` (default: the run's one partition); its outcome, answered or not."""
+    qid = qid or context.partition_key
     questions = {q["id"]: q for q in load_questions(config.questions_file)}
     if qid not in questions:
         raise Failure(f"no question with id {qid!r} in the questions file")
@@ -170,8 +173,7 @@ def materialize_question(
     return MaterializeResult(metadata=meta, check_results=[answered_check(result, workspace=workspace.root_path)])
 
 
-ANSWERED = AssetCheckSpec("answered", asset=QUERY_RESULT_KEY, description=(
-    "The question has a verified answer; fails with the reason otherwise (no model, unanswerable, failed)."))
+ANSWERED = answered_check_spec(QUERY_RESULT_KEY, QUESTIONS)
 
 
 def answered_check(result: QueryResult, asset_key: AssetKey = QUERY_RESULT_KEY,
@@ -245,28 +247,35 @@ def lineage_dep(source: str) -> TableColumnDep:
                           column_name=column or source)
 
 
-def query_result_asset(deps: Sequence[str | AssetKey] = ("warehouse",), with_memory: bool = True):  # noqa: ANN201
-    """The `query_result` asset; `with_memory` adds the `memory` resource (MemoryResource)."""
-    kwargs = dict(
-        name="query_result", partitions_def=QUESTIONS, deps=list(deps), group_name=GROUP, kinds={"python", "sql"},
-        check_specs=[ANSWERED],
+def query_result_asset(deps: Sequence[str | AssetKey] = ("warehouse",), with_memory: bool = True) -> AssetsDefinition:
+    """The `query_result` asset; `with_memory` adds the `memory` resource (MemoryResource).
+
+    One run per backfill (single-run policy), and a partition is materialized only when its
+    question was answered: see dia_assets/question_outcomes.py."""
+    spec = AssetSpec(
+        QUERY_RESULT_KEY, partitions_def=QUESTIONS, deps=list(deps), group_name=GROUP, kinds={"python", "sql"},
+        skippable=True,
         description="The answer to one question (one partition per question in the questions file), found and "
         "verified by the Query Generator with SQL on the warehouse; its files are in `queries/{question id}/` "
-        "(query.sql, result.parquet, trace.json, answer.md). The `answered` check fails when there is no answer.",
+        "(query.sql, result.parquet, trace.json, answer.md). A question without a verified answer is not "
+        "materialized: its `answered` check fails with the reason and the run fails, naming it.",
     )
+    kwargs: dict[str, Any] = dict(name="query_result", specs=[spec], check_specs=[ANSWERED], can_subset=True,
+                                  backfill_policy=SINGLE_RUN)
     if with_memory:
 
-        @asset(**kwargs)
+        @multi_asset(**kwargs)
         def query_result(context: AssetExecutionContext, config: QueryConfig, workspace: WorkspaceResource,
-                         llm: LLMResource, memory: MemoryResource) -> MaterializeResult:
-            return materialize_question(context, config, workspace, llm, memory)
+                         llm: LLMResource, memory: MemoryResource) -> Iterator[MaterializeResult]:
+            yield from answer_each(context, QUERY_RESULT_KEY,
+                        lambda qid: materialize_question(context, config, workspace, llm, memory, qid))
 
         return query_result
 
-    @asset(**kwargs)
+    @multi_asset(**kwargs)
     def query_result_no_memory(context: AssetExecutionContext, config: QueryConfig, workspace: WorkspaceResource,
-                               llm: LLMResource) -> MaterializeResult:
-        return materialize_question(context, config, workspace, llm)
+                               llm: LLMResource) -> Iterator[MaterializeResult]:
+        yield from answer_each(context, QUERY_RESULT_KEY, lambda qid: materialize_question(context, config, workspace, llm, qid=qid))
 
     return query_result_no_memory
 

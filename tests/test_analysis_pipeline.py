@@ -227,11 +227,15 @@ def test_analysis_result_asset_materializes_a_partition(warehouse, tmp_path, mon
     assert meta["operators_used"].value == ["sem_filter", "sem_group", "sql"]
     assert meta["semantic_model_calls"].value > 0 and "sem_group" in meta["pipeline_steps"].value
     assert (ws / "analysis" / "decline_why" / "steps.duckdb").exists()
-    # without a model the partition is not a green success: its `answered` check fails
+    # without a model the partition is not a green success: no new materialization, a failed
+    # run, and its `answered` check fails (events logged per question are in the instance)
     unanswered = materialize([asset], instance=instance, partition_key="decline_why", raise_on_error=False,
                              resources={**resources, "llm": LLMResource(model=None)})
-    (check,) = unanswered.get_asset_check_evaluations()
-    assert not check.passed and "no_model" in (check.description or "")
+    assert not unanswered.success
+    events = [e.dagster_event for e in instance.all_logs(unanswered.run_id) if e.dagster_event]
+    assert not [e for e in events if e.event_type_value == "ASSET_MATERIALIZATION"]
+    (check,) = [e.event_specific_data for e in events if e.event_type_value == "ASSET_CHECK_EVALUATION"]
+    assert not check.passed and "no_model" in (check.description or "") and check.partition == "decline_why"
 
 
 def test_dia_ask_pipeline_end_to_end(warehouse, tmp_path, monkeypatch) -> None:

@@ -8,6 +8,7 @@ import pytest
 from dagster import DagsterInstance, build_sensor_context, materialize
 
 from dia_assets.query_assets import (
+    QUERY_RESULT_KEY,
     QUESTIONS,
     query_result_asset,
     question_partitions_sensor,
@@ -85,18 +86,27 @@ def test_partitions_are_registered_and_materialized(ws: Path, tmp_path: Path) ->
     assert len(instance.get_dynamic_partitions(QUESTIONS.name)) == 3
 
 
-def test_without_a_model_the_asset_says_so_and_succeeds(ws: Path) -> None:
+def test_without_a_model_the_partition_is_not_materialized_and_the_run_fails(ws: Path) -> None:
     instance = DagsterInstance.ephemeral()
     register_question_partitions(instance)
-    result = _materialize(query_result_asset(with_memory=False), instance, "staff_count_per_role", ws, None)
-    assert result.success
-    meta = result.asset_materializations_for_node("query_result")[0].metadata
-    assert meta["status"].value == "no_model" and "DIA_MODEL" in meta["message"].value
-    # an unanswered question is not a success: its `answered` check fails and says why
-    [answered] = result.get_asset_check_evaluations()
-    assert answered.check_name == "answered" and not answered.passed
+    result = _materialize(query_result_asset(with_memory=False), instance, "staff_count_per_role", ws, None,
+                          raise_on_error=False)
+    # an unanswered question is not a success: no materialization, a failed run that says why
+    assert not result.success
+    assert instance.get_materialized_partitions(QUERY_RESULT_KEY) == set()
+    # events logged per question are written to the instance as they happen (the in-process
+    # result only lists the events of a step that returned)
+    events = [e.dagster_event for e in instance.all_logs(result.run_id) if e.dagster_event]
+    [observation] = [e.event_specific_data.asset_observation for e in events if e.event_type_value == "ASSET_OBSERVATION"]
+    assert observation.partition == "staff_count_per_role"
+    assert observation.metadata["status"].value == "no_model" and "DIA_MODEL" in observation.metadata["message"].value
+    # its `answered` check fails and says why, on that partition
+    [answered] = [e.event_specific_data for e in events if e.event_type_value == "ASSET_CHECK_EVALUATION"]
+    assert answered.check_name == "answered" and not answered.passed and answered.partition == "staff_count_per_role"
     assert answered.description.startswith("no_model: ") and "DIA_MODEL" in answered.description
     assert "No model is configured" in (ws / "queries" / "staff_count_per_role" / "answer.md").read_text()
+    failure = next(e for e in result.all_events if e.event_type_value == "STEP_FAILURE")
+    assert "1 of 1 question(s) not answered" in failure.step_failure_data.error.message
     assert any(e.message and "DIA_MODEL" in e.message for e in instance.all_logs(result.run_id))
 
 

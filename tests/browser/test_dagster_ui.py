@@ -103,7 +103,9 @@ def backfills(ui: DagsterUI) -> list[dict]:
 
 def test_materialize_all_launches_in_one_click(page: Any, dagster_ui: DagsterUI, screenshot: Any) -> None:
     """Issue 13: "Materialize all" on the whole graph, then the dialog's launch button as it
-    opens (All partitions preselected, nothing to choose); the backfill must complete."""
+    opens (All partitions preselected, nothing to choose); the backfill must complete. Issue 31:
+    without a model no question is answered, so the backfill ends *Failed* (not Succeeded),
+    after building every table, with all questions of each question asset in one run."""
     before = {b["id"] for b in backfills(dagster_ui)}
     open_asset_graph(page)
     page.get_by_role("button", name=re.compile("Materialize all")).click()
@@ -123,15 +125,24 @@ def test_materialize_all_launches_in_one_click(page: Any, dagster_ui: DagsterUI,
     text = ""
     while time.monotonic() < deadline:
         text = row.first.inner_text() if row.count() else ""
-        if "Success" in text:
+        if "Success" in text or "Canceled" in text:
+            pytest.fail(f"backfill {new[0]['id']} shows {text!r}: no question can be answered without a model")
+        if "Failure" in text or "Failed" in text or "failures" in text:
             break
-        if "Failed" in text or "Canceled" in text or "failures" in text:
-            pytest.fail(f"backfill {new[0]['id']} shows {text!r}\n{dagster_ui.log_tail(60)}")
         time.sleep(5)
         page.reload()
     else:
         pytest.fail(f"backfill {new[0]['id']} did not complete within {RUN_TIMEOUT_S} s: {text!r}")
     expect(row.first).to_contain_text("partitions")
+    screenshot(page, "backfill")
+    backfill_runs = [r for r in runs(dagster_ui) if any(t == {"key": "dagster/backfill", "value": new[0]["id"]}
+                                                         for t in r["tags"])]
+    ranged = [r for r in backfill_runs if any(t["key"] == "dagster/asset_partition_range_start" for t in r["tags"])]
+    assert len(ranged) == 2, backfill_runs  # query_result and analysis_result: one run each for every question
+    assert {r["status"] for r in ranged} == {"FAILURE"}
+    page.goto("/assets/query_result?view=partitions")
+    expect(page.get_by_text(re.compile(r"Materialized \(0\)")).first).to_be_visible()
+    screenshot(page, "query-result-partitions")
 
 
 def _wait_for_new_runs(ui: DagsterUI, before: set[str], timeout_s: float = 60) -> list[dict]:
@@ -144,17 +155,17 @@ def _wait_for_new_runs(ui: DagsterUI, before: set[str], timeout_s: float = 60) -
     pytest.fail(f"no run started within {timeout_s:.0f} s")
 
 
-def _wait_for_status(pg: Any, run_id: str, ui: DagsterUI) -> None:
-    """Until the run's row on the Runs page says Success; a failure fails at once, with the log."""
+def _wait_for_status(pg: Any, run_id: str, ui: DagsterUI, expected: str = "Success") -> None:
+    """Until the run's row on the Runs page says `expected`; another end fails at once, with the log."""
     # the Runs page is a virtualized table of divs (no `row` role), one `data-index` per run
     row = pg.locator("[data-index]").filter(has_text=run_id[:8])
     deadline = time.monotonic() + RUN_TIMEOUT_S
     while time.monotonic() < deadline:
         if row.count():
             text = row.first.inner_text()
-            if "Success" in text:
+            if expected in text:
                 return
-            if "Failure" in text or "Canceled" in text:
+            if any(end in text for end in {"Success", "Failure", "Canceled"} - {expected}):
                 pytest.fail(f"run {run_id} shows {text!r} on the Runs page\n{ui.log_tail(60)}")
         time.sleep(5)
         pg.reload()
@@ -198,7 +209,7 @@ def test_table_asset_shows_column_lineage(page: Any, dagster_ui: DagsterUI, scre
 QUESTION = "staff_count_per_role"
 
 
-def _materialize_one_question(pg: Any, ui: DagsterUI) -> list[dict]:
+def _materialize_one_question(pg: Any, ui: DagsterUI, expected: str = "Success") -> list[dict]:
     """From the partitions page: Materialize, pick one question, launch; wait on the Runs page."""
     before = {r["runId"] for r in runs(ui)}
     pg.goto("/assets/query_result?view=partitions")
@@ -216,20 +227,18 @@ def _materialize_one_question(pg: Any, ui: DagsterUI) -> list[dict]:
     launched = _wait_for_new_runs(ui, before)
     pg.goto("/runs")
     for run in launched:
-        _wait_for_status(pg, run["runId"], ui)
+        _wait_for_status(pg, run["runId"], ui, expected)
     return launched
 
 
 def test_unanswered_questions_are_not_shown_as_success(page: Any, dagster_ui: DagsterUI, screenshot: Any) -> None:
-    """Without a model a question gets no answer: its `answered` check fails and says why."""
-    launched = _materialize_one_question(page, dagster_ui)
-    # the run itself succeeds (the Runs page says so); the answer is what is missing
-    expect(page.locator("[data-index]").filter(has_text=launched[0]["runId"][:8])).to_contain_text("Success")
+    """Without a model a question gets no answer: its run fails, its partition is not
+    materialized, and its `answered` check fails and says why."""
+    launched = _materialize_one_question(page, dagster_ui, expected="Failure")
+    expect(page.locator("[data-index]").filter(has_text=launched[0]["runId"][:8])).to_contain_text("Failure")
     screenshot(page, "runs")
     page.goto("/assets/query_result?view=partitions")
-    page.get_by_text(QUESTION, exact=True).first.click()
-    expect(page.get_by_text("no_model").first).to_be_visible()
-    screenshot(page, "query-result-partitions")
+    expect(page.get_by_text(re.compile(r"Materialized \(0\)")).first).to_be_visible()
     page.goto("/assets/query_result?view=checks")
     item = page.get_by_title("answered", exact=True).first.locator("xpath=..")
     expect(item).to_contain_text("Failed")
