@@ -70,7 +70,7 @@ bench: $(STAMP)
 # The bundled evaluation sample; DIA_MODEL=oracle checks the plumbing (must score 100%).
 eval: $(STAMP)
 	@[ -n "$(DIA_MODEL)" ] || { $(BIN)/dia eval examples/eval/questions.jsonl; exit 2; }
-	@test -f dia_workspace/warehouse.duckdb || $(BIN)/dia build examples/data --overrides examples/overrides.yaml
+	@test -f dia_workspace/warehouse.duckdb || $(BIN)/dia build examples/data --overrides examples/data/overrides.yaml
 	$(BIN)/dia eval examples/eval/questions.jsonl --db dia_workspace/warehouse.duckdb --model "$(DIA_MODEL)" --output dia_workspace/eval/$(subst /,_,$(DIA_MODEL))
 
 clean:

@@ -122,7 +122,8 @@ def _llm():  # noqa: ANN202
 def build(
     data_dir: Annotated[Path, typer.Argument(help="Folder of raw files.")],
     warehouse: Annotated[str | None, typer.Option(help="DuckDB file or postgresql:// URL.")] = None,
-    overrides: Annotated[Path | None, typer.Option(help="Seed review/interpretation_overrides.yaml from this file if absent.")] = None,
+    overrides: Annotated[Path | None, typer.Option(help="Seed review/interpretation_overrides.yaml from this file if absent "
+                                                   "(default: DATA_DIR/overrides.yaml if present).")] = None,
     replace_anyway: Annotated[bool, typer.Option(help="Install the new warehouse even when it is not accepted.")] = False,
     incremental: Annotated[bool, typer.Option(
         "--incremental/--full",
@@ -143,9 +144,11 @@ def build(
 
     if not data_dir.is_dir():
         fail(f"{data_dir} is not a folder", "pass the folder that holds the raw files", EXIT_USAGE)
+    from dia_assets.agents.data_folder import overrides_seed
+
     ws = use_workspace(workspace)
     try:
-        report = build_warehouse(data_dir, ws, warehouse=warehouse, overrides_seed=overrides,
+        report = build_warehouse(data_dir, ws, warehouse=warehouse, overrides_seed=overrides or overrides_seed(data_dir),
                                  replace_anyway=replace_anyway, incremental=incremental,
                                  command=f"dia build {data_dir}", wait_s=wait, say=say(quiet))
     except (Exception, KeyboardInterrupt) as exc:  # noqa: BLE001 - one line, never a traceback
@@ -177,11 +180,16 @@ def _failure(exc: BaseException, workspace: Path) -> str:
 
 @app.command()
 def demo(
-    data_dir: Annotated[Path, typer.Option(help="Raw files.")] = Path("examples/data"),
+    data_dir: Annotated[Path | None, typer.Option(
+        help="Raw files (default DIA_DATA_DIR, else examples/data). Its questions.yaml and overrides.yaml, "
+        "if any, are its questions and expert corrections.")] = None,
     workspace: WorkspaceOpt = None,
     quiet: QuietOpt = False,
 ) -> None:
-    """Materialize every asset on the bundled example data and print a summary."""
+    """Materialize every asset on a data folder (the bundled example by default) and print a summary."""
+    from dia_assets.agents.settings import get_settings
+
+    data_dir = data_dir or get_settings().data_dir
     os.environ["DIA_DATA_DIR"] = str(data_dir)
     ws = use_workspace(workspace)
     from dia_assets.demo import run_demo
