@@ -70,7 +70,7 @@ def test_gold_gives_the_same_answers_on_the_schema_creators_warehouse(sample_wh:
     from dia_assets.agents.schema_creator.build import run
 
     built = run(SAMPLE.parents[1] / "data", tmp_path / "ws", interpretation=example_interpretation,
-                overrides_seed=SAMPLE.parents[1] / "overrides.yaml")
+                overrides_seed=SAMPLE.parents[1] / "data" / "overrides.yaml")
     assert built.report.accepted
     items = {i.id: i for i in load_instances(SAMPLE)}
     real = check_gold(SAMPLE, built.report.warehouse)
