@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from tests.browser.conftest import TIMEOUT_MS, VIEWPORT
 from tests.browser.server import DagsterUI, dagster_dev
 from tests.data_folders import folder_a, folder_b
 
@@ -66,8 +67,20 @@ def second_folder(chromium: Any, tmp_path_factory: pytest.TempPathFactory) -> It
         yield ui, before
 
 
-def test_second_folder_lists_its_tables_and_no_foreign_questions(page: Any, second_folder: tuple[DagsterUI, set[str]],
-                                                                 screenshot: Any) -> None:
+@pytest.fixture
+def page(chromium: Any, second_folder: tuple[DagsterUI, set[str]]) -> Iterator[Any]:
+    """A page on the second folder's UI (the conftest's `page` serves the example's)."""
+    context = chromium.new_context(viewport=VIEWPORT, base_url=second_folder[0].url)
+    context.add_init_script("window.localStorage.setItem('communityNux', '1')")
+    context.set_default_timeout(TIMEOUT_MS)
+    pg = context.new_page()
+    try:
+        yield pg
+    finally:
+        context.close()
+
+
+def test_second_folder_lists_its_tables_and_no_foreign_questions(page: Any, second_folder: tuple[DagsterUI, set[str]]) -> None:
     ui, _ = second_folder
     manifest = json.loads((ui.workspace / "schema" / "manifest.json").read_text(encoding="utf-8"))
     tables = sorted(t["name"] for t in manifest["tables"])
@@ -76,7 +89,7 @@ def test_second_folder_lists_its_tables_and_no_foreign_questions(page: Any, seco
     for table in tables:
         expect(page.get_by_role("link", name=f"warehouse/{table}").first).to_be_visible()
     assert page.get_by_text("warehouse/staff").count() == 0 and page.get_by_text("warehouse/customers").count() == 0
-    screenshot(page, "second-folder-assets")
+    page.screenshot(path=str(ui.log.parent / "second-folder-assets.png"))
     assert _question_keys(ui) == []
     page.goto("/assets/query_result?view=partitions")
     expect(page.get_by_text("query_result").first).to_be_visible()
