@@ -122,8 +122,7 @@ def _llm():  # noqa: ANN202
 def build(
     data_dir: Annotated[Path, typer.Argument(help="Folder of raw files.")],
     warehouse: Annotated[str | None, typer.Option(help="DuckDB file or postgresql:// URL.")] = None,
-    overrides: Annotated[Path | None, typer.Option(help="Seed review/interpretation_overrides.yaml from this file if absent "
-                                                   "(default: DATA_DIR/overrides.yaml if present).")] = None,
+    overrides: Annotated[Path | None, typer.Option(help="Seed review/interpretation_overrides.yaml from this file if absent.")] = None,
     replace_anyway: Annotated[bool, typer.Option(help="Install the new warehouse even when it is not accepted.")] = False,
     incremental: Annotated[bool, typer.Option(
         "--incremental/--full",
@@ -144,11 +143,9 @@ def build(
 
     if not data_dir.is_dir():
         fail(f"{data_dir} is not a folder", "pass the folder that holds the raw files", EXIT_USAGE)
-    from dia_assets.agents.data_folder import overrides_seed
-
     ws = use_workspace(workspace)
     try:
-        report = build_warehouse(data_dir, ws, warehouse=warehouse, overrides_seed=overrides or overrides_seed(data_dir),
+        report = build_warehouse(data_dir, ws, warehouse=warehouse, overrides_seed=overrides,
                                  replace_anyway=replace_anyway, incremental=incremental,
                                  command=f"dia build {data_dir}", wait_s=wait, say=say(quiet))
     except (Exception, KeyboardInterrupt) as exc:  # noqa: BLE001 - one line, never a traceback
