@@ -39,4 +39,4 @@ def overrides_seed(data_dir: str | Path) -> Path | None:
 def folder_id(data_dir: str | Path, workspace: str | Path) -> str:
     """The identity sensors key their state by: the resolved data folder and workspace. State
     kept for one folder means nothing for another (a file of A is no deletion in B)."""
-    return f"{Path(data_dir).resolve()} -> {Path(workspace).resolve()}"
+    return f"{Path(data_dir).resolve()} (workspace {Path(workspace).resolve()})"

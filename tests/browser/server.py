@@ -109,12 +109,14 @@ ACTIVE = {"QUEUED", "NOT_STARTED", "STARTING", "STARTED", "CANCELING"}
 _STATE = """{ runsOrError { ... on Runs { results { runId status endTime } } }
   workspaceOrError { ... on Workspace { locationEntries { locationOrLoadError {
     ... on RepositoryLocation { repositories { sensors { name sensorState {
-      status ticks(limit: 1) { timestamp } } } } } } } } } }"""
+      status ticks(limit: 1, statuses: [STARTED, SKIPPED, SUCCESS, FAILURE]) { timestamp } } } } } } } } } }"""
 
 
 def settled(ui: DagsterUI) -> bool:
     """No run in progress, and every running sensor has ticked since the last run ended, so
-    what the automation does on first start (a rebuild, a check run) is over."""
+    what the automation does on first start (a rebuild, a check run) is over. Skipped ticks
+    count: `ticks` without `statuses` leaves them out (Dagster 1.13), and a sensor with
+    nothing to do after a switch of folders only skips."""
     data = ui.graphql(_STATE)
     all_runs = data["runsOrError"]["results"]
     if any(r["status"] in ACTIVE for r in all_runs):

@@ -33,7 +33,7 @@ OUR_SENSORS = {"new_data_sensor", "review_gate_sensor", "drift_sensor"}
 _RUNS = "{ runsOrError { ... on Runs { results { runId tags { key value } } } } }"
 _TICKS = """{ workspaceOrError { ... on Workspace { locationEntries { locationOrLoadError {
   ... on RepositoryLocation { repositories { sensors { name sensorState {
-    ticks(limit: 50) { status skipReason runIds } } } } } } } } } }"""
+    ticks(limit: 50, statuses: [STARTED, SKIPPED, SUCCESS, FAILURE]) { status skipReason runIds } } } } } } } } } }"""
 
 
 def _runs(ui: DagsterUI) -> list[dict[str, Any]]:
