@@ -85,11 +85,19 @@ def test_second_folder_lists_its_tables_and_no_foreign_questions(page: Any, seco
     manifest = json.loads((ui.workspace / "schema" / "manifest.json").read_text(encoding="utf-8"))
     tables = sorted(t["name"] for t in manifest["tables"])
     assert tables == ["albums", "artists"]
-    page.goto("/assets?view=flat")
     for table in tables:
-        expect(page.get_by_role("link", name=f"warehouse/{table}").first).to_be_visible()
-    assert page.get_by_text("warehouse/staff").count() == 0 and page.get_by_text("warehouse/customers").count() == 0
+        page.goto(f"/assets/warehouse/{table}")
+        # an asset the code location defines has a definition (a missing key has none)
+        expect(page.get_by_text("Code location", exact=True)).to_be_visible()
+    page.goto("/assets/warehouse")
+    expect(page.get_by_text("albums").first).to_be_visible()
+    expect(page.get_by_text("artists").first).to_be_visible()
+    for foreign in ("customers", "clients", "orders", "staff"):
+        assert page.get_by_text(foreign, exact=True).count() == 0, foreign
     page.screenshot(path=str(ui.log.parent / "second-folder-assets.png"))
+    keys = {"/".join(n["assetKey"]["path"]) for n in ui.graphql("{ assetNodes { assetKey { path } } }")["assetNodes"]}
+    assert {"warehouse/albums", "warehouse/artists"} <= keys
+    assert not keys & {"warehouse/customers", "warehouse/clients", "warehouse/orders", "warehouse/staff"}
     assert _question_keys(ui) == []
     page.goto("/assets/query_result?view=partitions")
     expect(page.get_by_text("query_result").first).to_be_visible()
