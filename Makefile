@@ -2,22 +2,37 @@
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
+# A base install runs the product (`make demo`, `make ui`); `make install` adds the [dev] extra
+# (pytest, ruff, playwright for the browser test). Both install the versions pinned in
+# constraints.txt (`make lock` regenerates it); a change to either file reinstalls.
+HASH := $(shell cat pyproject.toml setup.py constraints.txt | cksum | cut -d' ' -f1)
+BASE_STAMP := $(VENV)/.installed-base-$(HASH)
+STAMP := $(VENV)/.installed-dev-$(HASH)
 export LITELLM_LOCAL_MODEL_COST_MAP := True
 export DAGSTER_HOME ?= $(CURDIR)/.dagster_home
 
-.PHONY: demo test test-ui ui lint docs bench eval clean install
+.PHONY: demo test test-ui ui lint docs bench eval clean install lock
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 
-$(STAMP): $(BIN)/python pyproject.toml
-	$(BIN)/pip install -q -e '.[dev]'
-	rm -f $(VENV)/.installed-*
-	touch $(STAMP)
+$(BASE_STAMP): $(BIN)/python pyproject.toml setup.py constraints.txt
+	$(BIN)/pip install -q -c constraints.txt -e .
+	rm -f $(VENV)/.installed-base-*
+	touch $@
+
+$(STAMP): $(BASE_STAMP)
+	$(BIN)/pip install -q -c constraints.txt -e '.[dev]'
+	rm -f $(VENV)/.installed-dev-* $(VENV)/.installed-[0-9]*
+	touch $@
 
 install: $(STAMP)
+
+# constraints.txt: every package the base install and [dev] resolve to, from wheels, for each
+# Python version pyproject claims (pins that differ between versions carry a marker)
+lock: $(BIN)/python
+	$(BIN)/python .ci/resolve_versions.py --extra dev --write constraints.txt
 
 $(DAGSTER_HOME)/dagster.yaml:
 	@mkdir -p $(DAGSTER_HOME)
@@ -25,15 +40,17 @@ $(DAGSTER_HOME)/dagster.yaml:
 
 # `make demo DIA_DATA_DIR=my_folder DIA_WORKSPACE=my_ws`: your folder, with its own questions.yaml and
 # overrides.yaml if it has them (docs/configuration.md); default examples/data into dia_workspace.
-demo: $(STAMP) $(DAGSTER_HOME)/dagster.yaml
+demo: $(BASE_STAMP) $(DAGSTER_HOME)/dagster.yaml
 	$(BIN)/dia demo
 
 # One pytest-xdist worker per core; each test file runs whole on one worker (--dist loadfile), so
 # module-scoped fixtures (builds, embedded PostgreSQL databases) are made once. Every worker
 # has its own embedded PostgreSQL, temporary folders and free ports. PYTEST_WORKERS=0: serial.
+# Files are handed out in collection order, `heavy` files first (tests/conftest.py): xdist's
+# default reorder (most tests per file first) would hand the one-test live replays out last.
 PYTEST_WORKERS ?= auto
 test: $(STAMP)
-	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadfile
+	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder
 
 # The Dagster UI in headless chromium (tests/browser): builds the example workspace as `make demo`
 # does, starts `dagster dev` on a free loopback port and checks what a person sees. Needs Debian's
@@ -45,7 +62,7 @@ test-ui: $(STAMP)
 # `dia ui` runs `dg dev` ([tool.dg] in pyproject.toml; `dagster dev -w workspace.yaml` without
 # dagster-dg-cli) in its own session and, on Ctrl-C, stops it, every child and the embedded
 # PostgreSQL (dia_assets/devserver.py).
-ui: $(STAMP) $(DAGSTER_HOME)/dagster.yaml
+ui: $(BASE_STAMP) $(DAGSTER_HOME)/dagster.yaml
 	$(BIN)/dia ui
 
 lint: $(STAMP)

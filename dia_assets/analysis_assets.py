@@ -33,8 +33,8 @@ from dia_assets.agents.query.loop import AgentSettings
 from dia_assets.agents.query.run import load_questions, markdown_table
 from dia_assets.contracts.analysis_result import AnalysisResult
 from dia_assets.query_assets import answered_check, result_metadata, warehouse_location
-from resources import LLMResource, WorkspaceResource
-from resources.memory import MemoryResource
+from dia_assets.resources import LLMResource, WorkspaceResource
+from dia_assets.resources.memory import MemoryResource
 
 
 class AnalysisConfig(Config):

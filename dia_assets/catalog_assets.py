@@ -24,9 +24,9 @@ from dia_assets.agents.catalog.refresh import catalog_path, model_namer, refresh
 from dia_assets.agents.memory.connection import MemoryStoreUnavailable
 from dia_assets.agents.settings import get_settings
 from dia_assets.contracts.semantic_catalog import SemanticCatalog
-from resources.memory import MemoryResource
-from resources.warehouse import warehouse_target
-from resources.workspace import WorkspaceResource
+from dia_assets.resources.memory import MemoryResource
+from dia_assets.resources.warehouse import warehouse_target
+from dia_assets.resources.workspace import WorkspaceResource
 
 
 def _tree_md(catalog: SemanticCatalog) -> str:

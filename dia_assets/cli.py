@@ -110,7 +110,7 @@ def interpret(
 
 
 def _llm():  # noqa: ANN202
-    from resources import LLMResource
+    from dia_assets.resources import LLMResource
 
     llm = LLMResource()
     if not llm.enabled:

@@ -21,14 +21,14 @@ from dia_assets.interpretation_assets import interpretation_asset, raw_file_asse
 from dia_assets.lineage_assets import lineage_report
 from dia_assets.memory_assets import memory_lessons_asset
 from dia_assets.query_assets import query_job, query_result_asset, question_partitions_sensor
+from dia_assets.resources import LLMResource, WorkspaceResource
+from dia_assets.resources.embeddings import EmbeddingsResource
+from dia_assets.resources.memory import MemoryResource
+from dia_assets.resources.warehouse import duckdb_resource
+from dia_assets.resources.workspace import default_workspace
 from dia_assets.schema_assets import schema_definitions
+from dia_assets.sensors import JOBS, SCHEDULES, SENSORS
 from dia_assets.table_specs import WAREHOUSE, manifest_tables, read_interpretation, table_key
-from resources import LLMResource, WorkspaceResource
-from resources.embeddings import EmbeddingsResource
-from resources.memory import MemoryResource
-from resources.warehouse import duckdb_resource
-from resources.workspace import default_workspace
-from sensors import JOBS, SCHEDULES, SENSORS
 
 warnings.filterwarnings("ignore", category=BetaWarning)  # observable_source_asset is beta in 1.13
 

@@ -36,9 +36,9 @@ from dia_assets.agents.interpreter.render import (
 from dia_assets.agents.interpreter.run import interpret_to_files
 from dia_assets.agents.locations import default_warehouse
 from dia_assets.agents.schema_creator.build import expert_files, previous_interpretation
+from dia_assets.resources import LLMResource, WorkspaceResource
+from dia_assets.resources.workspace import default_data_dir
 from dia_assets.run_writer import run_writer
-from resources import LLMResource, WorkspaceResource
-from resources.workspace import default_data_dir
 
 RAW_GROUP = "raw_files"
 RAW_FILES = AssetKey("raw_files")

@@ -8,8 +8,8 @@ from dagster_duckdb import DuckDBResource
 from dia_assets.agents.lineage import render
 from dia_assets.agents.lineage.index import build_index
 from dia_assets.contracts.artifact import write_atomic
-from resources.warehouse import warehouse_target
-from resources.workspace import WorkspaceResource
+from dia_assets.resources.warehouse import warehouse_target
+from dia_assets.resources.workspace import WorkspaceResource
 
 
 @asset(deps=["validation_report", "query_result"], group_name="lineage", kinds={"python"},

@@ -14,8 +14,8 @@ from dagster import (
 from dia_assets.agents.memory.export import export_lessons
 from dia_assets.agents.memory.maintenance import run_maintenance
 from dia_assets.agents.memory.models import MaintenanceReport
-from resources.memory import MemoryResource
-from resources.workspace import WorkspaceResource
+from dia_assets.resources.memory import MemoryResource
+from dia_assets.resources.workspace import WorkspaceResource
 
 
 def _row(cells: list[str]) -> str:

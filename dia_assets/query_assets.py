@@ -49,8 +49,8 @@ from dia_assets.agents.query.run import (
 from dia_assets.agents.schema_creator.state import stale_reason
 from dia_assets.agents.settings import get_settings
 from dia_assets.contracts.query_result import QueryResult
-from resources import LLMResource, WorkspaceResource
-from resources.memory import MemoryResource
+from dia_assets.resources import LLMResource, WorkspaceResource
+from dia_assets.resources.memory import MemoryResource
 
 GROUP = "query"
 QUESTIONS = DynamicPartitionsDefinition(name="questions")

@@ -47,6 +47,8 @@ from dia_assets.contracts.artifact import write_atomic
 from dia_assets.contracts.interpretation import Interpretation
 from dia_assets.contracts.manifest import Manifest, ManifestTable
 from dia_assets.contracts.report import ValidationReport
+from dia_assets.resources.warehouse import warehouse_target
+from dia_assets.resources.workspace import WorkspaceResource
 from dia_assets.run_writer import LOAD, run_writer
 from dia_assets.table_specs import (
     RAW_FILES,
@@ -57,8 +59,6 @@ from dia_assets.table_specs import (
     table_spec,
     warehouse_placeholder_spec,
 )
-from resources.warehouse import warehouse_target
-from resources.workspace import WorkspaceResource
 
 GROUP = "schema_creator"
 # In the metadata of the warehouse step's Failure when the build was validated and refused: a

@@ -1,6 +1,6 @@
 """Dagster resources: thin, configurable handles on the outside world."""
 
-from resources.llm import LLMResource
-from resources.workspace import WorkspaceResource
+from dia_assets.resources.llm import LLMResource
+from dia_assets.resources.workspace import WorkspaceResource
 
 __all__ = ["LLMResource", "WorkspaceResource"]

@@ -12,7 +12,7 @@ from dia_assets.agents.memory.conflicts import ConflictPolicy
 from dia_assets.agents.memory.connection import default_pgdata
 from dia_assets.agents.memory.store import MemoryStore
 from dia_assets.agents.settings import get_settings
-from resources.embeddings import EmbeddingsResource
+from dia_assets.resources.embeddings import EmbeddingsResource
 
 
 class MemoryResource(ConfigurableResource):

@@ -10,7 +10,7 @@ from dagster_duckdb import DuckDBResource
 
 from dia_assets.agents.locations import is_postgres
 from dia_assets.agents.settings import get_settings
-from resources.workspace import default_workspace
+from dia_assets.resources.workspace import default_workspace
 
 
 def default_duckdb_path(workspace: str | None = None) -> str:

@@ -1,11 +1,18 @@
 """Sensors and schedules: DIA reacts to new data, drift, expert edits and falling quality."""
 
-from sensors.automation import automation_sensor
-from sensors.data_sensors import new_data_sensor, review_gate_sensor
-from sensors.drift_sensor import drift_sensor
-from sensors.jobs import build_job, memory_job, plan_job, quality_check_job, replan_job, schema_job
-from sensors.quality_sensor import quality_sensor
-from sensors.schedules import nightly_refresh, weekly_memory
+from dia_assets.sensors.automation import automation_sensor
+from dia_assets.sensors.data_sensors import new_data_sensor, review_gate_sensor
+from dia_assets.sensors.drift_sensor import drift_sensor
+from dia_assets.sensors.jobs import (
+            build_job,
+            memory_job,
+            plan_job,
+            quality_check_job,
+            replan_job,
+            schema_job,
+)
+from dia_assets.sensors.quality_sensor import quality_sensor
+from dia_assets.sensors.schedules import nightly_refresh, weekly_memory
 
 __all__ = ["JOBS", "SCHEDULES", "SENSORS"]
 SENSORS = [new_data_sensor, review_gate_sensor, drift_sensor, quality_sensor, automation_sensor]

@@ -30,11 +30,11 @@ from dia_assets.interpretation_assets import (
     raw_partition_key,
     raw_partitions,
 )
+from dia_assets.resources.workspace import default_data_dir, default_workspace
+from dia_assets.sensors.jobs import build_job, schema_job
+from dia_assets.sensors.run_outcome import REQUEST_TAG, run_outcome
+from dia_assets.sensors.settings import SENSOR_INTERVAL_S, build_tries, settle_s
 from dia_assets.table_specs import RAW_FILES
-from resources.workspace import default_data_dir, default_workspace
-from sensors.jobs import build_job, schema_job
-from sensors.run_outcome import REQUEST_TAG, run_outcome
-from sensors.settings import SENSOR_INTERVAL_S, build_tries, settle_s
 
 TRIGGER_TAG = "dia/trigger"  # why a sensor asked for a run, when a change of files does not say it all
 

@@ -42,10 +42,10 @@ from dia_assets.agents.adaptation.drift import DriftReport, compare
 from dia_assets.agents.adaptation.replan import affected_partitions
 from dia_assets.agents.interpreter.discover import content_hash
 from dia_assets.contracts.interpretation import Interpretation
+from dia_assets.resources.workspace import default_workspace
+from dia_assets.sensors.jobs import build_job, quality_check_job, replan_job, schema_job
+from dia_assets.sensors.settings import SENSOR_INTERVAL_S, drift_thresholds
 from dia_assets.table_specs import WAREHOUSE, manifest_tables, table_key
-from resources.workspace import default_workspace
-from sensors.jobs import build_job, quality_check_job, replan_job, schema_job
-from sensors.settings import SENSOR_INTERVAL_S, drift_thresholds
 
 KEY_KINDS = {"primary_key_broken", "fk_coverage_drop", "duplicate_rows_grew"}
 FINISHED = {DagsterRunStatus.SUCCESS, DagsterRunStatus.FAILURE, DagsterRunStatus.CANCELED}

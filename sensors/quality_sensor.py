@@ -17,9 +17,9 @@ from dagster import (
 )
 
 from dia_assets.agents.adaptation.answer_quality import AnswerRecord, QualityVerdict, assess
-from resources.workspace import default_workspace
-from sensors.jobs import replan_job
-from sensors.settings import QUALITY_BASELINE, QUALITY_MARGIN, QUALITY_WINDOW
+from dia_assets.resources.workspace import default_workspace
+from dia_assets.sensors.jobs import replan_job
+from dia_assets.sensors.settings import QUALITY_BASELINE, QUALITY_MARGIN, QUALITY_WINDOW
 
 
 def recent_answers(instance: DagsterInstance, limit: int) -> tuple[list[AnswerRecord], int]:

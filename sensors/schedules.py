@@ -7,8 +7,8 @@ nothing the incremental path carried over survives a night unchecked."""
 
 from dagster import DefaultScheduleStatus, ScheduleDefinition
 
-from sensors.jobs import build_job, memory_job
-from sensors.settings import NIGHTLY_CRON, WEEKLY_MEMORY_CRON
+from dia_assets.sensors.jobs import build_job, memory_job
+from dia_assets.sensors.settings import NIGHTLY_CRON, WEEKLY_MEMORY_CRON
 
 # the warehouse step's config (schema_assets.WarehouseConfig) for a build from scratch
 FULL_BUILD = {"ops": {"warehouse": {"config": {"incremental": False}}}}

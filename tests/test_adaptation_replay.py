@@ -27,10 +27,16 @@ from typer.testing import CliRunner
 
 from dia_assets.cli import app
 from dia_assets.interpretation_assets import interpretation_asset, raw_file_assets
+from dia_assets.resources import LLMResource, WorkspaceResource
+from dia_assets.resources.warehouse import duckdb_resource
 from dia_assets.schema_assets import schema_assets, schema_checks
-from resources import LLMResource, WorkspaceResource
-from resources.warehouse import duckdb_resource
-from sensors import build_job, drift_sensor, new_data_sensor, quality_check_job, schema_job
+from dia_assets.sensors import (
+    build_job,
+    drift_sensor,
+    new_data_sensor,
+    quality_check_job,
+    schema_job,
+)
 from tests.replay_data import OLD_TEMPLATE, QUERIES
 from tests.replay_data import customers as _customers
 from tests.replay_data import orders as _orders

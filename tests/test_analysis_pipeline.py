@@ -197,9 +197,9 @@ def test_analysis_result_asset_materializes_a_partition(warehouse, tmp_path, mon
 
     from dia_assets.analysis_assets import analysis_result_asset
     from dia_assets.query_assets import QUESTIONS
-    from resources import LLMResource, WorkspaceResource
-    from resources.embeddings import EmbeddingsResource
-    from resources.memory import MemoryResource
+    from dia_assets.resources import LLMResource, WorkspaceResource
+    from dia_assets.resources.embeddings import EmbeddingsResource
+    from dia_assets.resources.memory import MemoryResource
 
     ws = tmp_path / "ws"
     ws.mkdir()
@@ -377,9 +377,9 @@ def test_query_result_links_through_the_catalog_and_plans_a_pipeline(warehouse, 
     from dagster import DagsterInstance, materialize
 
     from dia_assets.query_assets import QUESTIONS, query_result_asset
-    from resources import LLMResource, WorkspaceResource
-    from resources.embeddings import EmbeddingsResource
-    from resources.memory import MemoryResource
+    from dia_assets.resources import LLMResource, WorkspaceResource
+    from dia_assets.resources.embeddings import EmbeddingsResource
+    from dia_assets.resources.memory import MemoryResource
 
     ws = tmp_path / "ws"
     ws.mkdir()

@@ -120,8 +120,8 @@ def test_question_lineage_and_errors(answered: Path) -> None:
 
 def test_lineage_report_asset(answered: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from dia_assets.lineage_assets import lineage_report
-    from resources import WorkspaceResource
-    from resources.warehouse import duckdb_resource
+    from dia_assets.resources import WorkspaceResource
+    from dia_assets.resources.warehouse import duckdb_resource
 
     monkeypatch.setenv("DIA_WORKSPACE", str(answered))
     monkeypatch.delenv("DIA_WAREHOUSE", raising=False)

@@ -9,9 +9,9 @@ from typer.testing import CliRunner
 from dia_assets.agents.memory import Kind, MemoryStore, NewMemory, Status, Tier
 from dia_assets.cli_memory import memory_app
 from dia_assets.memory_assets import memory_lessons
-from resources.embeddings import EmbeddingsResource
-from resources.memory import MemoryResource
-from resources.workspace import WorkspaceResource
+from dia_assets.resources.embeddings import EmbeddingsResource
+from dia_assets.resources.memory import MemoryResource
+from dia_assets.resources.workspace import WorkspaceResource
 from tests import memory_fixtures
 
 # pytest fixtures, shared through the module namespace

@@ -13,7 +13,7 @@ from dia_assets.query_assets import (
     question_partitions_sensor,
     register_question_partitions,
 )
-from resources import LLMResource, WorkspaceResource
+from dia_assets.resources import LLMResource, WorkspaceResource
 from tests.memory_fixtures import db_url, pg_server  # noqa: F401 - pytest fixtures
 from tests.query_fixtures import FAKE_MODEL, build_example_warehouse, call, register_tools
 
@@ -154,8 +154,8 @@ def test_demo_step_without_a_model(ws: Path, monkeypatch: pytest.MonkeyPatch, ca
 
 def test_asset_with_the_shared_memory_store(ws: Path, db_url: str) -> None:  # noqa: F811
     from dia_assets.agents.memory import MemoryStore, database_fingerprint
-    from resources.embeddings import EmbeddingsResource
-    from resources.memory import MemoryResource
+    from dia_assets.resources.embeddings import EmbeddingsResource
+    from dia_assets.resources.memory import MemoryResource
 
     instance = DagsterInstance.ephemeral()
     register_question_partitions(instance)

@@ -93,3 +93,38 @@ def test_a_dependency_without_a_wheel_for_a_version_fails_that_version(tmp_path:
     bad = rv.resolve("3.13", ["app"], offline, env)
     assert not bad.ok
     assert "oldserver" in bad.error
+
+
+def test_the_lock_pins_one_version_or_one_per_python() -> None:
+    outcomes = [rv.Outcome("3.11", True, {"numpy": "2.4.6", "Typing_Extensions": "4.15"}, ""),
+                rv.Outcome("3.12", True, {"numpy": "2.5.5", "typing-extensions": "4.15"}, ""),
+                rv.Outcome("3.13", True, {"numpy": "2.5.5", "typing-extensions": "4.15", "audioop-lts": "0.2"}, "")]
+    text = rv.lock_text(outcomes)
+    lines = [ln for ln in text.splitlines() if not ln.startswith("#")]
+    assert lines == ['audioop-lts==0.2 ; python_version == "3.13"',
+                     'numpy==2.4.6 ; python_version == "3.11"',
+                     'numpy==2.5.5 ; python_version == "3.12"',
+                     'numpy==2.5.5 ; python_version == "3.13"',
+                     "typing-extensions==4.15"]
+    assert rv.pinned_names(text) == {"audioop-lts", "numpy", "typing-extensions"}
+
+
+def test_the_committed_lock_pins_every_declared_dependency() -> None:
+    """A dependency added to pyproject without `make lock` would install unpinned."""
+    pins = rv.pinned_names((ROOT / "constraints.txt").read_text())
+    declared = {rv.canonical(re.split(r"[<>=!~\[ ;]", r, maxsplit=1)[0])
+                for r in rv.requirements(rv.project(), ["dev"])}
+    assert declared - pins == set()
+
+
+def test_resolution_follows_the_lock(tmp_path: Path) -> None:
+    index = tmp_path / "wheels"
+    index.mkdir()
+    for version in ("1.0", "2.0"):
+        _wheel(index, "anyver", version, "py3-none-any")
+    lock = tmp_path / "constraints.txt"
+    lock.write_text(rv.lock_text([rv.Outcome("3.12", True, {"anyver": "1.0"}, "")]))
+    offline = ["--no-index", "--find-links", str(index)]
+    env = {**os.environ, "PIP_CONFIG_FILE": os.devnull, "PIP_FIND_LINKS": "", "PIP_CONSTRAINT": ""}
+    assert rv.resolve("3.12", ["anyver"], offline, env).packages == {"anyver": "2.0"}
+    assert rv.resolve("3.12", ["anyver"], [*offline, "-c", str(lock)], env).packages == {"anyver": "1.0"}

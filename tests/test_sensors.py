@@ -18,9 +18,9 @@ from dagster._core.test_utils import create_run_for_test
 
 from dia_assets.agents.interpreter.discover import content_hash
 from dia_assets.agents.interpreter.run import interpret_to_files
-from sensors.data_sensors import new_data_sensor, review_gate_sensor
-from sensors.drift_sensor import drift_sensor
-from sensors.quality_sensor import quality_sensor
+from dia_assets.sensors.data_sensors import new_data_sensor, review_gate_sensor
+from dia_assets.sensors.drift_sensor import drift_sensor
+from dia_assets.sensors.quality_sensor import quality_sensor
 
 
 @pytest.fixture
@@ -175,7 +175,7 @@ def test_drift_sensor_waits_for_the_build_that_wrote_the_interpretation(env, mon
 
     from dagster import DagsterRunStatus
 
-    ds = importlib.import_module("sensors.drift_sensor")  # the package re-exports the sensor under this name
+    ds = importlib.import_module("dia_assets.sensors.drift_sensor")  # the package re-exports the sensor under this name
 
     data, ws = env
     instance = DagsterInstance.ephemeral()

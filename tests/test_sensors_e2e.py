@@ -10,10 +10,10 @@ import duckdb
 from dagster import DagsterInstance, Definitions, build_sensor_context
 
 from dia_assets.interpretation_assets import interpretation_asset, raw_file_assets
+from dia_assets.resources import LLMResource, WorkspaceResource
+from dia_assets.resources.warehouse import duckdb_resource
 from dia_assets.schema_assets import schema_assets, schema_checks
-from resources import LLMResource, WorkspaceResource
-from resources.warehouse import duckdb_resource
-from sensors import build_job, drift_sensor, new_data_sensor
+from dia_assets.sensors import build_job, drift_sensor, new_data_sensor
 from tests.conftest import EXAMPLES
 
 

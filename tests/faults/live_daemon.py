@@ -3,18 +3,26 @@ workspace, for the live replays: started in its own session so a test can kill i
 way a crash or `kill -9` of the daemon does.
 
 `sitecustomize.py` in HOOKS is imported by every Python process the daemon starts:
-- in the daemon itself, the sensor loop's floor (Dagster's `MIN_INTERVAL_LOOP_TIME`, 5 s) is
-  lowered to DIA_TEST_SENSOR_LOOP_S: each reaction waits for a loop or two, so this is most of
-  a replay's wall time. The sensors' own code is the product's, unchanged;
+- in the daemon itself, the sensor loop's floor (Dagster's `MIN_INTERVAL_LOOP_TIME`, 5 s) and
+  the run queue's dequeue interval (`dequeue_interval_seconds`, an int in the config) are
+  lowered to DIA_TEST_SENSOR_LOOP_S: each reaction waits for a loop or two. The sensors' own
+  code is the product's, unchanged;
+- in the code server, run workers are started from a forkserver that imported WARM_MODULES
+  once (Dagster starts them with "spawn", so each run paid Dagster's, DuckDB's, sqlglot's, ...
+  imports: 1.5-3.5 s instead of 18-30 s per run start on a machine at load 30). They are still
+  runs the daemon dequeues and the code server launches, one process each, and each loads the
+  code location (dia_assets.definitions) afresh;
 - in the code server and run workers, with DIA_TEST_PAUSE_FILE set and that file present, the warehouse step
   stops right before it loads, writes `<pause file>.reached` with its pid and waits, so a test
   can kill it mid-build at a known step; with `<pause file>-start` present, a build stops the
   same way before it records its attempt (before its first step), writing `-start.reached`.
 
-Waiting is by sensor ticks, not by sleeping: `quiet()` returns once no run is in progress and
-each sensor that reacts to the data has completed a tick that started after the last run ended
-(that tick saw every outcome, and a run it requested is created before the tick completes, so
-it would show in progress)."""
+Every wait follows something Dagster records (`settle()`): the data sensor's stored cursor
+covering the folder as it is, with a tick that requested nothing after the last build ended; the
+drift sensor's cursor at the newest interpretation and every run its tick requested ended; run
+statuses terminal. No tick is counted and nothing sleeps to synchronise; a deadline
+(DIA_LIVE_DEADLINE_S, 300 s) only bounds a hang, and its failure says what was awaited and
+what was seen."""
 
 from __future__ import annotations
 
@@ -25,15 +33,24 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 from dagster import DagsterInstance, DagsterRun, DagsterRunStatus, RunsFilter
 from dagster._core.instance.ref import InstanceRef
-from dagster._core.scheduler.instigation import InstigatorTick, InstigatorType, TickStatus
+from dagster._core.scheduler.instigation import (
+    InstigatorState,
+    InstigatorTick,
+    InstigatorType,
+    TickStatus,
+)
 
+from dia_assets.agents.adaptation.data_cursor import DataCursor
+from dia_assets.agents.adaptation.snapshot import snapshot
+from dia_assets.agents.interpreter.discover import content_hash
 from tests.conftest import ROOT
 
 BIN = Path(sys.executable).parent
-SENSOR_LOOP_S = 1.0
+SENSOR_LOOP_S = 0.5  # the sensors' own minimum interval stays 1 s (DIA_SENSOR_INTERVAL_S)
 DAGSTER_YAML = """telemetry:
   enabled: false
 run_coordinator:
@@ -61,7 +78,20 @@ import sys
 DAEMON = bool(sys.argv) and sys.argv[0].endswith("dagster-daemon")
 if os.environ.get("DIA_TEST_SENSOR_LOOP_S") and DAEMON:
     import dagster._daemon.sensor as _sensor_daemon
+    from dagster._core.run_coordinator.queued_run_coordinator import QueuedRunCoordinator as _Queue
     _sensor_daemon.MIN_INTERVAL_LOOP_TIME = float(os.environ["DIA_TEST_SENSOR_LOOP_S"])
+    _Queue.dequeue_interval_seconds = property(lambda self: float(os.environ["DIA_TEST_SENSOR_LOOP_S"]))
+CODE_SERVER = sys.argv[:3] == ["-m", "api", "grpc"]
+if os.environ.get("DIA_TEST_WARM_RUNS") and CODE_SERVER:
+    import multiprocessing
+    from dagster._grpc import server as _server
+    _init = _server.DagsterApiServer.__init__
+    def _warm(self, *args, **kwargs):
+        _init(self, *args, **kwargs)
+        ctx = multiprocessing.get_context("forkserver")
+        ctx.set_forkserver_preload(os.environ["DIA_TEST_WARM_RUNS"].split(","))
+        self._mp_ctx = ctx
+    _server.DagsterApiServer.__init__ = _warm
 if os.environ.get("DIA_TEST_PAUSE_FILE") and not DAEMON:
     import time
     from dia_assets.agents.schema_creator import build as _build
@@ -87,17 +117,33 @@ if os.environ.get("DIA_TEST_PAUSE_FILE") and not DAEMON:
         return _begin(cls, *args, **kwargs)
     _Attempt.begin = classmethod(_held)
 '''
-IN_PROGRESS = {DagsterRunStatus.QUEUED, DagsterRunStatus.NOT_STARTED, DagsterRunStatus.STARTING,
-               DagsterRunStatus.STARTED, DagsterRunStatus.CANCELING}
-DATA_SENSORS = ("new_data_sensor", "drift_sensor")
+TERMINAL = {DagsterRunStatus.SUCCESS, DagsterRunStatus.FAILURE, DagsterRunStatus.CANCELED}
+REACTED = {TickStatus.SUCCESS, TickStatus.SKIPPED}  # a FAILURE tick is evaluated again on the next loop
+NEW_DATA, DRIFT = "new_data_sensor", "drift_sensor"
+DEADLINE_S = float(os.environ.get("DIA_LIVE_DEADLINE_S", "300"))
+T = TypeVar("T")
+# imported once by the code server's run forkserver instead of by every run: Dagster with its
+# instance storage, third-party packages and the framework-free agents (no Dagster definitions,
+# nothing read from the workspace at import: each run still loads the code location itself)
+WARM_MODULES = ("dagster", "dagster._grpc.impl", "dagster._core.execution.api", "dagster._core.instance.factory",
+                "dagster._core.storage.sqlite_storage", "dagster._core.storage.runs.sqlite",
+                "dagster._core.storage.event_log.sqlite", "dagster._core.storage.schedules.sqlite",
+                "dagster._core.storage.local_compute_log_manager", "dagster._core.secrets.env_file",
+                "dagster._daemon.controller", "dagster._core.run_coordinator.queued_run_coordinator",
+                "alembic.runtime.migration", "sqlalchemy", "upath", "duckdb", "pyarrow", "sqlglot", "psycopg", "psutil",
+                "numpy", "scipy.stats", "yaml", "pydantic", "dia_assets.agents.interpreter",
+                "dia_assets.agents.schema_creator.build", "dia_assets.agents.query.loop",
+                "dia_assets.agents.catalog.refresh", "dia_assets.agents.memory")
 
 
 def loop_floor_patchable() -> bool:
-    """The daemon's sensor loop floor is where this harness lowers it (else a replay still
-    passes, several times slower)."""
+    """The daemon's sensor loop floor and dequeue interval are where this harness lowers them
+    (else a replay still passes, several times slower)."""
     import dagster._daemon.sensor as sensor_daemon
+    from dagster._core.run_coordinator.queued_run_coordinator import QueuedRunCoordinator
 
-    return isinstance(getattr(sensor_daemon, "MIN_INTERVAL_LOOP_TIME", None), (int, float))
+    return isinstance(getattr(sensor_daemon, "MIN_INTERVAL_LOOP_TIME", None), (int, float)) and isinstance(
+        getattr(QueuedRunCoordinator, "dequeue_interval_seconds", None), property)
 
 
 class LiveDaemon:
@@ -114,12 +160,14 @@ class LiveDaemon:
         self.env = {**os.environ, "DIA_SENSOR_INTERVAL_S": "1", **env, "DAGSTER_HOME": str(self.home),
                     "DIA_WORKSPACE": str(ws), "DIA_DATA_DIR": str(data), "DIA_TEST_PAUSE_FILE": str(self.pause),
                     "DIA_TEST_SENSOR_LOOP_S": str(SENSOR_LOOP_S), "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+                    "DIA_TEST_WARM_RUNS": ",".join(WARM_MODULES),
                     "PYTHONPATH": os.pathsep.join([str(ROOT), str(hooks)])}
         for name in ("DIA_MODEL", "DIA_WAREHOUSE", "DIA_EXECUTOR"):
             self.env.pop(name, None)
         self.proc: subprocess.Popen | None = None
         self.log = base / "daemon.log"
         self.instance = DagsterInstance.from_ref(InstanceRef.from_dir(str(self.home)))
+        self.timeline: list[tuple[str, float]] = []  # (what was awaited, seconds): printed by the fixtures
 
     def start(self) -> None:
         with self.log.open("a") as out:
@@ -159,59 +207,154 @@ class LiveDaemon:
         return str([(r.job_name, r.status.value, r.tags.get("dia/change") or r.tags.get("dia/trigger"))
                     for r in self.runs()])
 
-    def wait_for(self, what: str, done: Callable[[], bool], timeout_s: float = 120) -> None:
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
+    def wait_for(self, what: str, done: Callable[[], T | None], seen: Callable[[], str] | None = None,
+                 timeout_s: float = DEADLINE_S) -> T:
+        """Poll `done` until it returns a value (not None, not False) and return it; the deadline
+        only bounds a hang. On timeout, say what was awaited and what was seen (`seen`), the runs
+        and the daemon's log."""
+        begun = time.monotonic()
+        deadline = begun + timeout_s
+        while True:
             if self.proc is not None and self.proc.poll() is not None:
-                raise AssertionError(f"the daemon exited ({self.proc.returncode}):\n{self.log_tail()}")
-            if done():
-                return
-            time.sleep(0.25)
-        raise AssertionError(f"timed out waiting for {what}; runs: {self.describe()}\n{self.log_tail()}")
+                raise AssertionError(f"the daemon exited ({self.proc.returncode}) while waiting for {what}:\n"
+                                     f"{self.log_tail()}")
+            value = done()
+            if value is not None and value is not False:
+                self.timeline.append((what, time.monotonic() - begun))
+                return value
+            if time.monotonic() > deadline:
+                raise AssertionError(f"timed out after {timeout_s:g} s waiting for {what}; seen: "
+                                     f"{seen() if seen else '-'}; runs: {self.describe()}\n{self.log_tail()}")
+            time.sleep(0.2)
 
-    def ticks(self, sensor: str, after: float | None = None, limit: int = 5) -> list[InstigatorTick]:
-        """The newest ticks of `sensor` (that started after `after`), newest first."""
+    def sensor_state(self, sensor: str) -> InstigatorState | None:
         states = [s for s in self.instance.all_instigator_state(instigator_type=InstigatorType.SENSOR)
                   if s.instigator_name == sensor]
-        if not states:
-            return []
-        return list(self.instance.get_ticks(states[0].instigator_origin_id, states[0].selector_id,
-                                            after=after, limit=limit))
+        return states[0] if states else None
 
-    def completed_ticks(self, sensor: str, after: float) -> int:
-        """Ticks of `sensor` that started after `after` (a timestamp) and finished."""
-        return sum(1 for t in self.ticks(sensor, after) if t.status != TickStatus.STARTED)
+    def cursor(self, sensor: str) -> str | None:
+        """The cursor the daemon stored for `sensor` (at the end of its last finished tick)."""
+        state = self.sensor_state(sensor)
+        return state.instigator_data.cursor if state and state.instigator_data else None
+
+    def ticks(self, sensor: str, after: float | None = None, limit: int = 10) -> list[InstigatorTick]:
+        """The newest ticks of `sensor` (that started after `after`), newest first."""
+        state = self.sensor_state(sensor)
+        if state is None:
+            return []
+        return list(self.instance.get_ticks(state.instigator_origin_id, state.selector_id, after=after, limit=limit))
+
+    def describe_ticks(self, sensor: str, limit: int = 4) -> str:
+        return f"{sensor} ticks (newest first): " + "; ".join(
+            f"{t.status.value}@{t.timestamp:.1f} runs={len(t.run_ids)} {t.skip_reason or ''}"
+            f"{' error: ' + t.error.message.strip()[:200] if t.error else ''}" for t in self.ticks(sensor, limit=limit))
 
     def last_tick(self, sensor: str) -> InstigatorTick:
         """The newest finished tick of `sensor`."""
-        return next(t for t in self.ticks(sensor, limit=3) if t.status != TickStatus.STARTED)
+        return next(t for t in self.ticks(sensor) if t.status != TickStatus.STARTED)
 
-    def last_end(self) -> float:
-        """When the last run ended (0 before any)."""
-        records = self.instance.get_run_records(limit=20)
+    def ended(self, run_id: str) -> DagsterRun:
+        """The run, once its status is terminal."""
+        def done() -> DagsterRun | None:
+            run = self.instance.get_run_by_id(run_id)
+            return run if run is not None and run.status in TERMINAL else None
+        return self.wait_for(f"run {run_id} to reach a terminal status", done,
+                             lambda: str(getattr(self.instance.get_run_by_id(run_id), "status", None)))
+
+    def all_ended(self) -> list[DagsterRun]:
+        """Every run, once none is queued or in progress."""
+        def done() -> list[DagsterRun] | None:
+            runs = self.runs()
+            return runs if all(r.status in TERMINAL for r in runs) else None
+        return self.wait_for("every run to reach a terminal status", done)
+
+    def end_time(self, runs: list[DagsterRun]) -> float:
+        """When the last of `runs` ended (0 for none)."""
+        ids = {r.run_id for r in runs}
+        records = self.instance.get_run_records(filters=RunsFilter(run_ids=list(ids))) if ids else []
         return max([r.end_time or r.update_timestamp.timestamp() for r in records] or [0.0])
 
-    def quiet(self, sensors: tuple[str, ...] = DATA_SENSORS, timeout_s: float = 120) -> None:
-        """Until no run is in progress and each of `sensors` completed a tick that started after
-        the last run ended: the daemon has reacted to everything there is to react to."""
-        def done() -> bool:
-            if any(r.status in IN_PROGRESS for r in self.runs()):
-                return False
-            since = max(self.last_end(), self.started_at)
-            return all(self.completed_ticks(s, since) >= 1 for s in sensors)
-        self.wait_for("the daemon to settle", done, timeout_s)
+    def data_at_rest(self) -> None:
+        """Until new_data_sensor has taken in the data folder as it is now: its stored cursor is
+        at this folder (done, or the change it last asked for and gave up on), no build is queued
+        or in progress, and a tick that started after the last build ended (and after `mark`)
+        requested nothing: the outcome of every build is absorbed and no retry is coming."""
+        folder = snapshot(self.data)
 
-    def builds_since(self, before: int, timeout_s: float = 120) -> list[DagsterRun]:
-        """The build_job runs started since `before` of them existed, once the daemon is quiet."""
-        self.wait_for("a build", lambda: len(self.runs("build_job")) > before, timeout_s)
-        self.quiet(timeout_s=timeout_s)
+        def done() -> bool:
+            builds = self.runs("build_job")
+            if any(r.status not in TERMINAL for r in builds):
+                return False
+            cursor = DataCursor.parse(self.cursor(NEW_DATA))
+            if cursor is None or (cursor.pending.snapshot if cursor.pending else cursor.done) != folder:
+                return False
+            since = max(self.end_time(builds), self.started_at)
+            if not any(t.status == TickStatus.SKIPPED for t in self.ticks(NEW_DATA, after=since)):
+                return False
+            return len(self.runs("build_job")) == len(builds)  # no build requested meanwhile
+
+        def seen() -> str:
+            cursor = DataCursor.parse(self.cursor(NEW_DATA))
+            where = None if cursor is None else ("pending", cursor.pending.run_key, cursor.pending.tries) \
+                if cursor.pending else ("done == folder", cursor.done == folder)
+            return f"cursor {where}; {self.describe_ticks(NEW_DATA)}"
+        self.wait_for("new_data_sensor to take in the data folder (its builds ended and absorbed)", done, seen)
+
+    def drift_at_rest(self) -> None:
+        """Until drift_sensor's stored cursor is the newest interpretation's content hash and every
+        run requested by the tick that stored it has ended."""
+        path = self.ws / "interpretation.json"
+        if not path.exists():
+            return
+        version = content_hash(path)
+        tick = self.wait_for("drift_sensor to take in the newest interpretation",
+                             lambda: self.cursor(DRIFT) == version and self._cursor_tick(version),
+                             lambda: f"cursor {self.cursor(DRIFT)!r} (want {version!r}); {self.describe_ticks(DRIFT)}")
+        for run_id in tick.run_ids if isinstance(tick, InstigatorTick) else []:
+            self.ended(run_id)
+
+    def _cursor_tick(self, version: str) -> InstigatorTick | bool:
+        """The finished tick that stored `version` (True when it is older than the recent ticks:
+        its runs were awaited then)."""
+        for t in self.ticks(DRIFT, limit=20):
+            if t.cursor == version and t.status in REACTED:
+                return t
+        return True
+
+    def settle(self) -> None:
+        """Until the daemon has reacted to everything there is: the data sensor took in the folder,
+        the drift sensor the newest interpretation (and their runs ended), and no run is left in
+        progress; again while a pass saw new runs appear."""
+        while True:
+            before = len(self.runs())
+            self.data_at_rest()
+            self.drift_at_rest()
+            self.all_ended()
+            if len(self.runs()) == before:
+                return
+
+    def builds_since(self, before: int) -> list[DagsterRun]:
+        """The build_job runs started since `before` of them existed, once the daemon settled."""
+        self.settle()
         return self.runs("build_job")[before:]
+
+    def report_timeline(self) -> str:
+        """What was awaited and for how long: where a replay's time goes."""
+        total = sum(seconds for _, seconds in self.timeline)
+        records = sorted(self.instance.get_run_records(), key=lambda r: r.create_timestamp)
+        runs = [f"{r.dagster_run.job_name} {r.dagster_run.status.value}: queued "
+                f"{(r.start_time or 0) - r.create_timestamp.timestamp():.1f} s, ran "
+                f"{(r.end_time or 0) - (r.start_time or 0):.1f} s" for r in records]
+        return "\n".join([f"live waits: {len(self.timeline)}, {total:.1f} s in all"]
+                         + [f"{seconds:6.1f} s  {what}" for what, seconds in self.timeline]
+                         + [f"runs: {len(records)}"] + runs)
 
     @property
     def started_at(self) -> float:
         return getattr(self, "_started_at", 0.0)
 
     def mark(self) -> float:
-        """A point in time for `quiet`: ticks before it do not count."""
+        """A point in time for `data_at_rest`: the data sensor's ticks before it do not count
+        (call it right after a change, so a tick that judged the folder saw the change)."""
         self._started_at = time.time()
         return self._started_at

@@ -18,11 +18,10 @@ from typer.testing import CliRunner
 from dia_assets.agents.schema_creator.attempt import read_attempt
 from dia_assets.agents.schema_creator.state import read_state
 from dia_assets.cli import app
-from tests.faults.live_daemon import LiveDaemon, loop_floor_patchable
+from tests.faults.live_daemon import NEW_DATA, LiveDaemon, loop_floor_patchable
 from tests.faults.state_harness import count, export, write_csv
 from tests.memory_fixtures import db_url, pg_server  # noqa: F401
 
-# Selected with `pytest -m live`; part of the default run (`make test`).
 pytestmark = [pytest.mark.live, pytest.mark.heavy]  # heavy: handed to a worker first
 
 
@@ -49,7 +48,7 @@ def steps_of(daemon: LiveDaemon, run_id: str) -> tuple[set[str], set[str]]:
 
 @pytest.fixture
 def live(tmp_path: Path, db_url: str):  # noqa: F811
-    assert loop_floor_patchable(), "dagster._daemon.sensor.MIN_INTERVAL_LOOP_TIME moved: update live_daemon.py"
+    assert loop_floor_patchable(), "Dagster's sensor loop floor or dequeue interval moved: update live_daemon.py"
     data, ws = tmp_path / "data", tmp_path / "ws"
     export(data)  # customers (10) and orders (20)
     daemon = LiveDaemon(tmp_path, data, ws, {"DIA_SETTLE_S": "1", "DIA_BUILD_TRIES": "2",
@@ -59,6 +58,7 @@ def live(tmp_path: Path, db_url: str):  # noqa: F811
         yield daemon
     finally:
         daemon.stop()
+        print(daemon.report_timeline())
 
 
 def test_the_faults_of_issue_26_against_a_live_daemon(live: LiveDaemon):
@@ -71,15 +71,24 @@ def test_the_faults_of_issue_26_against_a_live_daemon(live: LiveDaemon):
     assert read_state(ws).verdict == "accepted" and status(ws)[0] == 0
     assert count(warehouse, "orders") == 20 and tables(ws) == {"customers", "orders"}
 
-    # 1. settle time: a file being written (appended every 0.3 s, across several sensor ticks)
-    # is not read; then the writer stops in the middle of a line (`41,2` of `41,2,61.5`)
+    # 1. settle time: a file being written (a few bytes more every 0.05 s) is not read: it keeps
+    # moving until the data sensor has twice reported waiting for it to settle; then the writer
+    # stops in the middle of a line (`41,2` of `41,2,61.5`)
     path = data / "orders.csv"
     before = len(live.runs("build_job"))
     full = orders_text(60)
     cut = full.index("\n41,") + len("\n41,2")
-    for end in range(200, cut, max(1, (cut - 200) // 15)):
-        path.write_text(full[:end])
-        time.sleep(0.3)
+    writing, sizes = live.mark(), iter(range(10**6))
+
+    def moving() -> list | None:
+        for _ in range(4):
+            path.write_text(full[:200 + next(sizes) % (cut - 200)])
+            time.sleep(0.05)
+        waits = [t for t in live.ticks(NEW_DATA, after=writing)
+                 if (t.skip_reason or "").startswith("waiting for orders.csv to settle")]
+        return waits if len(waits) >= 2 else None
+    live.wait_for("new_data_sensor to report twice that orders.csv is still being written", moving,
+                  lambda: live.describe_ticks(NEW_DATA))
     assert len(live.runs("build_job")) == before, "a build was requested while the file was being written"
     path.write_text(full[:cut])
     # ...the truncated record is flagged: the build is refused (a verdict: not retried), the
@@ -119,7 +128,7 @@ def test_the_faults_of_issue_26_against_a_live_daemon(live: LiveDaemon):
     live.pause_start.touch()
     path.write_text(orders_text(70))
     reached = Path(str(live.pause_start) + ".reached")
-    live.wait_for("the build to start", reached.exists, 90)
+    live.wait_for("the build to start (the test hook's mark)", reached.exists)
     assert read_attempt(ws).attempt_id != live.runs("build_job")[-1].run_id
     os.kill(int(reached.read_text()), signal.SIGKILL)
     live.pause_start.unlink()
@@ -134,13 +143,14 @@ def test_the_faults_of_issue_26_against_a_live_daemon(live: LiveDaemon):
     live.pause.touch()
     path.write_text(orders_text(80))
     reached = Path(str(live.pause) + ".reached")
-    live.wait_for("the build to reach the load", reached.exists, 90)
+    live.wait_for("the build to reach the load (the test hook's mark)", reached.exists)
     attempt = read_attempt(ws)
     assert attempt.step == "load" and attempt.pid == int(reached.read_text())
     killed_run = live.runs("build_job")[-1]
     os.kill(attempt.pid, signal.SIGKILL)  # the run worker (the code server starts it in its own group)
     live.kill()
-    live.wait_for("the killed build to read STALE", lambda: read_state(ws).verdict == "stale", 30)
+    live.wait_for("the killed build to read STALE", lambda: read_state(ws).verdict == "stale",
+                  lambda: read_state(ws).verdict)
     code, text = status(ws)
     assert code == 1 and "killed" in text.splitlines()[0], text
     assert count(warehouse, "orders") == 70

@@ -23,8 +23,8 @@ from dia_assets.cli import app
 from dia_assets.contracts.manifest import Manifest
 from dia_assets.contracts.report import ValidationReport
 from dia_assets.demo import run_demo
+from dia_assets.resources.workspace import WorkspaceResource
 from dia_assets.schema_assets import schema_assets
-from resources.workspace import WorkspaceResource
 from tests.conftest import ROOT
 from tests.faults.state_harness import count, export, pausing_build, release
 

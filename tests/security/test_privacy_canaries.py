@@ -142,7 +142,7 @@ def _interpreter_and_catalog(canary: dict[str, Path], mode: str, monkeypatch: py
     from dia_assets.agents.interpreter import interpret
     from dia_assets.agents.interpreter.enrich import enrich
     from dia_assets.contracts.manifest import Manifest
-    from resources import LLMResource
+    from dia_assets.resources import LLMResource
 
     monkeypatch.setenv("DIA_PRIVACY", mode)
     handler = register_tools(["{}", "{}", "{}"])

@@ -7,7 +7,6 @@ so the name must identify the model precisely.
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import Callable, Sequence
 from functools import lru_cache
 from pathlib import Path
@@ -94,7 +93,9 @@ class WordLlamaEmbedder:
 
 
 class LiteLLMEmbedder:
-    """Any litellm embedding model (`DIA_EMBEDDING_MODEL`); litellm is imported on first use."""
+    """Any litellm embedding model (`DIA_EMBEDDING_MODEL`), called through the model door, so
+    its retries, timeouts and in-flight limit are those of every other model call; litellm is
+    imported on first use. `call` replaces the door (a test's own function)."""
 
     def __init__(
         self,
@@ -113,10 +114,9 @@ class LiteLLMEmbedder:
 
     def _embedding_fn(self) -> Callable[..., Any]:
         if self._call is None:
-            os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-            import litellm
+            from dia_assets.agents.models.door import embedding
 
-            self._call = litellm.embedding
+            self._call = embedding
         return self._call
 
     def _embed_batch(self, texts: list[str]) -> np.ndarray:

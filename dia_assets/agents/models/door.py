@@ -142,17 +142,20 @@ class ModelDoor:
             loop = self._loop
         return asyncio.run_coroutine_threadsafe(make(), loop).result()
 
-    def completion(self, **kwargs: Any) -> Any:
-        """`Router.acompletion` with DIA's defaults: a short connect bound and no SDK retries
-        (the Router is the one retry loop). Raises `ModelUnavailable` for an unreachable model
-        or one that kept failing through retries and fallbacks; other errors pass through."""
+    def _defaults(self, kwargs: dict[str, Any]) -> dict[str, Any]:
+        """A short connect bound and no SDK retries: the Router is the one retry loop."""
         import httpx
 
-        model = str(kwargs.get("model") or "")
         total = kwargs.pop("timeout", None) or self.settings.timeout_s
         if not isinstance(total, httpx.Timeout):  # connect bound honoured by openai/azure/bedrock
             total = httpx.Timeout(float(total), connect=min(CONNECT_TIMEOUT_S, float(total)))
-        kwargs = {"max_retries": 0, **kwargs, "timeout": total}
+        return {"max_retries": 0, **kwargs, "timeout": total}
+
+    def completion(self, **kwargs: Any) -> Any:
+        """`Router.acompletion` with DIA's defaults. Raises `ModelUnavailable` for an unreachable
+        model or one that kept failing through retries and fallbacks; other errors pass through."""
+        model = str(kwargs.get("model") or "")
+        kwargs = self._defaults(kwargs)
         router = self.router(model)
         try:
             return self._run(lambda: router.acompletion(**kwargs))
@@ -162,8 +165,10 @@ class ModelDoor:
             raise
 
     def embedding(self, **kwargs: Any) -> Any:
-        """`Router.aembedding` under the same limits and errors."""
+        """`Router.aembedding` under the same defaults, limits and errors, without fallbacks:
+        the fallbacks are chat models, and another model's vectors would not compare anyway."""
         model = str(kwargs.get("model") or "")
+        kwargs = {"disable_fallbacks": True, **self._defaults(kwargs)}
         router = self.router(model)
         try:
             return self._run(lambda: router.aembedding(**kwargs))

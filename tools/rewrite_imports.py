@@ -1,0 +1,91 @@
+"""Rewrite imports of the top-level folders `resources` and `sensors` to their package names,
+`dia_assets.resources` and `dia_assets.sensors` (how a wheel installs them; see setup.py).
+
+Idempotent, so it can be run again after merging branches that still use the old names:
+    python tools/rewrite_imports.py            # rewrite the tracked .py files, list them
+    python tools/rewrite_imports.py --check    # exit 1 if any file still needs it
+
+Rewritten: `from resources... import`, `import sensors.x as y`, and quoted module paths such
+as importlib.import_module("sensors.drift_sensor") when the module exists in the folder (so a
+file name like "sensors.csv" is left alone)."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+FOLDERS = ("resources", "sensors")
+PACKAGE = "dia_assets"
+
+_NAMES = "|".join(FOLDERS)
+_FROM = re.compile(rf"^(\s*)from ({_NAMES})(?=[\s.])", re.MULTILINE)
+_IMPORT_AS = re.compile(rf"^(\s*)import ({_NAMES})((?:\.\w+)*\s+as\s)", re.MULTILINE)
+_QUOTED = re.compile(rf"""(["'])({_NAMES})((?:\.\w+)+)\1""")
+
+
+def _is_module(folder: str, dotted: str) -> bool:
+    """Whether `<folder><dotted>` names a module or package of the folder."""
+    parts = dotted.strip(".").split(".")
+    base = ROOT / folder
+    return (base.joinpath(*parts).with_suffix(".py").is_file()
+            or (base.joinpath(*parts) / "__init__.py").is_file()
+            or (len(parts) > 1 and base.joinpath(*parts[:-1]).with_suffix(".py").is_file()))
+
+
+def rewrite(text: str) -> str:
+    """The text with every import of a top-level folder moved under the package."""
+    text = _FROM.sub(rf"\1from {PACKAGE}.\2", text)
+    text = _IMPORT_AS.sub(rf"\1import {PACKAGE}.\2\3", text)
+    return _QUOTED.sub(
+        lambda m: f"{m[1]}{PACKAGE}.{m[2]}{m[3]}{m[1]}" if _is_module(m[2], m[3]) else m[0], text
+    )
+
+
+def bare_imports(text: str) -> list[str]:
+    """`import resources` / `import sensors.x` without `as`: the bound name would change, so
+    these are reported for a hand edit rather than rewritten."""
+    return re.findall(rf"^\s*import (?:{_NAMES})\b(?!(?:\.\w+)*\s+as\s).*$", text, re.MULTILINE)
+
+
+def python_files() -> list[Path]:
+    listed = subprocess.run(["git", "-C", str(ROOT), "ls-files", "*.py"], capture_output=True,
+                            text=True, check=True).stdout.split()
+    return [ROOT / name for name in listed if (ROOT / name).is_file()]
+
+
+def sort_imports(paths: list[Path]) -> None:
+    """The moved imports join the dia_assets block: ruff's isort rule (only) re-sorts the
+    rewritten files, nothing else."""
+    cmd = [sys.executable, "-m", "ruff", "check", "--select", "I", "--fix", "--quiet", *map(str, paths)]
+    if subprocess.run(cmd, cwd=ROOT).returncode != 0:
+        print("ruff could not sort every import: run `ruff check --select I --fix` on the files above",
+              file=sys.stderr)
+
+
+def main(argv: list[str]) -> int:
+    check = "--check" in argv
+    changed, manual = [], []
+    for path in python_files():
+        if path == Path(__file__).resolve():
+            continue
+        text = path.read_text()
+        manual += [f"{path.relative_to(ROOT)}: {line.strip()}" for line in bare_imports(text)]
+        new = rewrite(text)
+        if new != text:
+            changed.append(path.relative_to(ROOT))
+            if not check:
+                path.write_text(new)
+    for name in changed:
+        print(f"{'needs rewrite' if check else 'rewrote'}: {name}")
+    if changed and not check:
+        sort_imports(changed)
+    for line in manual:
+        print(f"edit by hand: {line}", file=sys.stderr)
+    return 1 if manual or (check and changed) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
