@@ -29,8 +29,8 @@ from dia_assets.query_assets import (
     question_partitions_sensor,
     register_question_partitions,
 )
-from sensors.data_sensors import new_data_sensor, review_gate_sensor
-from sensors.drift_sensor import drift_sensor
+from dia_assets.sensors.data_sensors import new_data_sensor, review_gate_sensor
+from dia_assets.sensors.drift_sensor import drift_sensor
 from tests.conftest import EXAMPLES, ROOT
 from tests.data_folders import folder_a, folder_b
 
