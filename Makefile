@@ -38,6 +38,8 @@ $(DAGSTER_HOME)/dagster.yaml:
 	@mkdir -p $(DAGSTER_HOME)
 	@printf 'telemetry:\n  enabled: false\nconcurrency:\n  runs:\n    tag_concurrency_limits:\n      - key: "dia/workspace"\n        value: "writer"\n        limit: 1\nrun_monitoring:\n  enabled: true\n  start_timeout_seconds: 180\n  poll_interval_seconds: 30\n' > $@
 
+# `make demo DIA_DATA_DIR=my_folder DIA_WORKSPACE=my_ws`: your folder, with its own questions.yaml and
+# overrides.yaml if it has them (docs/configuration.md); default examples/data into dia_workspace.
 demo: $(BASE_STAMP) $(DAGSTER_HOME)/dagster.yaml
 	$(BIN)/dia demo
 
@@ -87,7 +89,7 @@ bench: $(STAMP)
 # The bundled evaluation sample; DIA_MODEL=oracle checks the plumbing (must score 100%).
 eval: $(STAMP)
 	@[ -n "$(DIA_MODEL)" ] || { $(BIN)/dia eval examples/eval/questions.jsonl; exit 2; }
-	@test -f dia_workspace/warehouse.duckdb || $(BIN)/dia build examples/data --overrides examples/overrides.yaml
+	@test -f dia_workspace/warehouse.duckdb || $(BIN)/dia build examples/data --overrides examples/data/overrides.yaml
 	$(BIN)/dia eval examples/eval/questions.jsonl --db dia_workspace/warehouse.duckdb --model "$(DIA_MODEL)" --output dia_workspace/eval/$(subst /,_,$(DIA_MODEL))
 
 clean:

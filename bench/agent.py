@@ -162,7 +162,7 @@ def bench_overhead(repeat: int, warehouse: str | None = None) -> dict:
     t0 = time.perf_counter()
     index = SchemaIndex.build(db, manifest=manifest)
     index_ms = (time.perf_counter() - t0) * 1000
-    questions = [q for q in load_questions(ROOT / "examples" / "questions.yaml") if q["id"] in PLANS]
+    questions = [q for q in load_questions(ROOT / "examples" / "data" / "questions.yaml") if q["id"] in PLANS]
     chat = litellm_chat(FAKE_MODEL)
     samples, answered, failed = [], 0, []
     for round_ in range(repeat + 1):  # round 0 warms up imports and caches

@@ -84,7 +84,7 @@ def build_parts(workdir: Path, datasets: Path) -> list[tuple[str, Path, Any, str
     from dia_assets.agents.schema_creator.build import run
 
     parts = [(name, datasets / name / "raw", None, f"{name}_") for name in dataset_names(datasets)]
-    parts.append(("hospital", ROOT / "examples" / "data", ROOT / "examples" / "overrides.yaml", ""))
+    parts.append(("hospital", ROOT / "examples" / "data", ROOT / "examples" / "data" / "overrides.yaml", ""))
     out = []
     for name, raw, overrides, prefix in parts:
         part = workdir / f"{name}.duckdb"

@@ -77,7 +77,7 @@ def main() -> int:
     made: dict[str, str] = {}
     for name in names:
         if name == "hospital":
-            _, made[name] = build_duckdb(name, ROOT / "examples" / "data", out, ROOT / "examples" / "overrides.yaml")
+            _, made[name] = build_duckdb(name, ROOT / "examples" / "data", out, ROOT / "examples" / "data" / "overrides.yaml")
         else:
             _, made[name] = build_duckdb(name, datasets / name / "raw", out)
         print(f"{name}: {made[name]}", flush=True)

@@ -237,7 +237,7 @@ def main() -> int:
         path, manifest, how = build_warehouse(name, datasets / name / "raw", out)
         targets[name], made[name] = Target(path, manifest), how
         print(f"{name}: {how}")
-    path, manifest, how = build_warehouse("hospital", ROOT / "examples" / "data", out, ROOT / "examples" / "overrides.yaml")
+    path, manifest, how = build_warehouse("hospital", ROOT / "examples" / "data", out, ROOT / "examples" / "data" / "overrides.yaml")
     targets["hospital"], made["hospital"] = Target(path, manifest), how
     print(f"hospital: {how}")
 

@@ -39,7 +39,7 @@ from dia_assets.resources.memory import MemoryResource
 
 
 class AnalysisConfig(Config):
-    questions_file: str | None = Field(None, description="Default DIA_QUESTIONS or examples/questions.yaml.")
+    questions_file: str | None = Field(None, description="Default DIA_QUESTIONS, else questions.yaml in the data folder (none without it).")
     max_attempts: int = Field(6, description="Submissions before the question fails.")
     max_turns: int = Field(30, description="Model calls before the question fails.")
     light_model: str | None = Field(None, description="Light stage (default DIA_SEMANTIC_LIGHT_MODEL; none = off).")
@@ -93,8 +93,8 @@ def pipeline_metadata(result: AnalysisResult) -> dict[str, Any]:
 ANALYSIS_RESULT_KEY = AssetKey("analysis_result")
 
 def analysis_partitions(questions_file: str | Path | None = None) -> StaticPartitionsDefinition:
-    """One partition per question id in the questions file (default DIA_QUESTIONS or
-    examples/questions.yaml), read now: a new question needs a code-location reload."""
+    """One partition per question id in the questions file (default DIA_QUESTIONS, else the
+    data folder's questions.yaml), read now: a new question needs a code-location reload."""
     return StaticPartitionsDefinition([q["id"] for q in load_questions(questions_file)])
 
 

@@ -177,11 +177,16 @@ def _failure(exc: BaseException, workspace: Path) -> str:
 
 @app.command()
 def demo(
-    data_dir: Annotated[Path, typer.Option(help="Raw files.")] = Path("examples/data"),
+    data_dir: Annotated[Path | None, typer.Option(
+        help="Raw files (default DIA_DATA_DIR, else examples/data). Its questions.yaml and overrides.yaml, "
+        "if any, are its questions and expert corrections.")] = None,
     workspace: WorkspaceOpt = None,
     quiet: QuietOpt = False,
 ) -> None:
-    """Materialize every asset on the bundled example data and print a summary."""
+    """Materialize every asset on a data folder (the bundled example by default) and print a summary."""
+    from dia_assets.agents.settings import get_settings
+
+    data_dir = data_dir or get_settings().data_dir
     os.environ["DIA_DATA_DIR"] = str(data_dir)
     ws = use_workspace(workspace)
     from dia_assets.demo import run_demo

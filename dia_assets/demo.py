@@ -51,7 +51,7 @@ def _demo(data_dir: Path, workspace: Path, say: Say) -> int:
     from dia_assets.interpretation_assets import record_raw_files
 
     instance = _instance(workspace)
-    seed_overrides(workspace, say)
+    seed_overrides(data_dir, workspace, say)
     say(f"recorded {record_raw_files(instance, data_dir)} raw files (data version = content hash)")
     defs = build_defs(workspace)
     if not (workspace / "schema" / "manifest.json").exists():
@@ -77,16 +77,18 @@ def _demo(data_dir: Path, workspace: Path, say: Say) -> int:
     return 0 if ok else 1
 
 
-EXAMPLE_OVERRIDES = Path("examples/overrides.yaml")
+def seed_overrides(data_dir: Path, workspace: Path, say: Say) -> None:
+    """A new workspace starts from the expert corrections the data folder carries
+    (`<data dir>/overrides.yaml`), never from another folder's: without them the Schema
+    Creator writes the template."""
+    from dia_assets.agents.data_folder import overrides_seed
 
-
-def seed_overrides(workspace: Path, say: Say) -> None:
-    """The demo starts from the expert corrections committed with the example data."""
     target = workspace / "review" / "interpretation_overrides.yaml"
-    if not target.exists() and EXAMPLE_OVERRIDES.exists():
+    seed = overrides_seed(data_dir)
+    if not target.exists() and seed is not None:
         target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(EXAMPLE_OVERRIDES.read_text(encoding="utf-8"), encoding="utf-8")
-        say(f"seeded {target} from {EXAMPLE_OVERRIDES}")
+        target.write_text(seed.read_text(encoding="utf-8"), encoding="utf-8")
+        say(f"seeded {target} from {seed}")
 
 
 def _report_summary(workspace: Path) -> str:

@@ -1,5 +1,5 @@
 """Dagster glue for the Query Generator: the `query_result` asset, one dynamic partition per
-question (`examples/questions.yaml` or the file DIA_QUESTIONS names), and the ways to
+question (`questions.yaml` in the data folder, or the file DIA_QUESTIONS names), and the ways to
 register partitions (a function and a sensor). The agent itself lives in
 dia_assets/agents/query/ and knows nothing about Dagster."""
 
@@ -35,6 +35,7 @@ from dagster import (
 )
 from pydantic import Field
 
+from dia_assets.agents.data_folder import ADD_QUESTIONS_HINT, questions_file
 from dia_assets.agents.locations import default_warehouse, is_postgres
 from dia_assets.agents.query.llm import NO_MODEL_MESSAGE, litellm_chat
 from dia_assets.agents.query.loop import AgentSettings
@@ -64,7 +65,7 @@ query_job = define_asset_job("query_job", selection=[QUERY_RESULT_KEY], partitio
 
 class QueryConfig(Config):
     allow_writes: bool = Field(False, description="Apply verified modifications (DDL/DML) to the warehouse.")
-    questions_file: str | None = Field(None, description="Default DIA_QUESTIONS or examples/questions.yaml.")
+    questions_file: str | None = Field(None, description="Default DIA_QUESTIONS, else questions.yaml in the data folder (none without it).")
     max_attempts: int = Field(6, description="Submissions before the question fails.")
     max_turns: int = Field(24, description="Model calls before the question fails.")
 
@@ -73,26 +74,45 @@ def warehouse_location(workspace: WorkspaceResource) -> str:
     return default_warehouse(workspace.root_path)
 
 
+def question_changes(existing: set[str], path: str | Path | None = None) -> tuple[list[str], list[str]]:
+    """(keys to add, keys to delete): the partitions follow the current questions file, so after
+    a switch of data folder the UI lists that folder's questions, not the previous one's."""
+    wanted = [q["id"] for q in load_questions(path)]
+    return [k for k in wanted if k not in existing], sorted(existing - set(wanted))
+
+
 def register_question_partitions(instance: DagsterInstance, path: str | Path | None = None) -> list[str]:
-    """Add a partition for every question not registered yet; returns the new keys."""
-    existing = set(instance.get_dynamic_partitions(QUESTIONS.name))
-    new = [q["id"] for q in load_questions(path) if q["id"] not in existing]
+    """Add a partition for every question not registered yet and delete those of questions no
+    longer in the file; returns the new keys."""
+    new, gone = question_changes(set(instance.get_dynamic_partitions(QUESTIONS.name)), path)
     if new:
         instance.add_dynamic_partitions(QUESTIONS.name, new)
+    for key in gone:
+        instance.delete_dynamic_partition(QUESTIONS.name, key)
     return new
+
+
+def no_questions_reason() -> str:
+    """What the UI shows when there is nothing to ask: where questions come from."""
+    path = questions_file()
+    if path is None:
+        return f"no questions for {get_settings().data_dir}: {ADD_QUESTIONS_HINT}"
+    return f"no new questions in {path}"
 
 
 @sensor(name="question_partitions", minimum_interval_seconds=60, asset_selection=[QUERY_RESULT_KEY],
         default_status=DefaultSensorStatus.RUNNING,
-        description="Registers a `questions` partition for each new question in the questions "
-        "file and, when a model is configured, requests a run for it.")
+        description="Keeps one `questions` partition per question of the questions file (DIA_QUESTIONS, else "
+        "questions.yaml in the data folder; none without it) and, when a model is configured, requests a run "
+        "for each new one. Questions no longer in the file lose their partition.")
 def question_partitions_sensor(context: SensorEvaluationContext) -> "SensorResult | SkipReason":
-    existing = set(context.instance.get_dynamic_partitions(QUESTIONS.name))
-    new = [q["id"] for q in load_questions() if q["id"] not in existing]
-    if not new:
-        return SkipReason("no new questions")
+    new, gone = question_changes(set(context.instance.get_dynamic_partitions(QUESTIONS.name)))
+    if not new and not gone:
+        return SkipReason(no_questions_reason())
     runs = [RunRequest(partition_key=k, run_key=f"question:{k}") for k in new] if get_settings().model else []
-    return SensorResult(dynamic_partitions_requests=[QUESTIONS.build_add_request(new)], run_requests=runs)
+    requests = ([QUESTIONS.build_add_request(new)] if new else []) + ([QUESTIONS.build_delete_request(gone)] if gone else [])
+    skip = no_questions_reason() if not runs and not new else None  # only retired partitions
+    return SensorResult(dynamic_partitions_requests=requests, run_requests=runs, skip_reason=skip)
 
 
 def _memory(context: AssetExecutionContext, memory_resource: Any, warehouse: str) -> QueryMemory | None:
@@ -255,7 +275,9 @@ def query_result_asset(deps: Sequence[str | AssetKey] = ("warehouse",), with_mem
     spec = AssetSpec(
         QUERY_RESULT_KEY, partitions_def=QUESTIONS, deps=list(deps), group_name=GROUP, kinds={"python", "sql"},
         skippable=True,
-        description="The answer to one question (one partition per question in the questions file), found and "
+        description="The answer to one question (one partition per question of the questions file: "
+        "DIA_QUESTIONS, else questions.yaml in the data folder; no partitions without one: add a questions.yaml, "
+        "a YAML list of `id`/`question` items, to the data folder), found and "
         "verified by the Query Generator with SQL on the warehouse; its files are in `queries/{question id}/` "
         "(query.sql, result.parquet, trace.json, answer.md). A question without a verified answer is not "
         "materialized: its `answered` check fails with the reason and the run fails, naming it.",
@@ -286,6 +308,9 @@ def demo_questions_step(defs: Any, instance: DagsterInstance, workspace: Path, s
     keys = [q["id"] for q in load_questions()]
     register_question_partitions(instance)
     print("\n== Query Generator ==")
+    if not keys:
+        print(no_questions_reason())
+        return True
     if not get_settings().model:
         print(f"{len(keys)} questions registered as `questions` partitions; not answered.")
         print(NO_MODEL_MESSAGE)

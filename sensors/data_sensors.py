@@ -17,10 +17,12 @@ from dagster import (
     SkipReason,
     sensor,
 )
+from pydantic import BaseModel
 
 from dia_assets.agents.adaptation.data_cursor import DataCursor, RunOutcome, absorb, decide
 from dia_assets.agents.adaptation.settle import stat_files, unsettled
 from dia_assets.agents.adaptation.snapshot import interpreted_snapshot, snapshot
+from dia_assets.agents.data_folder import folder_id
 from dia_assets.interpretation_assets import (
     folder_partitions,
     latest_raw_version,
@@ -32,6 +34,8 @@ from dia_assets.resources.workspace import default_data_dir, default_workspace
 from dia_assets.sensors.jobs import build_job, schema_job
 from dia_assets.sensors.run_outcome import REQUEST_TAG, run_outcome
 from dia_assets.sensors.settings import SENSOR_INTERVAL_S, build_tries, settle_s
+
+TRIGGER_TAG = "dia/trigger"  # why a sensor asked for a run, when a change of files does not say it all
 
 
 def partition_requests(context: SensorEvaluationContext, data_dir: Path) -> list:
@@ -91,9 +95,18 @@ def new_data_sensor(context: SensorEvaluationContext) -> SensorResult | SkipReas
     data_dir, workspace = Path(default_data_dir()), Path(default_workspace())
     if not data_dir.is_dir():
         return SkipReason(f"data folder {data_dir} does not exist")
-    # First start: compare with what the workspace's interpretation was built from, not with
-    # nothing, so the sensor does not rebuild what `make demo` (or a build before) just built.
-    cursor = DataCursor.parse(context.cursor) or DataCursor(done=interpreted_snapshot(workspace, data_dir))
+    # First start, or first tick on another data folder or workspace (state is keyed by both):
+    # compare with what the workspace's interpretation was built from, not with nothing or with
+    # the previous folder, so the sensor does not rebuild what `make demo` (or a build before)
+    # just built, and a switch is reported as such rather than as files added and deleted.
+    here = folder_id(data_dir, workspace)
+    stored = DataCursor.parse(context.cursor)
+    first = stored is None or not stored.about(here)
+    if first:
+        cursor = DataCursor(done=interpreted_snapshot(workspace, data_dir), folder=here,
+                            switched_from=stored.folder if stored is not None else None)
+    else:
+        cursor = stored.model_copy(update={"folder": here})
     outcome = pending_outcome(context, cursor, workspace)
     if cursor.pending is not None and outcome == "running":
         return SkipReason(decide(cursor, cursor.pending.snapshot, outcome, build_tries()).wait)
@@ -114,21 +127,30 @@ def new_data_sensor(context: SensorEvaluationContext) -> SensorResult | SkipReas
     events = raw_file_events(data_dir, stale) if stale else []
     if decision.request is None:
         reason = decision.wait or "no change in the data folder"
-        if context.cursor is None:  # the first tick always stores what it found
-            return SensorResult(dynamic_partitions_requests=partitions, asset_events=events, cursor=decision.cursor.dump())
+        if first and stored is not None:
+            reason = f"data folder changed: {stored.folder} -> {here}; it is built already"
+        decision.cursor = decision.cursor.model_copy(update={"switched_from": None})
+        if first:  # the first tick (on this folder) always stores what it found
+            return SensorResult(skip_reason=reason, dynamic_partitions_requests=partitions, asset_events=events,
+                                cursor=decision.cursor.dump())
         return _result(decision.cursor, context.cursor, reason, dynamic_partitions_requests=partitions, asset_events=events)
     change = decision.change
     if change.deleted:
         context.log.warning(f"files deleted from {data_dir}: {', '.join(change.deleted)}")
-    ask = decision.request
+    ask, done = decision.request, decision.cursor
+    if done.switched_from is not None:  # the first build of a folder switched to: say so
+        ask = ask.model_copy(update={"trigger": f"data folder changed: {done.switched_from} -> {here}"[:4000]})
+        done = done.model_copy(update={"pending": ask, "switched_from": None})
     if ask.tries > 1:
         context.log.warning(f"the run for this change ended {outcome}; asking again ({ask.run_key})")
+    tags = {"dia/change": change.describe()[:4000], REQUEST_TAG: ask.key, "dia/try": str(ask.tries)}
+    if ask.trigger:
+        tags[TRIGGER_TAG] = ask.trigger
     return SensorResult(
-        run_requests=[RunRequest(run_key=ask.run_key, tags={"dia/change": change.describe()[:4000],
-                                                            REQUEST_TAG: ask.key, "dia/try": str(ask.tries)})],
+        run_requests=[RunRequest(run_key=ask.run_key, tags=tags)],
         dynamic_partitions_requests=partitions,
         asset_events=events,
-        cursor=decision.cursor.dump(),
+        cursor=done.dump(),
     )
 
 
@@ -166,15 +188,40 @@ def review_gate_sensor(context: SensorEvaluationContext) -> SensorResult | SkipR
     current = overrides_fingerprint(path)
     if current is None:
         return SkipReason(f"{path} does not exist yet")
-    if context.cursor == current:
+    here = folder_id(default_data_dir(), workspace)
+    stored = OverridesCursor.parse(context.cursor)
+    now = OverridesCursor(folder=here, fingerprint=current).model_dump_json()
+    if context.cursor == now:
         return SkipReason("overrides unchanged")
-    if context.cursor is None:
-        # first sight: the Schema Creator just wrote the template, or the build that created
-        # the workspace already read the file; remember it and react to later edits
-        return SensorResult(cursor=current)
+    if stored is None or not stored.about(here):
+        # first sight of this folder's overrides: the Schema Creator just wrote the template, or
+        # the build that created the workspace already read the file; another folder's (or
+        # workspace's) file is no earlier version of this one. Remember it, react to later edits.
+        reason = "first sight of the overrides" if stored is None else f"data folder changed: {stored.folder} -> {here}"
+        return SensorResult(skip_reason=f"{reason}; remembering {path}", cursor=now)
+    if stored.fingerprint == current:  # a cursor of an older DIA: same file, now keyed by folder
+        return SensorResult(skip_reason="overrides unchanged", cursor=now)
     return SensorResult(
         run_requests=[RunRequest(run_key=f"overrides-{current}", job_name=overrides_job(workspace, path),
-                                 tags={"dia/trigger": "overrides edited"})],
-        cursor=current,
+                                 tags={TRIGGER_TAG: "overrides edited"})],
+        cursor=now,
     )
+
+
+class OverridesCursor(BaseModel):
+    """What review_gate_sensor saw last: the overrides' fingerprint, and of which folder."""
+
+    folder: str | None = None  # data_folder.folder_id; None: a cursor of an older DIA (fingerprint only)
+    fingerprint: str
+
+    @classmethod
+    def parse(cls, text: str | None) -> OverridesCursor | None:
+        if not text:
+            return None
+        if not text.startswith("{"):
+            return cls(fingerprint=text)
+        return cls.model_validate_json(text)
+
+    def about(self, folder: str) -> bool:
+        return self.folder in (None, folder)
 

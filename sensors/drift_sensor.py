@@ -161,7 +161,13 @@ def drift_sensor(context: SensorEvaluationContext) -> SensorResult | SkipReason:
     if not previous_path.exists():
         shutil.copyfile(current_path, previous_path)
         return SensorResult(cursor=version)
-    report = compare(Interpretation.read(previous_path), current, drift_thresholds())
+    previous = Interpretation.read(previous_path)
+    if Path(previous.data_dir).resolve() != Path(current.data_dir).resolve():
+        # another data folder, not a drift of this one: nothing to compare it with yet
+        shutil.copyfile(current_path, previous_path)
+        return SensorResult(skip_reason=f"data folder changed: {previous.data_dir} -> {current.data_dir}; "
+                            "nothing to compare with yet", cursor=version)
+    report = compare(previous, current, drift_thresholds())
     if not report.any:
         shutil.copyfile(current_path, previous_path)
         return SensorResult(cursor=version)

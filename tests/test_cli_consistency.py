@@ -106,7 +106,7 @@ def test_status_and_build_json(tmp_path: Path) -> None:
     before = _run(["status", "-w", str(ws), "--json"])
     assert before.exit_code == 1 and json.loads(before.stdout)["verdict"] == "no_build"
     built = _run(["build", str(EXAMPLES / "data"), "-w", str(ws), "-q", "--json",
-                  "--overrides", str(EXAMPLES / "overrides.yaml")])
+                  "--overrides", str(EXAMPLES / "data" / "overrides.yaml")])
     report = json.loads(built.stdout)
     assert built.exit_code == (0 if report["accepted"] else 1), built.output
     after = _run(["status", "--workspace", str(ws), "--json"])

@@ -193,7 +193,7 @@ def example_env(place: tuple[Path, dict[str, str]]) -> dict[str, str]:
     folder, env = place
     env = {**env, "DIA_WORKSPACE": str(folder / EXAMPLE_WS)}
     setup = (f"test -f {EXAMPLE_WS}/warehouse.duckdb || "
-             "dia build -q examples/data --overrides examples/overrides.yaml\n"
+             "dia build -q examples/data --overrides examples/data/overrides.yaml\n"
              f'dia ask -q --no-memory --id roles "{ROLES}"')
     result = run_script(". .venv/bin/activate\n" + setup, folder, env)
     assert result.returncode == 0 and "status: answered" in result.stdout, result.stdout + result.stderr

@@ -25,7 +25,7 @@ MARK = "TIMESTAMP '2000-01-01 00:00:00'"
 def built(tmp_path: Path) -> tuple[Path, Path]:
     shutil.copytree(ROOT / "examples" / "data", tmp_path / "data")
     ws = tmp_path / "ws"
-    result = run(tmp_path / "data", ws, overrides_seed=ROOT / "examples" / "overrides.yaml", incremental=True)
+    result = run(tmp_path / "data", ws, overrides_seed=ROOT / "examples" / "data" / "overrides.yaml", incremental=True)
     assert result.report.accepted and result.report.reload.mode == "full"
     return tmp_path / "data", ws
 

@@ -46,7 +46,7 @@ def answered(tmp_path_factory: pytest.TempPathFactory) -> Path:
     tmp = tmp_path_factory.mktemp("lineage")
     shutil.copytree(ROOT / "examples" / "data", tmp / "data")
     ws = tmp / "ws"
-    assert run(tmp / "data", ws, overrides_seed=ROOT / "examples" / "overrides.yaml").report.accepted
+    assert run(tmp / "data", ws, overrides_seed=ROOT / "examples" / "data" / "overrides.yaml").report.accepted
     register_tools([
         call("declare_contract", kind="analytical", columns=["role", "staff_count"],
              granularity={"description": "role", "key_columns": ["role"]},

@@ -39,7 +39,7 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
     os.environ.pop("DIA_WAREHOUSE", None)
     ws = tmp_path_factory.mktemp("mcp") / "ws"
-    result = run(ROOT / "examples" / "data", ws, overrides_seed=ROOT / "examples" / "overrides.yaml")
+    result = run(ROOT / "examples" / "data", ws, overrides_seed=ROOT / "examples" / "data" / "overrides.yaml")
     assert result.report.accepted
     return ws
 
@@ -485,7 +485,7 @@ def test_on_postgres_numeric_is_a_number_and_paging_holds(tmp_path: Path, pg_ser
     url = fresh_database_url(pg_server, f"mcp_{os.getpid()}")
     ws = tmp_path / "ws"
     assert run(ROOT / "examples" / "data", ws, warehouse=url, interpretation=example_interpretation,
-               overrides_seed=ROOT / "examples" / "overrides.yaml").report.accepted
+               overrides_seed=ROOT / "examples" / "data" / "overrides.yaml").report.accepted
     svc = DiaService(warehouse=url, workspace=ws, privacy="samples", use_memory=False)
     sql = "SELECT badge, gross_pay, paid_on FROM payroll WHERE gross_pay IS NOT NULL"
     total = len(rows_of_pg(url, sql))

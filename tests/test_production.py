@@ -42,7 +42,7 @@ def test_postgres_instance_records_a_materialization_of_the_graph_on_a_postgres_
     warehouse_url = fresh_database_url(pg_server, f"warehouse_{os.getpid()}")
     ws = tmp_path / "ws"
     (ws / "review").mkdir(parents=True)
-    shutil.copyfile(ROOT / "examples" / "overrides.yaml", ws / "review" / "interpretation_overrides.yaml")
+    shutil.copyfile(ROOT / "examples" / "data" / "overrides.yaml", ws / "review" / "interpretation_overrides.yaml")
     monkeypatch.setenv("DIA_WAREHOUSE", warehouse_url)
     monkeypatch.delenv("DIA_MODEL", raising=False)
     result = materialize(
@@ -107,7 +107,7 @@ def test_build_job_runs_its_steps_in_separate_processes_on_the_postgres_instance
     instance, _ = pg_instance
     ws = tmp_path / "ws"
     (ws / "review").mkdir(parents=True)
-    shutil.copyfile(ROOT / "examples" / "overrides.yaml", ws / "review" / "interpretation_overrides.yaml")
+    shutil.copyfile(ROOT / "examples" / "data" / "overrides.yaml", ws / "review" / "interpretation_overrides.yaml")
     for name, value in {"DIA_WORKSPACE": str(ws), "DIA_DATA_DIR": str(ROOT / "examples" / "data"),
                         "PYTHONPATH": str(ROOT), "DIA_EXECUTOR": "multiprocess"}.items():
         monkeypatch.setenv(name, value)

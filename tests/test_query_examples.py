@@ -31,7 +31,7 @@ def test_example_question_plans_are_answered(tmp_path: Path) -> None:
     db = open_database(build_example_warehouse(tmp_path / "warehouse.duckdb"))
     try:
         index = SchemaIndex.build(db)
-        questions = [q for q in load_questions(ROOT / "examples" / "questions.yaml") if q["id"] in bench.PLANS]
+        questions = [q for q in load_questions(ROOT / "examples" / "data" / "questions.yaml") if q["id"] in bench.PLANS]
         assert len(questions) == len(bench.PLANS) >= 12
         for q in questions:
             register_tools(bench.script(q["id"], q["question"]))

@@ -35,7 +35,7 @@ def test_materialize_example_accepted(tmp_path, example_interpretation, monkeypa
     ws = tmp_path / "ws"
     path = overrides_path(ws)
     path.parent.mkdir(parents=True)
-    shutil.copyfile(EXAMPLES / "overrides.yaml", path)
+    shutil.copyfile(EXAMPLES / "data" / "overrides.yaml", path)
     result = _run(ws, example_interpretation, monkeypatch)
     assert result.success
     checks = {e.check_name: e.passed for e in result.get_asset_check_evaluations()}

@@ -23,7 +23,7 @@ from tests.schema_fixtures import EXAMPLES, build_ws, csv_source, interpretation
 def example_build(tmp_path_factory, example_interpretation):
     ws = tmp_path_factory.mktemp("example") / "ws"
     return run(EXAMPLES / "data", ws, interpretation=example_interpretation,
-               overrides_seed=EXAMPLES / "overrides.yaml")
+               overrides_seed=EXAMPLES / "data" / "overrides.yaml")
 
 
 def test_example_builds_accepted_with_every_artifact(example_build, example_truth):

@@ -123,7 +123,7 @@ def test_invalid_overrides_name_the_line(example_interpretation, text, line, wor
 
 
 def test_committed_example_overrides_parse(example_interpretation):
-    text = (EXAMPLES / "overrides.yaml").read_text()
+    text = (EXAMPLES / "data" / "overrides.yaml").read_text()
     m = plan_manifest(example_interpretation, parse_overrides(text))
     assert m.table("payroll").primary_key == ["badge", "period"]
     assert all(fk.allow_orphans for fk in m.table("payroll").foreign_keys if fk.ref_table == "staff")

@@ -21,7 +21,7 @@ def pg_url(pg_server) -> str:  # noqa: F811
 def test_example_loads_into_postgres_accepted(tmp_path, pg_url, example_interpretation):
     assert pg_url.startswith("postgresql://")
     result = run(EXAMPLES / "data", tmp_path / "ws", warehouse=pg_url, interpretation=example_interpretation,
-                 overrides_seed=EXAMPLES / "overrides.yaml")
+                 overrides_seed=EXAMPLES / "data" / "overrides.yaml")
     assert result.report.dialect == "postgres"
     assert result.report.accepted, {k: a.summary for k, a in result.report.axes.items()}
     assert "postgresql://" not in (tmp_path / "ws" / "validation" / "report.json").read_text().replace(

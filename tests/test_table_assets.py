@@ -38,7 +38,7 @@ def _built_workspace(tmp_path: Path, interp, seed_overrides: bool) -> Path:  # n
     if seed_overrides:
         path = overrides_path(ws)
         path.parent.mkdir(parents=True)
-        shutil.copyfile(EXAMPLES / "overrides.yaml", path)
+        shutil.copyfile(EXAMPLES / "data" / "overrides.yaml", path)
     _materialize(ws, interp)
     return ws
 

@@ -58,7 +58,7 @@ def _seeded(ws: Path, interp) -> Path:  # noqa: ANN001
     """A workspace with the interpretation and the example's overrides, as `make demo` seeds it."""
     path = overrides_path(ws)
     path.parent.mkdir(parents=True)
-    shutil.copyfile(EXAMPLES / "overrides.yaml", path)
+    shutil.copyfile(EXAMPLES / "data" / "overrides.yaml", path)
     (ws / "interpretation.json").write_text(interp.to_json())
     return ws
 

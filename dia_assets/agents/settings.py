@@ -77,7 +77,7 @@ class Settings(BaseSettings):
     workspace: Path = Field(Path("dia_workspace"), description="artifact root: warehouse, reports, memory store")
     data_dir: Path = Field(Path("examples/data"), description="folder of raw files to interpret")
     warehouse: str | None = Field(None, description="DuckDB or SQLite file, or postgresql:// URL; unset: <workspace>/warehouse.duckdb")
-    questions: Path | None = Field(None, description="questions file; unset: examples/questions.yaml")
+    questions: Path | None = Field(None, description="questions file; unset: <data dir>/questions.yaml if present, else none")
     dagster_home: Path | None = Field(None, description="Dagster instance folder for `dia ui` and `dia demo` "
                                       "when DAGSTER_HOME is unset; unset: <workspace>/.dagster")
     # models

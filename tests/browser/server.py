@@ -70,12 +70,15 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def _env(workspace: Path, home: Path) -> dict[str, str]:
+EXAMPLE_DATA = ROOT / "examples" / "data"
+
+
+def _env(workspace: Path, home: Path, data_dir: Path = EXAMPLE_DATA) -> dict[str, str]:
     env = dict(os.environ)
     env.update({
         "DAGSTER_HOME": str(home),
         "DIA_WORKSPACE": str(workspace),
-        "DIA_DATA_DIR": str(ROOT / "examples" / "data"),
+        "DIA_DATA_DIR": str(data_dir),
         "LITELLM_LOCAL_MODEL_COST_MAP": "True",
         # sensors tick every few seconds, so the first-start automation settles quickly
         "DIA_SENSOR_INTERVAL_S": "5",
@@ -85,16 +88,17 @@ def _env(workspace: Path, home: Path) -> dict[str, str]:
     return env
 
 
-def build_workspace(base: Path) -> tuple[Path, Path]:
-    """`dia demo` into `base/ws` with instance `base/home`: the path `make demo` takes."""
-    workspace, home = base / "ws", base / "home"
+def build_workspace(base: Path, data_dir: Path = EXAMPLE_DATA, home: Path | None = None) -> tuple[Path, Path]:
+    """`dia demo` into `base/ws` with instance `home` (default `base/home`): the path `make demo`
+    takes. Another folder with the same `home` is a switch of folders in one instance."""
+    workspace, home = base / "ws", home or base / "home"
     home.mkdir(parents=True, exist_ok=True)
     (home / "dagster.yaml").write_text(DAGSTER_YAML, encoding="utf-8")
     cmd = [sys.executable, "-c", "from dia_assets.cli import app; app()", "demo",
-           "--workspace", str(workspace), "--data-dir", str(ROOT / "examples" / "data")]
+           "--workspace", str(workspace), "--data-dir", str(data_dir)]
     log = base / "demo.log"
     with log.open("w") as out:
-        done = subprocess.run(cmd, cwd=ROOT, env=_env(workspace, home), stdout=out,
+        done = subprocess.run(cmd, cwd=ROOT, env=_env(workspace, home, data_dir), stdout=out,
                               stderr=subprocess.STDOUT, timeout=START_TIMEOUT_S, check=False)
     if done.returncode != 0:
         raise RuntimeError(f"`dia demo` failed ({done.returncode}):\n{log.read_text()[-4000:]}")
@@ -105,12 +109,14 @@ ACTIVE = {"QUEUED", "NOT_STARTED", "STARTING", "STARTED", "CANCELING"}
 _STATE = """{ runsOrError { ... on Runs { results { runId status endTime } } }
   workspaceOrError { ... on Workspace { locationEntries { locationOrLoadError {
     ... on RepositoryLocation { repositories { sensors { name sensorState {
-      status ticks(limit: 1) { timestamp } } } } } } } } } }"""
+      status ticks(limit: 1, statuses: [STARTED, SKIPPED, SUCCESS, FAILURE]) { timestamp } } } } } } } } } }"""
 
 
 def settled(ui: DagsterUI) -> bool:
     """No run in progress, and every running sensor has ticked since the last run ended, so
-    what the automation does on first start (a rebuild, a check run) is over."""
+    what the automation does on first start (a rebuild, a check run) is over. Skipped ticks
+    count: `ticks` without `statuses` leaves them out (Dagster 1.13), and a sensor with
+    nothing to do after a switch of folders only skips."""
     data = ui.graphql(_STATE)
     all_runs = data["runsOrError"]["results"]
     if any(r["status"] in ACTIVE for r in all_runs):
@@ -162,16 +168,17 @@ def wait_until_ready(ui: DagsterUI, timeout_s: float = START_TIMEOUT_S) -> None:
 
 
 @contextmanager
-def dagster_dev(base: Path) -> Iterator[DagsterUI]:
-    """Build the example workspace under `base`, serve it, and stop everything afterwards."""
-    workspace, home = build_workspace(base)
+def dagster_dev(base: Path, data_dir: Path = EXAMPLE_DATA, home: Path | None = None) -> Iterator[DagsterUI]:
+    """Build a workspace of `data_dir` (the example) under `base`, serve it, and stop everything
+    afterwards."""
+    workspace, home = build_workspace(base, data_dir, home)
     port = free_port()
     log = base / "dagster-dev.log"
     dagster = BIN / "dagster"
     cmd = [str(dagster) if dagster.exists() else "dagster", "dev", "-w", str(ROOT / "workspace.yaml"),
            "-h", "127.0.0.1", "-p", str(port)]
     with log.open("w") as out:
-        proc = subprocess.Popen(cmd, cwd=ROOT, env=_env(workspace, home), stdout=out,
+        proc = subprocess.Popen(cmd, cwd=ROOT, env=_env(workspace, home, data_dir), stdout=out,
                                 stderr=subprocess.STDOUT, start_new_session=True,
                                 preexec_fn=_default_signals)  # noqa: PLW1509
     ui = DagsterUI(url=f"http://127.0.0.1:{port}", workspace=workspace, home=home, log=log, proc=proc)

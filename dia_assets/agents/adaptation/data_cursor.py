@@ -32,12 +32,21 @@ class Pending(BaseModel):
     run_key: str  # the latest request's run key: `key`, then `key-retry1`, ...
     snapshot: dict[str, str]  # relative path -> content hash the run was asked to build
     tries: int = 1  # runs requested for this change
+    trigger: str | None = None  # why, when it is more than a change of files: "data folder changed: A -> B"
 
 
 class DataCursor(BaseModel):
     done: dict[str, str]  # the folder as of the last run that finished its checks (or the built baseline)
     seen: dict[str, Seen] = {}  # size and mtime of the files still settling, or settled since
     pending: Pending | None = None
+    # the data folder and workspace this state is about (data_folder.folder_id); None: a cursor
+    # of an older DIA, taken to be about the current folder
+    folder: str | None = None
+    switched_from: str | None = None  # the folder before a switch, until a run is requested for the new one
+
+    def about(self, folder: str) -> bool:
+        """Whether this state describes `folder`: state of another folder is no baseline."""
+        return self.folder in (None, folder)
 
     @classmethod
     def parse(cls, text: str | None) -> DataCursor | None:

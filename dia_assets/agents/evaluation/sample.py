@@ -1,7 +1,7 @@
 """The bundled sample (`examples/eval/questions.jsonl`) and a stand-in for its warehouse.
 
 `build_sample_warehouse` loads `examples/data` into DuckDB the way the Schema Creator's refined
-tables look with `examples/overrides.yaml` applied (same table and column names, typed
+tables look with `examples/data/overrides.yaml` applied (same table and column names, typed
 columns, duplicate staff rows dropped, canonical role and status spellings, unparseable hourly
 rates as NULL). It exists so the gold SQL can be written and checked by execution before (and
 independently of) the Schema Creator; `canonical=False` keeps the raw spellings and

@@ -15,6 +15,7 @@ import yaml
 from dia_assets.agents.charts.choose import ChartModel, chart_model_from_env
 from dia_assets.agents.charts.hints import workspace_semantic_types
 from dia_assets.agents.charts.render import chart_for_result
+from dia_assets.agents.data_folder import questions_file
 from dia_assets.agents.query.dialects import Database, QueryOutput, open_database
 from dia_assets.agents.query.llm import NO_MODEL_MESSAGE, ChatFn, litellm_chat
 from dia_assets.agents.query.loop import AgentRun, AgentSettings, AskUser, QueryAgent
@@ -28,19 +29,16 @@ from dia_assets.contracts.query_result import Clarification, QueryResult
 _INDEX_CACHE: dict[tuple[str, float], SchemaIndex] = {}
 
 
-def default_questions_path() -> Path:
-    """DIA_QUESTIONS, else examples/questions.yaml (from the working folder or the project root)."""
-    if get_settings().questions:
-        return get_settings().questions
-    local = Path("examples/questions.yaml")
-    return local if local.exists() else Path(__file__).resolve().parents[3] / "examples" / "questions.yaml"
+def default_questions_path() -> Path | None:
+    """DIA_QUESTIONS, else the data folder's questions.yaml, else None (agents/data_folder.py)."""
+    return questions_file()
 
 
 def load_questions(path: str | Path | None = None) -> list[dict[str, str]]:
     """[{id, question}] from a YAML list; ids must be unique partition keys. An item may name
     `follows: <id>`: it is then a follow-up built on that question's accepted SQL."""
     target = Path(path) if path else default_questions_path()
-    if not target.exists():
+    if target is None or not target.exists():
         return []
     items = yaml.safe_load(target.read_text(encoding="utf-8")) or []
     out, seen = [], set()
