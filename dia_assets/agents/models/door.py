@@ -12,6 +12,7 @@ shared within a process."""
 from __future__ import annotations
 
 import asyncio
+import atexit
 import os
 import threading
 from collections.abc import Callable, Coroutine, Mapping
@@ -24,6 +25,7 @@ from dia_assets.agents.settings import FIELDS, SettingsError, get_settings, load
 # model settings, each checked and named in its error by dia_assets.agents.settings
 MODEL_VARS = ("DIA_MODEL", "DIA_SEMANTIC_LIGHT_MODEL", "DIA_SEMANTIC_STRONG_MODEL")
 CONNECT_TIMEOUT_S = 5.0
+CLOSE_WAIT_S = 5.0  # how long exit waits for the door's loop thread to finish what it is doing
 SettingError = SettingsError  # the name this module exported before the settings object
 
 
@@ -102,6 +104,7 @@ class ModelDoor:
     _router: Any = field(init=False, default=None)
     _known: set[str] = field(init=False, default_factory=set)
     _loop: asyncio.AbstractEventLoop | None = field(init=False, default=None)
+    _thread: threading.Thread | None = field(init=False, default=None)
     _lock: threading.Lock = field(init=False, default_factory=threading.Lock)
 
     def _build(self) -> Any:
@@ -138,7 +141,9 @@ class ModelDoor:
         with self._lock:
             if self._loop is None:
                 self._loop = asyncio.new_event_loop()
-                threading.Thread(target=self._loop.run_forever, name="dia-model-door", daemon=True).start()
+                self._thread = threading.Thread(target=self._loop.run_forever, name="dia-model-door", daemon=True)
+                self._thread.start()
+                atexit.register(self.close)
             loop = self._loop
         return asyncio.run_coroutine_threadsafe(make(), loop).result()
 
@@ -178,10 +183,24 @@ class ModelDoor:
             raise
 
     def close(self) -> None:
+        """Stop the loop and wait for its thread (also at exit): a daemon thread frozen at
+        interpreter exit in the middle of one of litellm's lazy imports holds the import lock, and
+        litellm's HTTP handlers import in `__del__`, so the exit then hung (seen: `dia doctor`
+        printing its answer and never returning)."""
         with self._lock:
-            if self._loop is not None:
-                self._loop.call_soon_threadsafe(self._loop.stop)
-                self._loop = None
+            loop, thread = self._loop, self._thread
+            self._loop, self._thread = None, None
+        if loop is None:
+            return
+        loop.call_soon_threadsafe(_cancel_and_stop, loop)
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(timeout=CLOSE_WAIT_S)
+
+
+def _cancel_and_stop(loop: asyncio.AbstractEventLoop) -> None:
+    for task in asyncio.all_tasks(loop):
+        task.cancel()
+    loop.call_soon(loop.stop)
 
 
 def _gives_up(err: BaseException) -> bool:
