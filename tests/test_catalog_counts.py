@@ -16,7 +16,7 @@ from tests.schema_fixtures import EXAMPLES
 def test_catalog_counts_come_from_the_table(tmp_path, db_url, example_interpretation):  # noqa: F811
     ws, warehouse = tmp_path / "ws", tmp_path / "hospital.duckdb"
     built = run(EXAMPLES / "data", ws, warehouse=str(warehouse), interpretation=example_interpretation,
-                overrides_seed=EXAMPLES / "overrides.yaml")
+                overrides_seed=EXAMPLES / "data" / "overrides.yaml")
     assert built.report.installed
     (ws / "interpretation.json").write_text(example_interpretation.to_json())  # as `dia interpret` leaves it
     staff_src = next(s for s in example_interpretation.sources if s.name == "staff")

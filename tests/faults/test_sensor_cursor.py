@@ -128,7 +128,9 @@ def test_a_file_being_written_waits_until_it_settles(env, monkeypatch):
     third = tick(instance, second.cursor)
     assert isinstance(third, SensorResult) and len(third.run_requests) == 1
     assert third.run_requests[0].tags["dia/change"] == "added: orders.csv"
-    assert [e.partition for e in third.asset_events] == ["orders_csv"]
+    # the file is recorded once: one observation (its data version) and one materialization
+    assert sorted((type(e).__name__, e.partition) for e in third.asset_events) == [
+        ("AssetMaterialization", "orders_csv"), ("AssetObservation", "orders_csv")]
     assert DataCursor.parse(third.cursor).pending.snapshot["orders.csv"]  # the whole file's hash
 
 
