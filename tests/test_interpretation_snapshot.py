@@ -1,5 +1,8 @@
 """The interpretation of every bundled and development dataset, against a golden snapshot.
 
+The development datasets are the small copies in tests/fixtures/datasets/ (Northwind, hr and
+classicmodels whole, pagila and tpch extracts; see its README), so every checkout runs them all.
+
 The snapshot holds the fields that decide what gets built: row counts, types, semantic
 types, formats, null/blank/distinct counts where exact, keys and foreign keys with their
 confidence, and quality issue kinds with counts. Speed work must not move any of them;
@@ -16,18 +19,16 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import EXAMPLES, ROOT
+from tests.conftest import DATASETS, EXAMPLES
 
-DATASETS = ROOT.parent / "shared" / "datasets"
 SNAPSHOTS = Path(__file__).parent / "snapshots" / "interpretations"
 
 
 def _folders() -> dict[str, Path]:
     out = {"examples": EXAMPLES / "data"}
-    if DATASETS.is_dir():
-        for ds in sorted(DATASETS.iterdir()):
-            if (ds / "raw").is_dir():
-                out[ds.name] = ds / "raw"
+    for ds in sorted(DATASETS.iterdir()):
+        if (ds / "raw").is_dir():
+            out[ds.name] = ds / "raw"
     return out
 
 
