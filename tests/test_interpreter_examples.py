@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-HIGH = 0.8
+from dia_assets.contracts.policy import HIGH
 
 
 def _fks(interp, min_conf=HIGH):

@@ -9,6 +9,7 @@ from typing import Literal
 from pydantic import BaseModel
 
 from dia_assets.contracts.interpretation import Column, Interpretation, Source
+from dia_assets.contracts.policy import HIGH
 
 DRIFT_VERSION = 1
 ChangeKind = Literal[
@@ -127,9 +128,9 @@ def _compare_source(a: Source, b: Source, limits: DriftThresholds, add) -> None:
     if b.duplicate_rows > a.duplicate_rows:
         add(Change(kind="duplicate_rows_grew", source=a.name, before=str(a.duplicate_rows), after=str(b.duplicate_rows),
                    score=float(b.duplicate_rows - a.duplicate_rows), test="exact"))
-    if a.primary_key and a.primary_key.confidence >= 0.8 and (
+    if a.primary_key and a.primary_key.confidence >= HIGH and (
         b.primary_key is None or b.primary_key.columns != a.primary_key.columns
-        or b.primary_key.confidence < 0.8
+        or b.primary_key.confidence < HIGH
     ):
         add(Change(kind="primary_key_broken", source=a.name, before=", ".join(a.primary_key.columns),
                    after=b.primary_key.reason if b.primary_key else "no key"))
@@ -149,7 +150,7 @@ def _compare_foreign_keys(before: Interpretation, after: Interpretation, limits:
 
     now = {key(fk): fk for fk in after.foreign_keys}
     for fk in before.foreign_keys:
-        if fk.confidence < 0.8:
+        if fk.confidence < HIGH:
             continue
         cur = now.get(key(fk))
         coverage = cur.coverage if cur else 0.0

@@ -17,9 +17,9 @@ from typing import Any
 import yaml
 
 from dia_assets.contracts.interpretation import Interpretation
+from dia_assets.contracts.policy import is_ambiguous
 
 Complete = Callable[[list[dict[str, Any]]], str]
-AMBIGUOUS = (0.5, 0.8)
 
 
 def _prompt() -> dict[str, str]:
@@ -35,10 +35,10 @@ def enrich(interp: Interpretation, complete: Complete, model: str, privacy: str 
     values = shows_values(mode)
     keys: dict[str, Any] = {}
     for fk in interp.foreign_keys:
-        if AMBIGUOUS[0] <= fk.confidence < AMBIGUOUS[1]:
+        if is_ambiguous(fk.confidence):
             keys[f"fk:{fk.from_.source}.{','.join(fk.from_.columns)}->{fk.to.source}"] = fk
     for src in interp.sources:
-        if src.primary_key and AMBIGUOUS[0] <= src.primary_key.confidence < AMBIGUOUS[1]:
+        if src.primary_key and is_ambiguous(src.primary_key.confidence):
             keys[f"pk:{src.name}"] = src.primary_key
     profile = {
         "sources": [

@@ -43,15 +43,14 @@ import duckdb
 from dia_assets.agents.interpreter.key_names import NameEvidence, SchemaNames, extension_of, id_like
 from dia_assets.agents.interpreter.naming import quote_ident
 from dia_assets.agents.interpreter.table_info import (
-    HIGH,
     INT_TYPES,
     TableInfo,
     keyable,
 )
 from dia_assets.agents.value_parsing import parse_expression, present
 from dia_assets.contracts.interpretation import Column, ForeignKey, Source, SourceRef
+from dia_assets.contracts.policy import HIGH, REPORTED
 
-MIN_REPORTED = 0.5
 ALTERNATIVE_CAP = round(HIGH - 0.05, 2)  # a column's second-best parent stays below HIGH
 MIN_NAME = 0.4  # name evidence a candidate needs before it is measured
 COMPOSITE_COVERAGE = 0.95  # a column tuple must be found almost whole: pairs coincide rarely, but they do
@@ -188,7 +187,7 @@ class Finder:
         cands += self._propagate(assign(cands, self.names))
         _score(cands)
         assign(cands, self.names)
-        found = [c.fk for c in cands if c.fk.confidence >= MIN_REPORTED]
+        found = [c.fk for c in cands if c.fk.confidence >= REPORTED]
         found.sort(key=lambda f: (f.from_.source, f.from_.columns, -f.confidence, f.to.source, f.to.columns))
         return found
 
@@ -364,7 +363,7 @@ def _score(cands: list[Candidate]) -> None:
             continue
         if c.measure is None:  # no values to measure: the name alone, at most just HIGH
             c.terms = {"name only": c.name.score}
-            c.fk.confidence = 0.85 if c.name.score >= 1.0 else HIGH if c.name.score >= 0.8 else MIN_REPORTED
+            c.fk.confidence = 0.85 if c.name.score >= 1.0 else HIGH if c.name.score >= 0.8 else REPORTED
             continue
         c.terms = score_terms(c, fits.get(c.child, 1) - 1)
         confidence = 1 / (1 + math.exp(-sum(c.terms.values())))

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from collections import deque
 
-from dia_assets.agents.interpreter.table_info import HIGH
 from dia_assets.contracts.interpretation import ForeignKey, JoinPath, Source
+from dia_assets.contracts.policy import HIGH
 
 
 def join_paths(sources: list[Source], fks: list[ForeignKey], min_confidence: float = HIGH) -> list[JoinPath]:

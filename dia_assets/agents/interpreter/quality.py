@@ -10,6 +10,7 @@ from dia_assets.agents.interpreter.partitions import issue as partition_issue
 from dia_assets.agents.interpreter.profile import SourceProfile
 from dia_assets.agents.value_parsing import present, sql_str
 from dia_assets.contracts.interpretation import ForeignKey, QualityIssue, Source
+from dia_assets.contracts.policy import HIGH
 
 # The kinds `column_issues` reports: issues about a source's rows as profiled, which a new
 # profile of the same rows (a union of files, `one_table.py`) replaces.
@@ -144,5 +145,5 @@ def fk_issues(fks: list[ForeignKey]) -> list[QualityIssue]:
             suggested_action="Allow them with a reason in the overrides, or route them to the reject table.",
         )
         for fk in fks
-        if fk.orphan_count and fk.confidence >= 0.8
+        if fk.orphan_count and fk.confidence >= HIGH
     ]

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 from dia_assets.contracts.interpretation import Interpretation, Source
-
-HIGH = 0.8
+from dia_assets.contracts.policy import HIGH
 
 
 def _cell(text: object) -> str:

@@ -7,7 +7,6 @@ from collections.abc import Callable, Iterator, Mapping
 from dia_assets.agents.interpreter.semantic import id_like_name
 from dia_assets.contracts.interpretation import Column, Source
 
-HIGH = 0.8  # "high" confidence: what the Schema Creator acts on without review
 NOT_KEYABLE = {"decimal", "currency", "percentage", "free_text", "json", "boolean",
                "latitude", "longitude", "timestamp", "time"}
 INT_TYPES = ("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT",

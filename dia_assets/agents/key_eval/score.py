@@ -9,6 +9,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from dia_assets.contracts.policy import HIGH
+
 FkKey = tuple[str, frozenset[tuple[str, str]], str]
 
 
@@ -51,7 +53,7 @@ def _show(key: FkKey) -> str:
     return f"{child}({', '.join(a for a, _ in pairs_sorted)}) -> {parent}({', '.join(b for _, b in pairs_sorted)})"
 
 
-def score_interpretation(truth: dict[str, Any], interp: dict[str, Any], min_conf: float = 0.8,
+def score_interpretation(truth: dict[str, Any], interp: dict[str, Any], min_conf: float = HIGH,
                          name: str = "") -> KeyScore:
     """`interp`: an interpretation as JSON (`model_dump(by_alias=True)`)."""
     tables = truth["tables"]

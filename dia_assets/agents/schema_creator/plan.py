@@ -29,8 +29,8 @@ from dia_assets.contracts.manifest import (
     StaleOverride,
     UnreadableSource,
 )
+from dia_assets.contracts.policy import HIGH
 
-HIGH_CONFIDENCE = 0.8
 TEXT_TYPES = ("VARCHAR", "TEXT", "STRING", "JSON")
 
 
@@ -208,7 +208,7 @@ def _plan_table(source: Source, tov: TableOverride, ov: OverridesFile, manifest:
         table.primary_key = kept
         table.primary_key_origin = "previous"
     elif source.primary_key and source.primary_key.llm_verdict != "rejected" and (
-        source.primary_key.confidence >= HIGH_CONFIDENCE or source.row_count == 0
+        source.primary_key.confidence >= HIGH or source.row_count == 0
     ):
         # An empty table cannot contradict a key named by its columns, so it is declared too.
         table.primary_key = list(source.primary_key.columns)
@@ -216,7 +216,7 @@ def _plan_table(source: Source, tov: TableOverride, ov: OverridesFile, manifest:
     elif source.primary_key:
         manifest.decisions.append(Decision(
             table=name, what=f"primary key {source.primary_key.columns} not declared: confidence "
-            f"{source.primary_key.confidence:.2f} < {HIGH_CONFIDENCE} (set it in the overrides)"))
+            f"{source.primary_key.confidence:.2f} < {HIGH} (set it in the overrides)"))
     by_source = {c.source_column: c for c in table.columns}
     for cname in table.primary_key:
         if cname not in by_source:
@@ -239,7 +239,7 @@ def _kept_key(source: Source, prev: ManifestTable | None, manifest: Manifest, ta
     cols = [by_name.get(c, c) for c in prev.primary_key]
     proposed = source.primary_key
     if proposed and list(proposed.columns) == cols and proposed.llm_verdict != "rejected" and (
-            proposed.confidence >= HIGH_CONFIDENCE or source.row_count == 0):
+            proposed.confidence >= HIGH or source.row_count == 0):
         return None  # the interpreter agrees: an ordinary interpreter key
     known = {c.name for c in source.columns}
     gone = [c for c in cols if c not in known]
@@ -325,7 +325,7 @@ def _plan_foreign_keys(
         src, dst = fk.from_.source, fk.to.source
         if src not in by_table or dst not in by_table or fk.llm_verdict == "rejected":
             continue
-        if fk.confidence < HIGH_CONFIDENCE:
+        if fk.confidence < HIGH:
             continue
         planned.setdefault(src, []).append((
             ManifestForeignKey(columns=list(fk.from_.columns), ref_table=dst, ref_columns=list(fk.to.columns),
