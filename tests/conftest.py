@@ -24,7 +24,9 @@ if "DIA_PGDATA_HOME" not in os.environ:
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
-NORTHWIND = ROOT.parent / "shared" / "datasets" / "northwind"
+# small copies of ../shared/datasets (tests/fixtures/datasets/README.md): Northwind whole, with truth.json
+DATASETS = Path(__file__).resolve().parent / "fixtures" / "datasets"
+NORTHWIND = DATASETS / "northwind"
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -25,7 +25,7 @@ from dia_assets.contracts.manifest import Manifest
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
-NORTHWIND = ROOT.parent / "shared" / "datasets" / "northwind"
+NORTHWIND = ROOT / "tests" / "fixtures" / "datasets" / "northwind"  # vendored whole
 
 
 def csv_source(

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from pathlib import Path
 
 import pytest
 from dagster import Definitions
 
-SNAPSHOT = Path(__file__).parent / "snapshots" / "definitions.json"
+SNAPSHOT = SNAPSHOT_FILE = Path(__file__).parent / "snapshots" / "definitions.json"
 
 
 def _shape(workspace: Path | None = None) -> dict:
@@ -40,10 +41,27 @@ def _shape(workspace: Path | None = None) -> dict:
 
 
 def test_definitions_match_snapshot():
+    """A missing snapshot fails (a deleted file must not pass by rewriting itself); only
+    DIA_UPDATE_SNAPSHOTS=1 writes it."""
     shape = _shape()
-    if os.environ.get("DIA_UPDATE_SNAPSHOTS") or not SNAPSHOT.exists():
+    if os.environ.get("DIA_UPDATE_SNAPSHOTS") == "1":
         SNAPSHOT.write_text(json.dumps(shape, indent=2) + "\n")
+    assert SNAPSHOT.exists(), f"{SNAPSHOT} is missing: write it with DIA_UPDATE_SNAPSHOTS=1 and review it"
     assert shape == json.loads(SNAPSHOT.read_text())
+
+
+def test_a_missing_snapshot_fails_and_is_not_written(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The guard above: without DIA_UPDATE_SNAPSHOTS=1 a deleted snapshot is a failure, and
+    the test leaves no file behind; with it, the file is written and the test passes."""
+    missing = tmp_path / "definitions.json"
+    monkeypatch.setattr(sys.modules[__name__], "SNAPSHOT", missing)
+    monkeypatch.delenv("DIA_UPDATE_SNAPSHOTS", raising=False)
+    with pytest.raises(AssertionError, match="is missing"):
+        test_definitions_match_snapshot()
+    assert not missing.exists()
+    monkeypatch.setenv("DIA_UPDATE_SNAPSHOTS", "1")
+    test_definitions_match_snapshot()
+    assert json.loads(missing.read_text()) == json.loads(SNAPSHOT_FILE.read_text())
 
 
 def test_every_refined_stage_is_downstream_of_the_raw_files():
