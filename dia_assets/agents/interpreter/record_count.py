@@ -165,7 +165,7 @@ def count_records(path: Path, delimiter: str, columns: int, max_record: int | No
     unclosed = False
     with path.open("rb") as fh:
         while True:
-            chunk = fh.read(block)
+            chunk = fh.read(max(block, len(carry)))  # a long record: read on in growing blocks, never rescan it per block
             data = carry + chunk
             if not chunk:
                 break
