@@ -85,6 +85,7 @@ bench: $(STAMP)
 	-$(BIN)/python bench/memory.py
 	-$(BIN)/python bench/semantic.py
 	-$(BIN)/python bench/catalog.py
+	-$(BIN)/python bench/ui.py
 
 # The bundled evaluation sample; DIA_MODEL=oracle checks the plumbing (must score 100%).
 eval: $(STAMP)
