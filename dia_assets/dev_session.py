@@ -23,7 +23,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from dia_assets.devserver import _default_signals, _group, shutdown
+from dia_assets.devserver import BOOT, _default_signals, _group, shutdown
 from dia_assets.instance import DAGSTER_YAML
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -84,14 +84,15 @@ def write_instance_config(home: Path, config: str = DAGSTER_YAML) -> Path:
 def session_env(workspace: Path, home: Path, data_dir: Path | None = None,
                 extra: Mapping[str, str] | None = None, pythonpath: tuple[str, ...] = ()) -> dict[str, str]:
     """The environment `dagster dev` and everything it starts see: this instance and workspace,
-    no model unless `extra` names one, the bundled litellm cost map (no network)."""
+    no model unless `extra` names one, the bundled litellm cost map (no network), and, first on
+    the PYTHONPATH, dia_assets/boot (warm run workers, a 2 s backfill loop) as `dia ui` has it."""
     env = dict(os.environ)
     env.pop("DIA_MODEL", None)
     env.update({"DAGSTER_HOME": str(home), "DIA_WORKSPACE": str(workspace),
                 "LITELLM_LOCAL_MODEL_COST_MAP": "True"})
     if data_dir is not None:
         env["DIA_DATA_DIR"] = str(data_dir)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (*pythonpath, str(ROOT), env.get("PYTHONPATH", "")) if p)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(BOOT), *pythonpath, str(ROOT), env.get("PYTHONPATH", "")) if p)
     env.update(extra or {})
     return env
 
