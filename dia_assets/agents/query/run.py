@@ -22,9 +22,9 @@ from dia_assets.agents.query.loop import AgentRun, AgentSettings, AskUser, Query
 from dia_assets.agents.query.memory import QueryMemory
 from dia_assets.agents.query.policies import PreviousAnswer
 from dia_assets.agents.query.schema import SchemaIndex
-from dia_assets.agents.settings import get_settings
 from dia_assets.contracts.chart import ChartSpec
 from dia_assets.contracts.query_result import Clarification, QueryResult
+from dia_assets.platform.settings import get_settings
 
 _INDEX_CACHE: dict[tuple[str, float], SchemaIndex] = {}
 
