@@ -34,14 +34,14 @@ from typing import Any
 
 from dia_assets.agents.locations import default_warehouse, workspace_root
 from dia_assets.agents.mcp.privacy import artifact_view
-from dia_assets.agents.query.gate import Gate, privacy_mode, shows_values
 from dia_assets.agents.query.llm import NO_MODEL_MESSAGE, ChatFn
 from dia_assets.agents.query.loop import AgentSettings
-from dia_assets.agents.query.redaction import schema_words
 from dia_assets.agents.query.run import checked_question_id
-from dia_assets.agents.query.safety import SQLRefused
 from dia_assets.agents.query.tools import capped_rows, result_bytes
 from dia_assets.platform.settings import get_settings
+from dia_assets.platform.sql.gate import Gate, privacy_mode, shows_values
+from dia_assets.platform.sql.redaction import schema_words
+from dia_assets.platform.sql.safety import SQLRefused
 from dia_assets.platform.warehouse.base import target_dialect
 
 # the longest input each tool takes, in characters (a SELECT or a lineage target may be long)

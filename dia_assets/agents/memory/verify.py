@@ -69,7 +69,7 @@ class GatedProbeRunner:
     as the agent's probes. One door, so a lesson cannot reach what a probe cannot."""
 
     def __init__(self, db: Any, timeout_s: float = 10.0, max_rows: int = 1) -> None:
-        from dia_assets.agents.query.gate import Gate, privacy_mode, schema_of
+        from dia_assets.platform.sql.gate import Gate, privacy_mode, schema_of
 
         self.db = db
         self.gate = Gate(db, schema_of(db), privacy_mode())

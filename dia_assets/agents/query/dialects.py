@@ -1,12 +1,11 @@
 """The warehouses the agent executes on and the dialects it only transpiles to (Snowflake,
 BigQuery). The connections themselves, with their least-privilege rules, live in
 dia_assets/platform/warehouse/ (one module per engine); this module keeps the query agent's
-names for them and its transpiling."""
+names for them; transpiling is platform/sql/text.py."""
 
 from __future__ import annotations
 
-import sqlglot
-
+from dia_assets.platform.sql.text import transpile, transpile_all  # noqa: F401
 from dia_assets.platform.warehouse.base import (  # noqa: F401 - the query agent's names
     REGISTRY,
     ColumnMeta,
@@ -43,20 +42,3 @@ def nulls_first_default(dialect: str, desc: bool) -> bool:
     """Whether `dialect` sorts NULLs first for an item without NULLS FIRST/LAST."""
     asc_first, desc_first = NULLS_FIRST_BY_DEFAULT.get(dialect, NULLS_FIRST_BY_DEFAULT["postgres"])
     return desc_first if desc else asc_first
-
-
-def transpile(sql: str, read: str, write: str) -> str:
-    return sqlglot.transpile(sql, read=read, write=write, pretty=True)[0]
-
-
-def transpile_all(sql: str, read: str, targets: tuple[str, ...] = ("snowflake", "bigquery")) -> dict[str, str]:
-    out: dict[str, str] = {}
-    for target in targets:
-        if target == read:
-            continue
-        try:
-            out[target] = transpile(sql, read, target)
-        except sqlglot.errors.SqlglotError as err:
-            out[target] = f"-- not transpilable: {err}"
-    return out
-
