@@ -91,7 +91,7 @@ class Dialect:
     schema_creator_builds: bool = True
     # only changed tables are reloaded (schema_creator/incremental.py)
     incremental_reload: bool = False
-    # DDL runs inside a transaction that can be rolled back (a scratch copy is a transaction)
+    # DDL inside a transaction is undone by its rollback (checked by the conformance suite)
     transactional_ddl: bool = False
     # TRY_CAST/CAST of text is lenient (a bad value becomes NULL instead of failing)
     lenient_cast: bool = True

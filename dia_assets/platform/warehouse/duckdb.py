@@ -158,6 +158,6 @@ def _open(target: str | Path, read_only: bool = True) -> DuckDBDatabase:
 
 DUCKDB = register(Dialect(
     name="duckdb", sqlglot="duckdb", claims=lambda target: True, opener=_open,
-    incremental_reload=True, transactional_ddl=False, lenient_cast=True, has_strptime=True,
+    incremental_reload=True, transactional_ddl=True, lenient_cast=True, has_strptime=True,
     default_schema="main", asset_kinds=("duckdb", "table"), nulls_first=(False, False),
 ), default=True)
