@@ -5,7 +5,10 @@
 Each size is a seeded file (`dia_assets/agents/evaluation/wide_csv.py`: an `id` key, then
 integer, decimal, text and date columns in turn) of ``--rows`` rows (default 2,000), built
 from the raw file to the validation report (interpret, plan, load, validate: what `dia build`
-runs) into DuckDB, in a fresh process whose peak memory (VmHWM) is reported. Targets: the
+runs) into DuckDB, in a fresh process whose peak memory (VmHWM) is reported, with the machine's
+load average before and after (the figures mean little on a busy machine without it). A keyed
+table over DIA_WIDE_SPLIT columns (default 1,000) is built as parts joined 1:1 on `id`: every
+column and row is counted over the join of the parts. Targets: the
 1,000-column build in under a minute; time per column at 1,000 at most twice that at 100
 (linear in columns); the 10,000-column build accepted with every column, its peak within the
 2 GB the other benches allow (DuckDB bounded by DIA_MEMORY_LIMIT, 1536MB unless set). Ends
@@ -44,10 +47,14 @@ def _build(data: Path, ws: Path) -> dict:
     start = time.perf_counter()
     result = run(data, ws, hook=lambda step: steps.setdefault(step.split(":")[0], time.perf_counter() - start))
     total = time.perf_counter() - start
+    parts = result.manifest.table("wide").parts or ["wide"]  # a keyed table over DIA_WIDE_SPLIT is split
     with duckdb.connect(str(ws / "warehouse.duckdb"), read_only=True) as con:
-        columns = len(con.execute("DESCRIBE wide").fetchall())
-        rows = con.execute("SELECT count(*) FROM wide").fetchone()[0]
-    return {"total": total, "steps": steps, "accepted": result.report.accepted, "columns": columns, "rows": rows}
+        names = {r[0] for part in parts for r in con.execute(f"DESCRIBE {part}").fetchall()}
+        columns = len(names)
+        rows = {con.execute(f"SELECT count(*) FROM {part}").fetchone()[0] for part in parts}
+        joined = con.execute(f"SELECT count(*) FROM wide {' '.join(f'JOIN {p} USING (id)' for p in parts[1:])}").fetchone()[0]
+    return {"total": total, "steps": steps, "accepted": result.report.accepted, "columns": columns,
+            "rows": joined if rows == {joined} else -1, "parts": len(parts)}
 
 
 def measure(columns: int, rows: int, tmp: Path, log) -> dict:  # noqa: ANN001
@@ -56,16 +63,20 @@ def measure(columns: int, rows: int, tmp: Path, log) -> dict:  # noqa: ANN001
     data = tmp / f"cols_{columns}" / "data"
     csv_path = write_wide_csv(data / "wide.csv", columns, rows)
     csv_mb = round(csv_path.stat().st_size / 1e6, 1)
+    load_before = os.getloadavg()[0]
     ours, peak = in_child(_build, data, data.parent / "ws")
+    load_after = os.getloadavg()[0]
     per_column_ms = ours["total"] / columns * 1000
     log(f"{columns:,} columns x {rows:,} rows ({csv_mb:.1f} MB): build {ours['total']:.1f}s "
         f"({per_column_ms:.1f} ms a column), peak {peak / 2**20:,.0f} MB, accepted {ours['accepted']}, "
-        f"{ours['columns']:,} columns x {ours['rows']:,} rows in the warehouse; steps begin at "
+        f"{ours['columns']:,} columns x {ours['rows']:,} rows in the warehouse ({ours['parts']} part(s) joined 1:1 on id); "
+        f"load average {load_before:.1f} -> {load_after:.1f}; steps begin at "
         + ", ".join(f"{k} {v:.1f}s" for k, v in ours["steps"].items()))
     shutil.rmtree(data.parent, ignore_errors=True)
     return {"columns": columns, "rows": rows, "csv_mb": csv_mb, "build_s": round(ours["total"], 2), "ms_per_column": round(per_column_ms, 2),
             "peak_mb": round(peak / 2**20, 1), "accepted": ours["accepted"],
-            "all_columns": ours["columns"] == columns and ours["rows"] == rows,
+            "all_columns": ours["columns"] == columns and ours["rows"] == rows, "parts": ours["parts"],
+            "load_avg_before": round(load_before, 1), "load_avg_after": round(load_after, 1),
             **{f"{k}_begins_s": round(v, 2) for k, v in ours["steps"].items()}}
 
 

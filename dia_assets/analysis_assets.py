@@ -12,7 +12,7 @@ the button enabled when they differ (its `pureAll` target, a backfill of every p
 
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dagster import (
     AssetExecutionContext,
@@ -29,13 +29,14 @@ from dagster import (
 from pydantic import Field
 
 from dia_assets.agents.query.llm import NO_MODEL_MESSAGE, litellm_chat
-from dia_assets.agents.query.loop import AgentSettings
-from dia_assets.agents.query.run import load_questions, markdown_table
-from dia_assets.contracts.analysis_result import AnalysisResult
+from dia_assets.agents.query.questions import load_questions, markdown_table
 from dia_assets.query_assets import answered_check, result_metadata, warehouse_location
 from dia_assets.question_outcomes import SINGLE_RUN, answer_each, answered_check_spec
 from dia_assets.resources import LLMResource, WorkspaceResource
 from dia_assets.resources.memory import MemoryResource
+
+if TYPE_CHECKING:  # the pipeline agent's contract imports the agent: loaded when a step runs
+    from dia_assets.contracts.analysis_result import AnalysisResult
 
 
 class AnalysisConfig(Config):
@@ -48,7 +49,7 @@ class AnalysisConfig(Config):
     calibration_size: int = Field(100, description="Rows the strong model judges to train the proxy stage.")
 
 
-def _steps_md(result: AnalysisResult) -> str:
+def _steps_md(result: "AnalysisResult") -> str:
     lines = ["| # | op | output | rows | stage mix | calls | cost USD |", "|---|---|---|---|---|---|---|"]
     for r in result.steps:
         op = r.operator or {}
@@ -72,7 +73,7 @@ def _vector_index_and_catalog(context: AssetExecutionContext, memory: MemoryReso
         return None, None, None
 
 
-def pipeline_metadata(result: AnalysisResult) -> dict[str, Any]:
+def pipeline_metadata(result: "AnalysisResult") -> dict[str, Any]:
     """What a pipeline did, for `analysis_result` and for a `query_result` whose agent ran one."""
     q = result.query
     meta: dict[str, Any] = {
@@ -145,6 +146,7 @@ def answer_partition(context: AssetExecutionContext, config: AnalysisConfig, wor
     # imported here, not at load: the pipeline agent pulls in numpy, pyarrow and psycopg, seconds
     # that every run process (a build too) would pay to load the code location
     from dia_assets.agents.analysis.run import answer_with_pipeline
+    from dia_assets.agents.query.loop import AgentSettings
     from dia_assets.agents.semantic_ops.models import CascadeConfig
 
     cascade = CascadeConfig(embedding=config.embedding_stage, calibration_size=config.calibration_size)

@@ -7,8 +7,8 @@ still good, so the run does not fail here. The asset records `refreshed: false` 
 reason, and its non-blocking `catalog_refreshed` check fails (WARN) until a refresh works."""
 
 
+from typing import TYPE_CHECKING
 
-import psycopg
 from dagster import (
     AssetCheckResult,
     AssetCheckSeverity,
@@ -20,16 +20,18 @@ from dagster import (
 )
 from dagster_duckdb import DuckDBResource
 
-from dia_assets.agents.catalog.refresh import catalog_path, model_namer, refresh_catalog
-from dia_assets.agents.memory.connection import MemoryStoreUnavailable
-from dia_assets.contracts.semantic_catalog import SemanticCatalog
 from dia_assets.platform.settings import get_settings
 from dia_assets.resources.memory import MemoryResource
 from dia_assets.resources.warehouse import warehouse_target
 from dia_assets.resources.workspace import WorkspaceResource
 
+# The catalog builder (semantic operators, scipy) and psycopg are imported when the step runs:
+# every run worker loads the code location.
+if TYPE_CHECKING:
+    from dia_assets.contracts.semantic_catalog import SemanticCatalog
 
-def _tree_md(catalog: SemanticCatalog) -> str:
+
+def _tree_md(catalog: "SemanticCatalog") -> str:
     lines = []
     for domain in (n for n in catalog.nodes if n.level == "domain"):
         lines.append(f"- **{domain.label}**")
@@ -43,8 +45,14 @@ REFRESHED = AssetCheckSpec("catalog_refreshed", asset="semantic_catalog", blocki
     "The catalog was rebuilt and stored in the shared memory for the current warehouse; fails (WARN) "
     "when the memory was unreachable, so schema linking and estimates ran without it."))
 
-# the memory is down or dropped the connection mid-refresh: record it, do not fail the build
-MEMORY_DOWN = (MemoryStoreUnavailable, psycopg.OperationalError, psycopg.InterfaceError)
+
+def memory_down() -> tuple[type[BaseException], ...]:
+    """The memory is down or dropped the connection mid-refresh: record it, do not fail the build."""
+    import psycopg
+
+    from dia_assets.agents.memory.connection import MemoryStoreUnavailable
+
+    return (MemoryStoreUnavailable, psycopg.OperationalError, psycopg.InterfaceError)
 
 
 @asset(deps=["validation_report"], group_name="catalog", kinds={"python", "postgres"}, check_specs=[REFRESHED],
@@ -54,11 +62,13 @@ MEMORY_DOWN = (MemoryStoreUnavailable, psycopg.OperationalError, psycopg.Interfa
        "check fails.")
 def semantic_catalog(context: AssetExecutionContext, workspace: WorkspaceResource,
                      memory: MemoryResource, duckdb: DuckDBResource) -> MaterializeResult:
+    from dia_assets.agents.catalog.refresh import catalog_path, model_namer, refresh_catalog
+
     try:
         store = memory.store()
         catalog = refresh_catalog(workspace.root_path, warehouse_target(duckdb), store,
                                   model_namer(get_settings().model))
-    except MEMORY_DOWN as err:
+    except memory_down() as err:
         reason = (f"shared memory unavailable ({type(err).__name__}: {err})"[:500]
                   + "; the warehouse is built, but questions on it link the schema and estimate semantic "
                   "filters without the catalog until semantic_catalog is materialized again "

@@ -27,6 +27,17 @@ import psutil
 
 from dia_assets.platform.settings import get_settings
 
+# First on the PYTHONPATH of `dagster dev`: its sitecustomize starts run workers warm and shortens
+# the backfill daemon's loop (dia_assets/boot/sitecustomize.py says why)
+BOOT = Path(__file__).resolve().parent / "boot"
+
+
+def boot_env(env: dict[str, str] | None = None) -> dict[str, str]:
+    """`env` (default this process's) with dia_assets/boot first on PYTHONPATH."""
+    env = dict(os.environ if env is None else env)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(BOOT), env.get("PYTHONPATH", "")) if p)
+    return env
+
 
 def _group(pgid: int) -> list[psutil.Process]:
     out = []
@@ -106,7 +117,8 @@ def run(args: Sequence[str] = (), pgdata: Path | None = None) -> int:
     cmd = dev_command(args)
     # Default dispositions in the child: a shell starts background jobs with SIGINT ignored,
     # and an ignored SIGINT is inherited across exec, so `dagster dev` would never hear it.
-    proc = subprocess.Popen(cmd, start_new_session=True, preexec_fn=_default_signals)  # noqa: PLW1509
+    proc = subprocess.Popen(cmd, start_new_session=True, env=boot_env(),
+                            preexec_fn=_default_signals)  # noqa: PLW1509
     stopping = False
 
     def on_signal(signum: int, frame: object) -> None:  # noqa: ARG001

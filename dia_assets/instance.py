@@ -4,7 +4,9 @@ Without `DAGSTER_HOME`, Dagster throws its instance away (`dagster dev` a tempor
 in-process run an ephemeral instance), so runs, materializations and sensor cursors vanish
 between sessions. `make` sets `DAGSTER_HOME`; without make, the folder is `DIA_DAGSTER_HOME`,
 else `<workspace>/.dagster`, written with the same `dagster.yaml` the Makefile writes (one
-writer run at a time per workspace, run monitoring, no telemetry)."""
+writer run at a time per workspace, run monitoring, no telemetry). The run queue is looked at
+every second instead of Dagster's 5 (`dequeue_interval_seconds`): a run launched in the UI
+waited up to 5 s in QUEUED for nothing (issue 31, bench/ui.py)."""
 
 from __future__ import annotations
 
@@ -16,6 +18,11 @@ from dia_assets.platform.settings import get_settings
 # keep in step with the Makefile's $(DAGSTER_HOME)/dagster.yaml rule
 DAGSTER_YAML = """telemetry:
   enabled: false
+run_coordinator:
+  module: dagster._core.run_coordinator
+  class: QueuedRunCoordinator
+  config:
+    dequeue_interval_seconds: 1
 concurrency:
   runs:
     tag_concurrency_limits:

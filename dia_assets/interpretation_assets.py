@@ -40,14 +40,7 @@ from dagster import (
 
 from dia_assets.agents.interpreter.discover import content_hash, discover
 from dia_assets.agents.interpreter.names import raw_key_name
-from dia_assets.agents.interpreter.render import (
-    foreign_keys_table,
-    quality_issues_table,
-    sources_table,
-)
-from dia_assets.agents.interpreter.run import interpret_to_files
 from dia_assets.agents.locations import default_warehouse
-from dia_assets.agents.schema_creator.build import expert_files, previous_interpretation
 from dia_assets.resources import LLMResource, WorkspaceResource
 from dia_assets.resources.workspace import default_data_dir
 from dia_assets.run_writer import run_writer
@@ -166,6 +159,16 @@ def interpretation_asset(raw_keys: list[AssetKey]):  # noqa: ANN201 - a Dagster 
 
 
 def _interpret(context: AssetExecutionContext, workspace: WorkspaceResource, llm: LLMResource) -> MaterializeResult:
+    # the interpreter and the Schema Creator are imported by the step that uses them, not by
+    # every run worker (a question's run too) when it loads the code location
+    from dia_assets.agents.interpreter.render import (
+        foreign_keys_table,
+        quality_issues_table,
+        sources_table,
+    )
+    from dia_assets.agents.interpreter.run import interpret_to_files
+    from dia_assets.agents.schema_creator.build import expert_files, previous_interpretation
+
     json_path, md_path = workspace.path("interpretation.json"), workspace.path("interpretation.md")
     complete = (lambda messages: llm.complete(messages)[0]) if llm.enabled else None
     interp = interpret_to_files(

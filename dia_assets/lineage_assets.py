@@ -5,8 +5,6 @@ and as `lineage/lineage.json` + `lineage/report.md`."""
 from dagster import AssetExecutionContext, MaterializeResult, MetadataValue, asset
 from dagster_duckdb import DuckDBResource
 
-from dia_assets.agents.lineage import render
-from dia_assets.agents.lineage.index import build_index
 from dia_assets.contracts.artifact import write_atomic
 from dia_assets.resources.warehouse import warehouse_target
 from dia_assets.resources.workspace import WorkspaceResource
@@ -16,6 +14,11 @@ from dia_assets.resources.workspace import WorkspaceResource
        description="Lineage audit: answers -> warehouse columns -> files (row ranges, parse).")
 def lineage_report(context: AssetExecutionContext, workspace: WorkspaceResource,
                    duckdb: DuckDBResource) -> MaterializeResult:
+    # imported here: the lineage contracts and readers are seconds that every run worker
+    # (a build too) would pay when it loads the code location
+    from dia_assets.agents.lineage import render
+    from dia_assets.agents.lineage.index import build_index
+
     index = build_index(workspace.root_path, warehouse_target(duckdb))
     json_path = index.write(workspace.path("lineage", "lineage.json"))
     md_path = workspace.path("lineage", "report.md")

@@ -1,6 +1,7 @@
 """`memory_lessons`: consolidate, promote and forget lessons, then export them for review."""
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from dagster import (
     AssetExecutionContext,
@@ -11,11 +12,11 @@ from dagster import (
     asset,
 )
 
-from dia_assets.agents.memory.export import export_lessons
-from dia_assets.agents.memory.maintenance import run_maintenance
-from dia_assets.agents.memory.models import MaintenanceReport
 from dia_assets.resources.memory import MemoryResource
 from dia_assets.resources.workspace import WorkspaceResource
+
+if TYPE_CHECKING:  # the store and its maintenance are imported when the step runs
+    from dia_assets.agents.memory.models import MaintenanceReport
 
 
 def _row(cells: list[str]) -> str:
@@ -34,7 +35,7 @@ def _counts_table(counts: dict[str, dict[str, int]]) -> str:
     return "\n".join(lines)
 
 
-def _changes_md(report: MaintenanceReport) -> str:
+def _changes_md(report: "MaintenanceReport") -> str:
     if not report.changes:
         return "No changes."
     return "\n".join(
@@ -63,6 +64,9 @@ def memory_lessons_asset(
     ) -> MaterializeResult:
         store = memory.store()
         before = store.counts()
+        from dia_assets.agents.memory.export import export_lessons
+        from dia_assets.agents.memory.maintenance import run_maintenance
+
         report = run_maintenance(store)
         path = export_lessons(store, workspace.path("memory", "lessons.md"))
         context.log.info(f"memory: {len(report.changes)} changes; lessons exported to {path}")

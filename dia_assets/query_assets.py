@@ -5,7 +5,7 @@ dia_assets/agents/query/ and knows nothing about Dagster."""
 
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dagster import (
     AssetCheckResult,
@@ -38,22 +38,18 @@ from pydantic import Field
 from dia_assets.agents.data_folder import ADD_QUESTIONS_HINT, questions_file
 from dia_assets.agents.locations import default_warehouse
 from dia_assets.agents.query.llm import NO_MODEL_MESSAGE, litellm_chat
-from dia_assets.agents.query.loop import AgentSettings
-from dia_assets.agents.query.memory import QueryMemory
-from dia_assets.agents.query.run import (
-    load_questions,
-    markdown_table,
-    no_model_result,
-    previous_answer,
-    write_artifacts,
-)
-from dia_assets.agents.schema_creator.state import stale_reason
-from dia_assets.contracts.query_result import QueryResult
+from dia_assets.agents.query.questions import load_questions, markdown_table
 from dia_assets.platform.settings import get_settings
 from dia_assets.platform.warehouse.base import target_dialect
 from dia_assets.question_outcomes import SINGLE_RUN, answer_each, answered_check_spec
 from dia_assets.resources import LLMResource, WorkspaceResource
 from dia_assets.resources.memory import MemoryResource
+
+# The agent (sqlglot, the charts, the schema index), the result contract and the workspace state
+# are imported where a step uses them, not here: every run worker loads this module, a build too.
+if TYPE_CHECKING:
+    from dia_assets.agents.query.memory import QueryMemory
+    from dia_assets.contracts.query_result import QueryResult
 
 GROUP = "query"
 QUESTIONS = DynamicPartitionsDefinition(name="questions")
@@ -116,7 +112,7 @@ def question_partitions_sensor(context: SensorEvaluationContext) -> "SensorResul
     return SensorResult(dynamic_partitions_requests=requests, run_requests=runs, skip_reason=skip)
 
 
-def _memory(context: AssetExecutionContext, memory_resource: Any, warehouse: str) -> QueryMemory | None:
+def _memory(context: AssetExecutionContext, memory_resource: Any, warehouse: str) -> "QueryMemory | None":
     if memory_resource is None:
         return None
     try:
@@ -133,6 +129,9 @@ def materialize_question(
     llm: LLMResource, memory_resource: Any = None, qid: str | None = None,
 ) -> MaterializeResult:
     """Answer question `qid` (default: the run's one partition); its outcome, answered or not."""
+    from dia_assets.agents.query.loop import AgentSettings
+    from dia_assets.agents.query.run import no_model_result, previous_answer, write_artifacts
+
     qid = qid or context.partition_key
     questions = {q["id"]: q for q in load_questions(config.questions_file)}
     if qid not in questions:
@@ -197,11 +196,13 @@ def materialize_question(
 ANSWERED = answered_check_spec(QUERY_RESULT_KEY, QUESTIONS)
 
 
-def answered_check(result: QueryResult, asset_key: AssetKey = QUERY_RESULT_KEY,
+def answered_check(result: "QueryResult", asset_key: AssetKey = QUERY_RESULT_KEY,
                    workspace: Path | None = None) -> AssetCheckResult:
     """An unanswered question is not a success: the check fails and says why. Nor is an answer
     from a warehouse the last build could not replace (the workspace's state is STALE): it
     answers from data that is no longer the current data."""
+    from dia_assets.agents.schema_creator.state import stale_reason
+
     stale = stale_reason(workspace) if workspace is not None else None
     answered = result.status == "answered" and not stale
     head = f"STALE warehouse, the answer is from old data: {stale}. " if stale else ""
@@ -213,7 +214,7 @@ def answered_check(result: QueryResult, asset_key: AssetKey = QUERY_RESULT_KEY,
     )
 
 
-def result_metadata(result: QueryResult) -> dict[str, Any]:
+def result_metadata(result: "QueryResult") -> dict[str, Any]:
     checks = "\n".join(
         ["| check | passed | detail |", "|---|---|---|"]
         + [f"| {c.name} | {'yes' if c.passed else 'NO'} | {c.detail.replace('|', '/')} |" for c in result.verification.checks]
@@ -306,6 +307,8 @@ def query_result_asset(deps: Sequence[str | AssetKey] = ("warehouse",), with_mem
 def demo_questions_step(defs: Any, instance: DagsterInstance, workspace: Path, say: Any) -> bool:
     """`make demo` step: register the example questions and answer each one with the model in
     DIA_MODEL; without a model, say what is missing and succeed."""
+    from dia_assets.contracts.query_result import QueryResult
+
     keys = [q["id"] for q in load_questions()]
     register_question_partitions(instance)
     print("\n== Query Generator ==")

@@ -4,17 +4,28 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
-import numpy as np
 from dagster import ConfigurableResource
 from pydantic import Field
 
-from dia_assets.agents.memory.embedder import Embedder, default_embedding_model, make_embedder
+if TYPE_CHECKING:  # numpy and the embedder are imported when a step embeds, not at load
+    import numpy as np
+
+    from dia_assets.agents.memory.embedder import Embedder
+
+
+def _default_model() -> str:
+    from dia_assets.agents.memory.embedder import default_embedding_model
+
+    return default_embedding_model()
 
 
 @lru_cache(maxsize=4)
 def _embedder(model: str, dim: int | None) -> Embedder:
     """One loaded model per process, shared by every resource instance that names it."""
+    from dia_assets.agents.memory.embedder import make_embedder
+
     return make_embedder(model, dim=dim)
 
 
@@ -23,7 +34,7 @@ class EmbeddingsResource(ConfigurableResource):
     vectors from any other model."""
 
     model: str = Field(
-        default_factory=default_embedding_model,
+        default_factory=_default_model,
         description="`wordllama` (256-d, shipped in the wheel) or a litellm embedding model "
         "name such as `openai/text-embedding-3-small` (DIA_EMBEDDING_MODEL).",
     )

@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from dagster import ConfigurableResource, InitResourceContext
 from pydantic import Field, PrivateAttr
 
-from dia_assets.agents.memory.conflicts import ConflictPolicy
-from dia_assets.agents.memory.connection import default_pgdata
-from dia_assets.agents.memory.store import MemoryStore
 from dia_assets.platform.settings import get_settings
 from dia_assets.resources.embeddings import EmbeddingsResource
+
+# The store (psycopg, pgvector, the embedded server) is imported when a step opens it: every
+# run worker loads the code location, and most runs (a build) never touch the memory.
+if TYPE_CHECKING:
+    from dia_assets.agents.memory.store import MemoryStore
 
 
 class MemoryResource(ConfigurableResource):
@@ -37,11 +39,15 @@ class MemoryResource(ConfigurableResource):
         default=None, description="litellm model of the conflict judge for `confirmation` (default DIA_MODEL)."
     )
 
-    _store: MemoryStore | None = PrivateAttr(default=None)
+    _store: Any = PrivateAttr(default=None)  # MemoryStore | None
 
     def store(self) -> MemoryStore:
         """The open store for this process (connected and migrated on first call)."""
         if self._store is None:
+            from dia_assets.agents.memory.conflicts import ConflictPolicy
+            from dia_assets.agents.memory.connection import default_pgdata
+            from dia_assets.agents.memory.store import MemoryStore
+
             judge = None
             if self.conflict_strategy == "confirmation":  # the judge confirms each rule-found conflict
                 from dia_assets.agents.memory.judge import litellm_conflict_judge

@@ -8,8 +8,9 @@ Every drift gets a reaction the UI shows, so a tick that detects drift is never 
 - schema change: `schema_job` too, unless the `build_job` run that made this interpretation
   already rebuilt the warehouse successfully;
 - key break (primary key no longer holding, foreign-key coverage falling, exact duplicates
-  growing in a keyed table): a failed `key_validity` check evaluation on the table (`warehouse/<table>`) and an
-  item in `review/drift_review.md`.
+  growing in a keyed table): a failed `key_validity` check evaluation on the table (`warehouse/<table>`,
+  and on `warehouse` when the code location predates the table assets) and an item in
+  `review/drift_review.md`.
 
 While the run that wrote the interpretation is still going, the sensor waits (its cursor
 does not move), so it reacts to the build's outcome rather than guessing it.
@@ -98,15 +99,23 @@ def react(report: DriftReport, workspace: Path, version: str, rebuild_schema: bo
 
 
 def check_targets(report: DriftReport, workspace: Path, loaded: set[AssetKey] | None) -> dict[AssetKey, list]:
-    """The asset whose key_validity the breaks fail: the table's `warehouse/<table>` asset when the
-    code location has it (`loaded`: its asset keys; None: trust the manifest), else `warehouse`."""
+    """The assets whose key_validity the breaks fail: the table's `warehouse/<table>` asset when the
+    manifest has the table, and `warehouse` too when the code location predates the table assets
+    (`loaded`: its asset keys; None: trust the manifest). The daemon reloads its code location now
+    and then, so a location loaded before the first build may still be the one evaluating this
+    sensor: the break is then visible on the asset that location shows and on the table asset
+    the next reload shows."""
     by_source = {src: t.name for t in manifest_tables(workspace) for src in t.sources}
     out: dict[AssetKey, list] = {}
     for change in key_breaks(report):
-        key = table_key(by_source.get(change.source, change.source))
-        if (loaded is not None and key not in loaded) or (loaded is None and change.source not in by_source):
-            key = WAREHOUSE
-        out.setdefault(key, []).append(change)
+        table = by_source.get(change.source)
+        if table is None and loaded is not None and table_key(change.source) in loaded:
+            table = change.source  # the location's table asset, though the manifest moved on
+        targets = [table_key(table)] if table is not None else []
+        if not targets or (loaded is not None and WAREHOUSE in loaded and targets[0] not in loaded):
+            targets.append(WAREHOUSE)  # no table asset known, or a location from before the first build
+        for key in targets:
+            out.setdefault(key, []).append(change)
     return out
 
 

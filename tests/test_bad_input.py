@@ -64,18 +64,20 @@ def test_duplicate_column_names(tmp_path):
     assert _issues(interp, "d")["duplicate_column_names"].examples == ["amount"]
 
 
-@pytest.mark.parametrize("first_buffer", [None, 1_000_000])
+@pytest.mark.parametrize("first_buffer", [None, "1MB"])
 def test_huge_field(tmp_path, monkeypatch, first_buffer):
-    """A field longer than the first read's buffer (1 MB here) is read again with room for it."""
+    """A field longer than DIA_CSV_BUFFER (1 MB here) is read in one go: the record count sized
+    the buffer to twice the longest record before the read."""
     from dia_assets.agents.interpreter import readers
 
     if first_buffer:
-        monkeypatch.setattr(readers, "FIRST_BUFFER", first_buffer)
+        monkeypatch.setenv("DIA_CSV_BUFFER", first_buffer)
     tries = []
     monkeypatch.setattr(readers, "csv_options_sql", lambda o, f=readers.csv_options_sql: tries.append(o) or f(o))
     big = "x" * 3_000_000
     interp = _run(tmp_path, {"big.csv": f"id,blob\n1,{big}\n2,small\n"})
-    assert len(tries) == (2 if first_buffer else 1)
+    assert len(tries) == 1 and "max_line_size" not in tries[0]
+    assert tries[0]["buffer_size"] == (2 * (len(big) + 2) + 2 if first_buffer else readers.FIRST_BUFFER)
     src = interp.source("big")
     assert src.row_count == 2 and src.column("blob").max_length == 3_000_000
     assert _issues(interp, "big")["huge_field"].count == 1

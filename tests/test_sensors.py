@@ -195,3 +195,38 @@ def test_drift_sensor_waits_for_the_build_that_wrote_the_interpretation(env, mon
     monkeypatch.setattr(ds, "producing_build", lambda _i: ("build_job", DagsterRunStatus.SUCCESS))
     built = _eval(drift_sensor, instance, cursor)
     assert [r.job_name for r in built.run_requests] == ["quality_check_job"]
+
+
+def test_a_key_break_fails_key_validity_on_the_table_and_on_the_location_before_table_assets(tmp_path):
+    """The daemon reloads its code location now and then: a location loaded before the first
+    build has one `warehouse` asset, a later one `warehouse/<table>`. A key break fails the
+    table's check always, and `warehouse`'s too while the location evaluating the sensor has no
+    table asset, so it shows whichever location the UI and daemon hold."""
+    from dagster import AssetKey
+
+    from dia_assets.agents.adaptation.drift import Change, DriftReport
+    from dia_assets.contracts.manifest import Manifest, ManifestTable
+    from dia_assets.sensors.drift_sensor import failed_key_checks
+
+    (tmp_path / "schema").mkdir()
+    Manifest(generated_at="2026-01-01T00:00:00", data_dir=str(tmp_path), tables=[ManifestTable(
+        name="customers", sources=["customers"], source_path="customers.csv", source_format="csv",
+        content_hash="x", staging_table="stg_customers", reject_table="rej_customers")]).write(tmp_path / "schema" / "manifest.json")
+    report = DriftReport(before="a", after="b", changes=[
+        Change(kind="primary_key_broken", source="customers"), Change(kind="column_added", source="customers", column="x"),
+        Change(kind="duplicate_rows_grew", source="gone")])
+    table, whole, gone = AssetKey(["warehouse", "customers"]), AssetKey("warehouse"), AssetKey(["warehouse", "gone"])
+
+    def failed(loaded):  # noqa: ANN001, ANN202
+        checks = failed_key_checks(report, tmp_path, loaded)
+        assert all(c.check_name == "key_validity" and not c.passed for c in checks)
+        return {c.asset_key: c.description for c in checks}
+
+    # a location with the table assets: the table only; a source without a table: `warehouse`
+    assert failed({table}) == {table: "primary_key_broken customers", whole: "duplicate_rows_grew gone"}
+    # the location loaded before the first build: the table's check and the one it shows
+    assert failed({whole}) == {table: "primary_key_broken customers",
+                               whole: "primary_key_broken customers; duplicate_rows_grew gone"}
+    assert failed(None) == failed({table})  # no location at hand: the manifest says
+    # a location that still has a table the manifest no longer names
+    assert failed({table, gone}) == {table: "primary_key_broken customers", gone: "duplicate_rows_grew gone"}

@@ -36,6 +36,8 @@ class ParseInfo(BaseModel):
     sheet: str | None = None
     json_path: str | None = Field(None, description="Nested array a child source came from.")
     bad_rows: int = 0
+    records: int | None = Field(None, description="Data records in a delimited file, counted from its bytes "
+                                "apart from the reader (record_count.py); rows + bad_rows must equal it.")
     bad_row_examples: list[str] = []
     errors: list[str] = []
     rewritten: bool = Field(False, description="Read through a streaming rewrite (terminators, encodings, NULs).")
@@ -162,6 +164,7 @@ class SourceFile(BaseModel):
     size_bytes: int
     row_count: int = 0
     bad_rows: int = 0
+    records: int | None = Field(None, description="Data records counted from the file's bytes (delimited files).")
     columns: list[str] = Field([], description="The file's own columns (snake case): a column of the source "
                                "that a file lacks is NULL in that file's rows.")
 
@@ -202,7 +205,7 @@ class Source(BaseModel):
         return self.files or [SourceFile(
             path=self.path, format=self.format, sheet=self.parse.sheet, content_hash=self.content_hash,
             size_bytes=self.size_bytes, row_count=self.row_count, bad_rows=self.parse.bad_rows,
-            columns=[c.name for c in self.columns])]
+            records=self.parse.records, columns=[c.name for c in self.columns])]
 
 
 class FileGroup(BaseModel):

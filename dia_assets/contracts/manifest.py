@@ -14,7 +14,9 @@ from dia_assets.contracts.artifact import Artifact
 from dia_assets.contracts.interpretation import ValueFormat
 
 # 2: a table may load several files (`ManifestTable.source_files`); `questions` block acceptance.
-MANIFEST_VERSION = 2
+# 3: records counted from the files' bytes (`source_records`, `ManifestFile.records`); a wide keyed
+#    table split into parts (`split_of`, `part`, `parts`).
+MANIFEST_VERSION = 3
 
 
 class ManifestColumn(BaseModel):
@@ -71,6 +73,7 @@ class ManifestFile(BaseModel):
     content_hash: str
     rows: int = Field(0, description="Rows the interpreter read from this file.")
     bad_rows: int = 0
+    records: int | None = Field(None, description="Data records counted from the file's bytes (delimited files).")
     columns: list[str] = Field(default_factory=list, description="The file's own columns; others are NULL in its rows.")
 
 
@@ -97,6 +100,14 @@ class ManifestTable(BaseModel):
     content_hash: str
     source_rows: int = Field(0, description="Rows the interpreter read (duplicates included).")
     bad_rows: int = Field(0, description="Unparseable lines the interpreter found.")
+    source_records: int | None = Field(None, description="Data records in the file(s), counted from their bytes "
+                                       "apart from any reader: staged rows + unparseable lines must equal it "
+                                       "(records_lost). None: not a delimited file.")
+    split_of: str | None = Field(None, description="A part of a wide table: the name of its first part, which "
+                                 "every part joins 1:1 on the primary key (docs: wide-table layout).")
+    part: int = Field(1, description="1 for the first part (named as the table), 2 for <table>__part2, ...")
+    parts: list[str] = Field(default_factory=list, description="On the first part of a split table: every "
+                             "part's name, in order, itself first.")
     source_columns: list[str] = Field(default_factory=list, description="Every source column, in file order (staging).")
     columns: list[ManifestColumn] = []
     excluded_columns: list[ExcludedColumn] = []
@@ -126,7 +137,7 @@ class ManifestTable(BaseModel):
         return self.source_files or [ManifestFile(
             path=self.source_path, ref=self.source_ref or self.source_path, format=self.source_format,
             content_hash=self.content_hash, rows=self.source_rows, bad_rows=self.bad_rows,
-            columns=list(self.source_columns))]
+            records=self.source_records, columns=list(self.source_columns))]
 
     def files_label(self) -> str:
         """The table's file(s), for messages: `a.csv` or `a.csv + b.json`."""

@@ -104,6 +104,12 @@ class Settings(BaseSettings):
     memory_limit: MemorySize = _desc("2GB", "DuckDB memory limit of the interpreter and the load; both spill beyond it", "size")
     max_columns: int = Field(10_000, ge=1, description="files wider than this are refused")
     wide_chunk: int = Field(1_000, ge=1, description="row checks per statement on wide tables")
+    wide_split: int = Field(1_000, ge=2, description="a keyed table with more columns is split into parts "
+                            "<table>, <table>__part2, ... of at most this many columns, each with the key")
+    csv_buffer: ByteSize = Field(ByteSize(32_000_000), description="DuckDB's CSV read buffer, at least; twice "
+                                 "the longest record when that is more")
+    csv_max_record: ByteSize = Field(ByteSize(512_000_000), description="a delimited file with a longer "
+                                     "record is refused (record_too_long, naming the line)")
     writer_wait_s: float = Field(900.0, ge=0, description="seconds a Dagster step waits for another writer")
     executor: Executor = Field("in_process", description="Dagster executor of the jobs")
     # the memory store

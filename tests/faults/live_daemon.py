@@ -6,7 +6,9 @@ way a crash or `kill -9` of the daemon does.
 - in the daemon itself, the sensor loop's floor (Dagster's `MIN_INTERVAL_LOOP_TIME`, 5 s) and
   the run queue's dequeue interval (`dequeue_interval_seconds`, an int in the config) are
   lowered to DIA_TEST_SENSOR_LOOP_S: each reaction waits for a loop or two. The sensors' own
-  code is the product's, unchanged;
+  code is the product's, unchanged. Its workspace reload (Dagster's RELOAD_WORKSPACE_INTERVAL,
+  60 s: a new code server every minute) is raised to DIA_TEST_WORKSPACE_RELOAD_S, so the daemon
+  keeps the code location it started with (WORKSPACE_RELOAD_S says why);
 - in the code server, run workers are started from a forkserver that imported WARM_MODULES
   once (Dagster starts them with "spawn", so each run paid Dagster's, DuckDB's, sqlglot's, ...
   imports: 1.5-3.5 s instead of 18-30 s per run start on a machine at load 30). They are still
@@ -19,10 +21,15 @@ way a crash or `kill -9` of the daemon does.
 
 Every wait follows something Dagster records (`settle()`): the data sensor's stored cursor
 covering the folder as it is, with a tick that requested nothing after the last build ended; the
-drift sensor's cursor at the newest interpretation and every run its tick requested ended; run
-statuses terminal. No tick is counted and nothing sleeps to synchronise; a deadline
-(DIA_LIVE_DEADLINE_S, 300 s) only bounds a hang, and its failure says what was awaited and
-what was seen."""
+drift sensor's cursor at the newest interpretation and every run requested for it (found by the
+run keys it gives them) ended; run statuses terminal. A step's runs are told apart by run id
+(`run_ids()` before the change) and by the tags the sensors give them (`requested()`: the
+data sensor's pending change), never by counting runs or taking the latest. No tick is counted
+and nothing sleeps to synchronise; a deadline (DIA_LIVE_DEADLINE_S, 300 s) only bounds a hang,
+and its failure says what was awaited and what was seen. Dagster's gRPC deadline
+(DAGSTER_GRPC_TIMEOUT_SECONDS, 60 s by default) is raised the same way: on a loaded machine a
+run's start (its process, the code location's load) can take longer than a minute, and
+Dagster then fails the run before it began."""
 
 from __future__ import annotations
 
@@ -47,10 +54,18 @@ from dagster._core.scheduler.instigation import (
 from dia_assets.agents.adaptation.data_cursor import DataCursor
 from dia_assets.agents.adaptation.snapshot import snapshot
 from dia_assets.agents.interpreter.discover import content_hash
+from dia_assets.sensors.run_outcome import REQUEST_TAG
 from tests.conftest import ROOT
 
 BIN = Path(sys.executable).parent
 SENSOR_LOOP_S = 0.5  # the sensors' own minimum interval stays 1 s (DIA_SENSOR_INTERVAL_S)
+# The daemon reloads its code location every 60 s (Dagster's RELOAD_WORKSPACE_INTERVAL): a new
+# code server, loaded from the workspace as it is then (one `warehouse` asset before the first
+# build, `warehouse/<table>` after). Mid-replay that swaps the location under a step at a time
+# no test chooses, and the new server starts its runs' forkserver cold. A replay keeps the
+# location the daemon started with (loaded before the first build); a restart (LiveDaemon.kill,
+# start) loads it afresh, as a real restart does.
+WORKSPACE_RELOAD_S = 24 * 3600
 DAGSTER_YAML = """telemetry:
   enabled: false
 run_coordinator:
@@ -81,6 +96,9 @@ if os.environ.get("DIA_TEST_SENSOR_LOOP_S") and DAEMON:
     from dagster._core.run_coordinator.queued_run_coordinator import QueuedRunCoordinator as _Queue
     _sensor_daemon.MIN_INTERVAL_LOOP_TIME = float(os.environ["DIA_TEST_SENSOR_LOOP_S"])
     _Queue.dequeue_interval_seconds = property(lambda self: float(os.environ["DIA_TEST_SENSOR_LOOP_S"]))
+if os.environ.get("DIA_TEST_WORKSPACE_RELOAD_S") and DAEMON:
+    import dagster._daemon.controller as _controller
+    _controller.RELOAD_WORKSPACE_INTERVAL = float(os.environ["DIA_TEST_WORKSPACE_RELOAD_S"])
 CODE_SERVER = sys.argv[:3] == ["-m", "api", "grpc"]
 if os.environ.get("DIA_TEST_WARM_RUNS") and CODE_SERVER:
     import multiprocessing
@@ -91,6 +109,11 @@ if os.environ.get("DIA_TEST_WARM_RUNS") and CODE_SERVER:
         ctx = multiprocessing.get_context("forkserver")
         ctx.set_forkserver_preload(os.environ["DIA_TEST_WARM_RUNS"].split(","))
         self._mp_ctx = ctx
+        # started now rather than by the first run (whose start_run call would wait for the
+        # preload), so the first build does not pay it inside the daemon's gRPC deadline
+        import threading
+        from multiprocessing import forkserver
+        threading.Thread(target=forkserver.ensure_running, daemon=True).start()
     _server.DagsterApiServer.__init__ = _warm
 if os.environ.get("DIA_TEST_PAUSE_FILE") and not DAEMON:
     import time
@@ -118,7 +141,6 @@ if os.environ.get("DIA_TEST_PAUSE_FILE") and not DAEMON:
     _Attempt.begin = classmethod(_held)
 '''
 TERMINAL = {DagsterRunStatus.SUCCESS, DagsterRunStatus.FAILURE, DagsterRunStatus.CANCELED}
-REACTED = {TickStatus.SUCCESS, TickStatus.SKIPPED}  # a FAILURE tick is evaluated again on the next loop
 NEW_DATA, DRIFT = "new_data_sensor", "drift_sensor"
 DEADLINE_S = float(os.environ.get("DIA_LIVE_DEADLINE_S", "300"))
 T = TypeVar("T")
@@ -138,12 +160,15 @@ WARM_MODULES = ("dagster", "dagster._grpc.impl", "dagster._core.execution.api", 
 
 def loop_floor_patchable() -> bool:
     """The daemon's sensor loop floor and dequeue interval are where this harness lowers them
-    (else a replay still passes, several times slower)."""
+    (else a replay still passes, several times slower), and its workspace reload interval where
+    this harness raises it (else a reload lands mid-replay at a moment the test does not choose)."""
+    import dagster._daemon.controller as controller
     import dagster._daemon.sensor as sensor_daemon
     from dagster._core.run_coordinator.queued_run_coordinator import QueuedRunCoordinator
 
     return isinstance(getattr(sensor_daemon, "MIN_INTERVAL_LOOP_TIME", None), (int, float)) and isinstance(
-        getattr(QueuedRunCoordinator, "dequeue_interval_seconds", None), property)
+        getattr(QueuedRunCoordinator, "dequeue_interval_seconds", None), property) and isinstance(
+        getattr(controller, "RELOAD_WORKSPACE_INTERVAL", None), (int, float))
 
 
 class LiveDaemon:
@@ -160,7 +185,8 @@ class LiveDaemon:
         self.env = {**os.environ, "DIA_SENSOR_INTERVAL_S": "1", **env, "DAGSTER_HOME": str(self.home),
                     "DIA_WORKSPACE": str(ws), "DIA_DATA_DIR": str(data), "DIA_TEST_PAUSE_FILE": str(self.pause),
                     "DIA_TEST_SENSOR_LOOP_S": str(SENSOR_LOOP_S), "LITELLM_LOCAL_MODEL_COST_MAP": "True",
-                    "DIA_TEST_WARM_RUNS": ",".join(WARM_MODULES),
+                    "DIA_TEST_WARM_RUNS": ",".join(WARM_MODULES), "DIA_TEST_WORKSPACE_RELOAD_S": str(WORKSPACE_RELOAD_S),
+                    "DAGSTER_GRPC_TIMEOUT_SECONDS": str(int(DEADLINE_S)),
                     "PYTHONPATH": os.pathsep.join([str(ROOT), str(hooks)])}
         for name in ("DIA_MODEL", "DIA_WAREHOUSE", "DIA_EXECUTOR"):
             self.env.pop(name, None)
@@ -249,9 +275,9 @@ class LiveDaemon:
             f"{t.status.value}@{t.timestamp:.1f} runs={len(t.run_ids)} {t.skip_reason or ''}"
             f"{' error: ' + t.error.message.strip()[:200] if t.error else ''}" for t in self.ticks(sensor, limit=limit))
 
-    def last_tick(self, sensor: str) -> InstigatorTick:
-        """The newest finished tick of `sensor`."""
-        return next(t for t in self.ticks(sensor) if t.status != TickStatus.STARTED)
+    def finished_ticks(self, sensor: str, after: float) -> list[InstigatorTick]:
+        """The finished ticks of `sensor` that started after `after`, newest first."""
+        return [t for t in self.ticks(sensor, after=after, limit=100) if t.status != TickStatus.STARTED]
 
     def ended(self, run_id: str) -> DagsterRun:
         """The run, once its status is terminal."""
@@ -274,24 +300,35 @@ class LiveDaemon:
         records = self.instance.get_run_records(filters=RunsFilter(run_ids=list(ids))) if ids else []
         return max([r.end_time or r.update_timestamp.timestamp() for r in records] or [0.0])
 
+    def run_ids(self, job: str | None = None) -> set[str]:
+        """Every run (of `job`) the instance holds: what a step's own runs are told apart from."""
+        return {r.run_id for r in self.runs(job)}
+
+    def requested(self) -> list[DagsterRun]:
+        """The runs of the change new_data_sensor's stored cursor has pending (found by their
+        `dia/request` tag, the same on every retry), oldest first; none when nothing is pending."""
+        cursor = DataCursor.parse(self.cursor(NEW_DATA))
+        return self.runs("build_job", **{REQUEST_TAG: cursor.pending.key}) if cursor and cursor.pending else []
+
     def data_at_rest(self) -> None:
         """Until new_data_sensor has taken in the data folder as it is now: its stored cursor is
-        at this folder (done, or the change it last asked for and gave up on), no build is queued
-        or in progress, and a tick that started after the last build ended (and after `mark`)
-        requested nothing: the outcome of every build is absorbed and no retry is coming."""
+        at this folder (done, or the change it last asked for and gave up on), the runs it
+        requested for that change ended, and a tick that started after they ended (and after
+        `mark`) requested nothing: the outcome of every build is absorbed and no retry is coming."""
         folder = snapshot(self.data)
 
         def done() -> bool:
-            builds = self.runs("build_job")
-            if any(r.status not in TERMINAL for r in builds):
-                return False
             cursor = DataCursor.parse(self.cursor(NEW_DATA))
             if cursor is None or (cursor.pending.snapshot if cursor.pending else cursor.done) != folder:
                 return False
-            since = max(self.end_time(builds), self.started_at)
-            if not any(t.status == TickStatus.SKIPPED for t in self.ticks(NEW_DATA, after=since)):
+            builds = self.runs("build_job")
+            if any(r.status not in TERMINAL for r in builds):
                 return False
-            return len(self.runs("build_job")) == len(builds)  # no build requested meanwhile
+            ids = {r.run_id for r in builds}
+            since = max(self.end_time(builds), self.started_at)
+            quiet = [t for t in self.ticks(NEW_DATA, after=since) if t.status == TickStatus.SKIPPED]
+            # that tick requested nothing, and no build appeared while this was read
+            return bool(quiet) and {r.run_id for r in self.runs("build_job")} == ids
 
         def seen() -> str:
             cursor = DataCursor.parse(self.cursor(NEW_DATA))
@@ -300,43 +337,42 @@ class LiveDaemon:
             return f"cursor {where}; {self.describe_ticks(NEW_DATA)}"
         self.wait_for("new_data_sensor to take in the data folder (its builds ended and absorbed)", done, seen)
 
+    def drift_runs(self, version: str) -> list[DagsterRun]:
+        """The runs drift_sensor requested for the interpretation with content hash `version`:
+        their run keys carry its first 16 characters (drift_sensor.react)."""
+        tag = version[:16]
+        return [r for r in self.runs(**{"dagster/sensor_name": DRIFT})
+                if r.tags.get("dagster/run_key", "").split("-")[2:3] == [tag]]
+
     def drift_at_rest(self) -> None:
-        """Until drift_sensor's stored cursor is the newest interpretation's content hash and every
-        run requested by the tick that stored it has ended."""
+        """Until drift_sensor's stored cursor is the newest interpretation's content hash (the tick
+        that stored it submitted its runs first) and every run it requested for it has ended."""
         path = self.ws / "interpretation.json"
         if not path.exists():
             return
         version = content_hash(path)
-        tick = self.wait_for("drift_sensor to take in the newest interpretation",
-                             lambda: self.cursor(DRIFT) == version and self._cursor_tick(version),
-                             lambda: f"cursor {self.cursor(DRIFT)!r} (want {version!r}); {self.describe_ticks(DRIFT)}")
-        for run_id in tick.run_ids if isinstance(tick, InstigatorTick) else []:
-            self.ended(run_id)
-
-    def _cursor_tick(self, version: str) -> InstigatorTick | bool:
-        """The finished tick that stored `version` (True when it is older than the recent ticks:
-        its runs were awaited then)."""
-        for t in self.ticks(DRIFT, limit=20):
-            if t.cursor == version and t.status in REACTED:
-                return t
-        return True
+        self.wait_for("drift_sensor to take in the newest interpretation", lambda: self.cursor(DRIFT) == version,
+                      lambda: f"cursor {self.cursor(DRIFT)!r} (want {version!r}); {self.describe_ticks(DRIFT)}")
+        for run in self.drift_runs(version):
+            self.ended(run.run_id)
 
     def settle(self) -> None:
         """Until the daemon has reacted to everything there is: the data sensor took in the folder,
         the drift sensor the newest interpretation (and their runs ended), and no run is left in
         progress; again while a pass saw new runs appear."""
         while True:
-            before = len(self.runs())
+            before = self.run_ids()
             self.data_at_rest()
             self.drift_at_rest()
             self.all_ended()
-            if len(self.runs()) == before:
+            if self.run_ids() == before:
                 return
 
-    def builds_since(self, before: int) -> list[DagsterRun]:
-        """The build_job runs started since `before` of them existed, once the daemon settled."""
+    def builds_since(self, known: set[str]) -> list[DagsterRun]:
+        """The build_job runs that are not in `known` (run ids, `run_ids()` before a change),
+        oldest first, once the daemon settled."""
         self.settle()
-        return self.runs("build_job")[before:]
+        return [r for r in self.runs("build_job") if r.run_id not in known]
 
     def report_timeline(self) -> str:
         """What was awaited and for how long: where a replay's time goes."""

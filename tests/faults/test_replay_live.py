@@ -66,7 +66,7 @@ def test_the_faults_of_issue_26_against_a_live_daemon(live: LiveDaemon):
     warehouse = ws / "warehouse.duckdb"
 
     # 0. first start on a folder never built: one build, accepted, every step run
-    [first] = live.builds_since(0)
+    [first] = live.builds_since(set())
     assert first.status == DagsterRunStatus.SUCCESS, live.log_tail()
     assert read_state(ws).verdict == "accepted" and status(ws)[0] == 0
     assert count(warehouse, "orders") == 20 and tables(ws) == {"customers", "orders"}
@@ -75,7 +75,7 @@ def test_the_faults_of_issue_26_against_a_live_daemon(live: LiveDaemon):
     # moving until the data sensor has twice reported waiting for it to settle; then the writer
     # stops in the middle of a line (`41,2` of `41,2,61.5`)
     path = data / "orders.csv"
-    before = len(live.runs("build_job"))
+    before = live.run_ids()
     full = orders_text(60)
     cut = full.index("\n41,") + len("\n41,2")
     writing, sizes = live.mark(), iter(range(10**6))
@@ -89,7 +89,7 @@ def test_the_faults_of_issue_26_against_a_live_daemon(live: LiveDaemon):
         return waits if len(waits) >= 2 else None
     live.wait_for("new_data_sensor to report twice that orders.csv is still being written", moving,
                   lambda: live.describe_ticks(NEW_DATA))
-    assert len(live.runs("build_job")) == before, "a build was requested while the file was being written"
+    assert not live.run_ids("build_job") - before, "a build was requested while the file was being written"
     path.write_text(full[:cut])
     # ...the truncated record is flagged: the build is refused (a verdict: not retried), the
     # warehouse in place is kept
@@ -101,7 +101,7 @@ def test_the_faults_of_issue_26_against_a_live_daemon(live: LiveDaemon):
     report = json.loads((ws / "validation" / "report.json").read_text())
     assert not report["accepted"] and not report["installed"]
     # the whole file arrives: built and accepted
-    before = len(live.runs("build_job"))
+    before = live.run_ids()
     path.write_text(full)
     [whole] = live.builds_since(before)
     assert whole.status == DagsterRunStatus.SUCCESS and read_state(ws).verdict == "accepted"
@@ -109,14 +109,14 @@ def test_the_faults_of_issue_26_against_a_live_daemon(live: LiveDaemon):
 
     # 2. a referenced id rewritten as codes (T1, T2, ...): the build fails; it is asked for once
     # more (DIA_BUILD_TRIES=2) unless it was a verdict; never accepted, the old warehouse kept
-    before = len(live.runs("build_job"))
+    before = live.run_ids()
     write_csv(data / "customers.csv", ["customer_id", "name"], [[f"T{i}", f"C{i}"] for i in range(1, 11)])
     crashed = live.builds_since(before)
     assert all(r.status == DagsterRunStatus.FAILURE for r in crashed) and 1 <= len(crashed) <= 2
     code, text = status(ws)
     assert code == 1 and text.startswith("dia status: STALE: ")
     assert read_state(ws).report.stale_reason and count(warehouse, "orders") == 60
-    before = len(live.runs("build_job"))
+    before = live.run_ids()
     export(data, orders=60)  # the ids back
     [fixed] = live.builds_since(before)
     assert fixed.status == DagsterRunStatus.SUCCESS and status(ws)[0] == 0
@@ -124,29 +124,34 @@ def test_the_faults_of_issue_26_against_a_live_daemon(live: LiveDaemon):
     # 3a. the run's process killed before the build recorded its first step (the attempt record
     # is still the previous run's): the sensor finds the worker's pid gone, marks the run failed
     # and asks again; the retry installs the grown file
-    before = len(live.runs("build_job"))
+    before = live.run_ids()
     live.pause_start.touch()
     path.write_text(orders_text(70))
     reached = Path(str(live.pause_start) + ".reached")
     live.wait_for("the build to start (the test hook's mark)", reached.exists)
-    assert read_attempt(ws).attempt_id != live.runs("build_job")[-1].run_id
+    # the run asked for this change (the data sensor's pending request), held before its first step
+    [held] = live.wait_for("the data sensor to store its request", lambda: live.requested() or None)
+    assert held.run_id not in before and read_attempt(ws).attempt_id != held.run_id
     os.kill(int(reached.read_text()), signal.SIGKILL)
     live.pause_start.unlink()
     early, retried = live.builds_since(before)
+    assert early.run_id == held.run_id, live.describe()
     assert early.status == DagsterRunStatus.FAILURE and retried.status == DagsterRunStatus.SUCCESS, live.describe()
     assert retried.tags["dia/request"] == early.tags["dia/request"] and retried.tags["dia/try"] == "2"
     assert read_state(ws).verdict == "accepted" and count(warehouse, "orders") == 70
 
     # 3b. the daemon killed (with its code server and the run) while the warehouse step loads a
     # grown file: STALE at once; after a restart the build is redone and the grown file installed
-    before = len(live.runs("build_job"))
+    before = live.run_ids()
     live.pause.touch()
     path.write_text(orders_text(80))
     reached = Path(str(live.pause) + ".reached")
     live.wait_for("the build to reach the load (the test hook's mark)", reached.exists)
     attempt = read_attempt(ws)
     assert attempt.step == "load" and attempt.pid == int(reached.read_text())
-    killed_run = live.runs("build_job")[-1]
+    # the run asked for this change: the one the attempt records
+    [killed_run] = live.wait_for("the data sensor to store its request", lambda: live.requested() or None)
+    assert killed_run.run_id == attempt.attempt_id and killed_run.run_id not in before
     os.kill(attempt.pid, signal.SIGKILL)  # the run worker (the code server starts it in its own group)
     live.kill()
     live.wait_for("the killed build to read STALE", lambda: read_state(ws).verdict == "stale",
@@ -157,14 +162,14 @@ def test_the_faults_of_issue_26_against_a_live_daemon(live: LiveDaemon):
     live.pause.unlink()
     live.mark()
     live.start()
-    redone = live.builds_since(before + 1)
+    redone = live.builds_since(before | {killed_run.run_id})
     assert [r.status for r in redone] == [DagsterRunStatus.SUCCESS], live.describe()
     assert redone[0].tags["dia/request"] == killed_run.tags["dia/request"] and redone[0].tags["dia/try"] == "2"
     assert live.instance.get_run_by_id(killed_run.run_id).status == DagsterRunStatus.FAILURE
     assert read_state(ws).verdict == "accepted" and count(warehouse, "orders") == 80
 
     # 4. the same table in a second format (the same rows plus two): one table, not customers_2
-    before = len(live.runs("build_job"))
+    before = live.run_ids()
     rows = [{"customer_id": i, "name": f"C{i}"} for i in range(1, 13)]
     (data / "customers.json").write_text(json.dumps(rows))
     [both] = live.builds_since(before)
@@ -174,7 +179,7 @@ def test_the_faults_of_issue_26_against_a_live_daemon(live: LiveDaemon):
 
     # 5. a file renamed: the build validates and refreshes the catalog (nothing skipped), the
     # retired table leaves the warehouse, the report and the catalog
-    before = len(live.runs("build_job"))
+    before = live.run_ids()
     path.rename(data / "sales.csv")
     [renamed] = live.builds_since(before)
     started, skipped = steps_of(live, renamed.run_id)

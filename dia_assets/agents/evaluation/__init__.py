@@ -17,47 +17,122 @@ provider that answers with the gold SQL), `runner` (parallel, resumable), `repor
 Markdown), `sample` (the bundled question set's stand-in warehouse).
 """
 
-from dia_assets.agents.evaluation.databases import (
-    Database,
-    DatabaseResolver,
-    QueryTimeout,
-    open_database,
-)
-from dia_assets.agents.evaluation.datasets import (
-    default_db,
-    detect_format,
-    load_instances,
-    transpile_gold,
-)
-from dia_assets.agents.evaluation.evaluators import (
-    Evaluator,
-    ExecutionAccuracy,
-    FailureClass,
-    ScoringContext,
-    SoftF1,
-    ValidEfficiency,
-    default_evaluators,
-)
-from dia_assets.agents.evaluation.failures import classify
-from dia_assets.agents.evaluation.metrics import (
-    best_soft_f1,
-    execution_match,
-    results_match,
-    soft_f1,
-    time_ratio,
-    ves,
-    ves_reward,
-)
-from dia_assets.agents.evaluation.models import EvalInstance, InstanceRecord, Prediction, RunConfig
-from dia_assets.agents.evaluation.predictions import (
-    PredictionsSolver,
-    match_predictions,
-    read_predictions,
-)
-from dia_assets.agents.evaluation.report import render_markdown, summarize
-from dia_assets.agents.evaluation.runner import EvalError, read_records, run_eval, score_instance
-from dia_assets.agents.evaluation.sandbox import PredictionSandbox
-from dia_assets.agents.evaluation.solvers import AgentSolver, OracleSolver, Solver
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from dia_assets.agents.evaluation.databases import (
+        Database,
+        DatabaseResolver,
+        QueryTimeout,
+        open_database,
+    )
+    from dia_assets.agents.evaluation.datasets import (
+        default_db,
+        detect_format,
+        load_instances,
+        transpile_gold,
+    )
+    from dia_assets.agents.evaluation.evaluators import (
+        Evaluator,
+        ExecutionAccuracy,
+        FailureClass,
+        ScoringContext,
+        SoftF1,
+        ValidEfficiency,
+        default_evaluators,
+    )
+    from dia_assets.agents.evaluation.failures import classify
+    from dia_assets.agents.evaluation.metrics import (
+        best_soft_f1,
+        execution_match,
+        results_match,
+        soft_f1,
+        time_ratio,
+        ves,
+        ves_reward,
+    )
+    from dia_assets.agents.evaluation.models import (
+        EvalInstance,
+        InstanceRecord,
+        Prediction,
+        RunConfig,
+    )
+    from dia_assets.agents.evaluation.predictions import (
+        PredictionsSolver,
+        match_predictions,
+        read_predictions,
+    )
+    from dia_assets.agents.evaluation.report import render_markdown, summarize
+    from dia_assets.agents.evaluation.runner import (
+        EvalError,
+        read_records,
+        run_eval,
+        score_instance,
+    )
+    from dia_assets.agents.evaluation.sandbox import PredictionSandbox
+    from dia_assets.agents.evaluation.solvers import AgentSolver, OracleSolver, Solver
+
+# Each name is imported from its module on first use (PEP 562), so importing one
+# submodule (the Dagster code location, a run worker) does not import them all.
+_EXPORTS = {
+    "Database": "dia_assets.agents.evaluation.databases",
+    "DatabaseResolver": "dia_assets.agents.evaluation.databases",
+    "QueryTimeout": "dia_assets.agents.evaluation.databases",
+    "open_database": "dia_assets.agents.evaluation.databases",
+    "default_db": "dia_assets.agents.evaluation.datasets",
+    "detect_format": "dia_assets.agents.evaluation.datasets",
+    "load_instances": "dia_assets.agents.evaluation.datasets",
+    "transpile_gold": "dia_assets.agents.evaluation.datasets",
+    "Evaluator": "dia_assets.agents.evaluation.evaluators",
+    "ExecutionAccuracy": "dia_assets.agents.evaluation.evaluators",
+    "FailureClass": "dia_assets.agents.evaluation.evaluators",
+    "ScoringContext": "dia_assets.agents.evaluation.evaluators",
+    "SoftF1": "dia_assets.agents.evaluation.evaluators",
+    "ValidEfficiency": "dia_assets.agents.evaluation.evaluators",
+    "default_evaluators": "dia_assets.agents.evaluation.evaluators",
+    "classify": "dia_assets.agents.evaluation.failures",
+    "best_soft_f1": "dia_assets.agents.evaluation.metrics",
+    "execution_match": "dia_assets.agents.evaluation.metrics",
+    "results_match": "dia_assets.agents.evaluation.metrics",
+    "soft_f1": "dia_assets.agents.evaluation.metrics",
+    "time_ratio": "dia_assets.agents.evaluation.metrics",
+    "ves": "dia_assets.agents.evaluation.metrics",
+    "ves_reward": "dia_assets.agents.evaluation.metrics",
+    "EvalInstance": "dia_assets.agents.evaluation.models",
+    "InstanceRecord": "dia_assets.agents.evaluation.models",
+    "Prediction": "dia_assets.agents.evaluation.models",
+    "RunConfig": "dia_assets.agents.evaluation.models",
+    "PredictionsSolver": "dia_assets.agents.evaluation.predictions",
+    "match_predictions": "dia_assets.agents.evaluation.predictions",
+    "read_predictions": "dia_assets.agents.evaluation.predictions",
+    "render_markdown": "dia_assets.agents.evaluation.report",
+    "summarize": "dia_assets.agents.evaluation.report",
+    "EvalError": "dia_assets.agents.evaluation.runner",
+    "read_records": "dia_assets.agents.evaluation.runner",
+    "run_eval": "dia_assets.agents.evaluation.runner",
+    "score_instance": "dia_assets.agents.evaluation.runner",
+    "PredictionSandbox": "dia_assets.agents.evaluation.sandbox",
+    "AgentSolver": "dia_assets.agents.evaluation.solvers",
+    "OracleSolver": "dia_assets.agents.evaluation.solvers",
+    "Solver": "dia_assets.agents.evaluation.solvers",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_EXPORTS})
+
 
 __all__ = [
     "AgentSolver",

@@ -245,7 +245,7 @@ def _unite_group(con: duckdb.DuckDBPyConnection, name: str, group: list[Source],
         col.original_name = originals.get(col.name, col.name)
     files = [SourceFile(path=s.path, format=s.format, sheet=s.parse.sheet, content_hash=s.content_hash,
                         size_bytes=s.size_bytes, row_count=n, bad_rows=s.parse.bad_rows,
-                        columns=[c.name for c in s.columns])
+                        records=s.parse.records, columns=[c.name for c in s.columns])
              for s, n in zip(group, counts, strict=True)]
     source = Source(
         name=name, path=group[0].path, format=group[0].format, content_hash=combined_hash(files),
@@ -332,6 +332,8 @@ def _parse(group: list[Source]) -> ParseInfo:
     """The first file's reading, with every file's bad rows and errors."""
     parse = group[0].parse.model_copy(deep=True)
     parse.bad_rows = sum(s.parse.bad_rows for s in group)
+    counted = [s.parse.records for s in group]
+    parse.records = None if None in counted else sum(counted)
     parse.bad_row_examples = [e for s in group for e in s.parse.bad_row_examples][:10]
     parse.errors = [e for s in group for e in s.parse.errors]
     parse.rewritten = any(s.parse.rewritten for s in group)

@@ -50,6 +50,7 @@ from dia_assets.agents.interpreter.parse_checks import (
     reading_issues,
     verify_counts,
 )
+from dia_assets.agents.interpreter.record_count import count_records
 from dia_assets.agents.interpreter.rewrite import (
     TextStats,
     bom_encoding,
@@ -60,14 +61,40 @@ from dia_assets.agents.interpreter.rewrite import (
 from dia_assets.agents.locations import temp_prefix
 from dia_assets.agents.value_parsing import sql_str
 from dia_assets.contracts.interpretation import DeclaredTable, ParseInfo, QualityIssue, SourceRef
+from dia_assets.platform.settings import get_settings
 
 # DuckDB keeps a whole line in one buffer. The first read leaves `max_line_size` unset: any
 # line that fits the buffer is read, and an ordered read runs at the speed of an unordered one
 # (measured, DuckDB 2.0.1, 10M rows under a 1GB limit: 4.7 s, against 6.7-8.5 s with
-# `max_line_size` set to the 2,000,000 bytes DuckDB assumes anyway). A file with a longer line
-# is read again with a buffer and an explicit limit that hold it.
+# `max_line_size` set to the 2,000,000 bytes DuckDB assumes anyway). The buffer is
+# max(DIA_CSV_BUFFER, 2 x the longest record), the longest found by the record count before the
+# read; a file DuckDB still finds a longer line in is read again with an explicit limit.
 FIRST_BUFFER = 32_000_000
 HUGE_MAX_LINE = 512_000_000
+
+
+def record_too_long(name: str, file: str, longest: int, line: int, limit: int) -> QualityIssue:
+    """A record longer than DIA_CSV_MAX_RECORD: refused by line rather than a read that fails or
+    a buffer that takes the machine's memory."""
+    return QualityIssue(
+        source=name, kind="record_too_long", severity="error", blocking=True, count=1,
+        examples=[f"line {line}: {longest:,} bytes"],
+        message=f"{file}: the record starting on line {line} is {longest:,} bytes long, over the "
+        f"{limit:,} bytes a record may have (DIA_CSV_MAX_RECORD); the file is not read",
+        suggested_action="Check that line (an unclosed quote joins every line after it into one record); "
+        "raise DIA_CSV_MAX_RECORD if the record is real.",
+    )
+
+
+def records_lost(name: str, file: str, records: int, rows: int, bad: int) -> QualityIssue:
+    """Records counted in the file that are neither rows nor rejected lines: never accepted."""
+    return QualityIssue(
+        source=name, kind="records_lost", severity="error", blocking=True, count=abs(records - rows - bad),
+        message=f"{file}: {records} records in the file, but {rows} rows read + {bad} rejected lines = "
+        f"{rows + bad}: {records - rows - bad} record(s) unaccounted for",
+        suggested_action="Check the file's quoting and line ends near the lines the reader rejected; "
+        "report the file if it is well formed.",
+    )
 
 
 @dataclass
@@ -196,8 +223,18 @@ def read_csv_source(
         "names": names, "store_rejects": True,
         "rejects_table": rejects, "rejects_scan": f"{table}__scan",
     }
-    huge_line = min(HUGE_MAX_LINE, max(FIRST_BUFFER, size + 1))
-    for attempt in ({"buffer_size": FIRST_BUFFER}, {"max_line_size": huge_line, "buffer_size": 2 * huge_line}):
+    settings = get_settings()
+    limit = int(settings.csv_max_record)
+    counted = count_records(text_path, delim, len(names), limit)
+    if counted.longest > limit:
+        loaded.issues.append(record_too_long(name, file, counted.longest, counted.longest_line, limit))
+        loaded.parse.ok = False
+        loaded.parse.errors.append(loaded.issues[-1].message.removeprefix(f"{file}: "))
+        loaded.table = None
+        return loaded
+    buffer = max(int(settings.csv_buffer), 2 * counted.longest + 2)
+    huge_line = min(max(HUGE_MAX_LINE, limit), max(buffer, size + 1))
+    for attempt in ({"buffer_size": buffer}, {"max_line_size": huge_line, "buffer_size": 2 * huge_line}):
         opts = dict(options, **attempt)
         try:
             con.execute(
@@ -240,6 +277,10 @@ def read_csv_source(
         )
     rows = con.execute(f"SELECT count(*) FROM {quote_ident(table)}").fetchall()[0][0]
     loaded.issues.extend(verify_counts(prep, name, file, rows, bad))
+    records = counted.records - (1 if header and counted.records else 0)
+    loaded.parse.records = records + (1 if prep.cut is not None else 0)  # the cut record is rejected below
+    if rows + bad != records:
+        loaded.issues.append(records_lost(name, file, records, rows, bad))
     if header and rows == 0:
         loaded.issues.append(
             QualityIssue(

@@ -10,52 +10,26 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from dia_assets.agents.charts.choose import ChartModel, chart_model_from_env
 from dia_assets.agents.charts.hints import workspace_semantic_types
 from dia_assets.agents.charts.render import chart_for_result
-from dia_assets.agents.data_folder import questions_file
 from dia_assets.agents.query.dialects import Database, QueryOutput, open_database
 from dia_assets.agents.query.llm import NO_MODEL_MESSAGE, ChatFn, litellm_chat
 from dia_assets.agents.query.loop import AgentRun, AgentSettings, AskUser, QueryAgent
 from dia_assets.agents.query.memory import QueryMemory
 from dia_assets.agents.query.policies import PreviousAnswer
+from dia_assets.agents.query.questions import (  # noqa: F401 - re-exported
+    default_questions_path,
+    load_questions,
+    markdown_table,
+    slug,
+)
 from dia_assets.agents.query.schema import SchemaIndex
 from dia_assets.contracts.chart import ChartSpec
 from dia_assets.contracts.query_result import Clarification, QueryResult
 from dia_assets.platform.settings import get_settings
 
 _INDEX_CACHE: dict[tuple[str, float], SchemaIndex] = {}
-
-
-def default_questions_path() -> Path | None:
-    """DIA_QUESTIONS, else the data folder's questions.yaml, else None (agents/data_folder.py)."""
-    return questions_file()
-
-
-def load_questions(path: str | Path | None = None) -> list[dict[str, str]]:
-    """[{id, question}] from a YAML list; ids must be unique partition keys. An item may name
-    `follows: <id>`: it is then a follow-up built on that question's accepted SQL."""
-    target = Path(path) if path else default_questions_path()
-    if target is None or not target.exists():
-        return []
-    items = yaml.safe_load(target.read_text(encoding="utf-8")) or []
-    out, seen = [], set()
-    for item in items:
-        qid = str(item.get("id") or slug(item["question"]))
-        if qid in seen:
-            raise ValueError(f"duplicate question id {qid!r} in {target}")
-        seen.add(qid)
-        entry = {"id": qid, "question": str(item["question"]).strip()}
-        if item.get("follows"):
-            entry["follows"] = str(item["follows"])
-        out.append(entry)
-    return out
-
-
-def slug(text: str, limit: int = 60) -> str:
-    return re.sub(r"[^a-z0-9]+", "_", text.lower()).strip("_")[:limit] or "question"
 
 
 QUESTION_ID = re.compile(r"[A-Za-z0-9_-]{1,80}")
@@ -216,16 +190,6 @@ def _unique(names: list[str]) -> list[str]:
         seen[n] = seen.get(n, 0) + 1
         out.append(n if seen[n] == 1 else f"{n}_{seen[n]}")
     return out
-
-
-def markdown_table(columns: list[str], rows: list[list[Any]], limit: int = 20) -> str:
-    if not columns:
-        return ""
-    def cell(v: Any) -> str:
-        return "" if v is None else str(v).replace("|", "\\|").replace("\n", " ")
-    lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
-    lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in rows[:limit]]
-    return "\n".join(lines)
 
 
 def chart_markdown(chart: ChartSpec, image: str = "chart.png") -> list[str]:

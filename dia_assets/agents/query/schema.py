@@ -59,6 +59,7 @@ class TableInfo:
     description: str = ""
     primary_key: list[str] = field(default_factory=list)
     foreign_keys: list[str] = field(default_factory=list)  # "col -> table.col"
+    split: str = ""  # a part of a wide table split by the Schema Creator: how the parts join
 
     def column(self, name: str) -> ColumnInfo | None:
         return next((c for c in self.columns if c.name.lower() == name.lower()), None)
@@ -115,6 +116,7 @@ class SchemaIndex:
                 f"{', '.join(fk.columns)} -> {fk.ref_table}.{', '.join(fk.ref_columns)}"
                 for fk in getattr(mt, "foreign_keys", []) or []
             ]
+            info.split = _split_note(mt)
             sources = getattr(mt, "sources", []) or []
             info.description = info.description or (f"from {', '.join(sources)}" if sources else "")
             for mc in getattr(mt, "columns", []) or []:
@@ -267,6 +269,7 @@ class SchemaIndex:
             if info.primary_key:
                 extra.append(f"pk {', '.join(info.primary_key)}")
             extra += [f"fk {fk}" for fk in info.foreign_keys]
+            extra += [info.split] if info.split else []
             lines.append(f"- {head}: " + "; ".join(cols) + (f" [{'; '.join(extra)}]" if extra else ""))
         return "\n".join(lines)
 
@@ -280,6 +283,7 @@ class SchemaIndex:
             info = self.tables[name]
             extra = [f"pk {', '.join(info.primary_key)}"] if info.primary_key else []
             extra += [f"fk {fk.replace(' -> ', '->')}" for fk in info.foreign_keys]
+            extra += [info.split] if info.split else []
             cols = [c.name for c in info.columns]
             if len(cols) > max_columns:
                 keys = set(info.primary_key) | {c.strip() for fk in info.foreign_keys for c in fk.split("->")[0].split(",")}
@@ -292,6 +296,21 @@ class SchemaIndex:
     def primary_key(self, table: str) -> list[str]:
         info = self.tables.get(table)
         return info.primary_key if info else []
+
+
+def _split_note(mt: Any) -> str:
+    """A wide table the Schema Creator split into parts (`t`, `t__part2`, ...): one row per key in
+    every part, so a question over columns of several parts joins them 1:1 on the key."""
+    key = ", ".join(getattr(mt, "primary_key", []) or [])
+    first = getattr(mt, "split_of", None)
+    parts = list(getattr(mt, "parts", []) or [])
+    if first:
+        return (f"part {getattr(mt, 'part', '?')} of wide table {first}: one row per {key}, "
+                f"join {first} 1:1 USING ({key}) for its other columns")
+    if len(parts) > 1:
+        return (f"wide table split in {len(parts)} parts ({', '.join(parts)}), one row per {key} in each: "
+                f"join them 1:1 USING ({key})")
+    return ""
 
 
 def _embedder() -> Any:

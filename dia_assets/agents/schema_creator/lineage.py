@@ -60,7 +60,9 @@ def table_lineage(table: ManifestTable) -> dict[str, list[str]]:
     """Refined column -> staging (= source) columns it is computed from, read off the
     SELECT that the load inserts into the refined table."""
     columns = {c: "VARCHAR" for c in table.source_columns} | {n: t for n, t in PROVENANCE}
-    traced = select_lineage(refined_select_sql(table), {"staging": {table.name: columns}})
+    # `refused` stands the per-column row checks (and the raw texts they read) down to one NOT
+    # EXISTS filter, which select_lineage drops anyway: half the SQL to parse, the same lineage.
+    traced = select_lineage(refined_select_sql(table, refused="__lineage"), {"staging": {table.name: columns}})
     return {col.name: [c for _t, c in traced.get(col.name, [])] for col in table.columns}
 
 

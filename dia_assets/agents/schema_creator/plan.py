@@ -30,6 +30,7 @@ from dia_assets.contracts.manifest import (
     UnreadableSource,
 )
 from dia_assets.contracts.policy import HIGH
+from dia_assets.platform.settings import get_settings
 
 TEXT_TYPES = ("VARCHAR", "TEXT", "STRING", "JSON")
 
@@ -93,7 +94,10 @@ def plan_manifest(
             manifest.skipped_sources.append(ExcludedColumn(source_column=source.name, reason=tov.exclude))
             manifest.decisions.append(Decision(table=source.name, what=f"excluded: {tov.exclude}", origin="override"))
             continue
-        wide = too_wide(dialect, len(source.columns))
+        table = None
+        if source.parse.ok and source.columns:
+            table = _plan_table(source, tov, ov, manifest, _previous_table(previous, source.name))
+        wide = too_wide(dialect, _widest_part(table) if table is not None else len(source.columns))
         if not source.parse.ok or not source.columns or wide:
             reason = wide or "; ".join(source.parse.errors) or "no columns"
             manifest.skipped_sources.append(ExcludedColumn(source_column=source.name, reason=reason))
@@ -101,7 +105,6 @@ def plan_manifest(
                 manifest.unreadable_sources.append(
                     UnreadableSource(name=source.name, source_path=source.path, reason=reason))
             continue
-        table = _plan_table(source, tov, ov, manifest, _previous_table(previous, source.name))
         table.reader_stem = _reader_stem(interp, source)
         table.blocking_issues = _blocking_issues(interp, source, table)
         names[source.name] = table.name
@@ -115,7 +118,68 @@ def plan_manifest(
     _plan_file_groups(interp, ov, manifest, names)
     _plan_foreign_keys(interp, ov, manifest, names, col_names, previous)
     _order_and_enforce(manifest)
+    _split_wide(manifest)
     return manifest
+
+
+def _split_limit() -> int:
+    return get_settings().wide_split
+
+
+def _widest_part(table: ManifestTable) -> int:
+    """Source columns of the widest table the source becomes: all of them, or a part's."""
+    if not table.primary_key or len(table.columns) <= _split_limit():
+        return len(table.source_columns)
+    return _split_limit() + len(table.excluded_columns)
+
+
+def _split_wide(manifest: Manifest) -> None:
+    """A keyed table of more than DIA_WIDE_SPLIT columns becomes parts `t`, `t__part2`, ... of at
+    most that many columns, each carrying the primary key, each loaded from the same file with
+    every record (the wide-table layout, docs/schema-creator.md). A part keeps every row: a value
+    that does not parse is NULL with its raw text in the part's rejects (null_value), so the parts
+    join 1:1 on the key (slice_join); foreign-key columns stay in the first part."""
+    limit = _split_limit()
+    out: list[ManifestTable] = []
+    for table in manifest.tables:
+        out.append(table)
+        if not table.primary_key or len(table.columns) <= limit:
+            continue
+        key = [table.column(c) for c in table.primary_key]
+        linked = {c for fk in table.foreign_keys for c in fk.columns}
+        rest = sorted((c for c in table.columns if c.name not in table.primary_key),
+                      key=lambda c: c.name not in linked)  # stable: file order otherwise
+        per = max(1, limit - len(key))
+        slices = [rest[i:i + per] for i in range(0, len(rest), per)]
+        names = [table.name] + [f"{table.name}__part{i}" for i in range(2, len(slices) + 1)]
+        nulled = 0
+        for col in rest:
+            nulled += col.on_error != "null_value" and not is_text_type(col.type)
+            col.on_error = "null_value"
+        excluded = [e.source_column for e in table.excluded_columns]
+        every = list(table.source_columns)
+        file_columns = [list(f.columns) for f in table.source_files]
+        parts = []
+        for index, (name, cols) in enumerate(zip(names, slices, strict=True), start=1):
+            part = table if index == 1 else table.model_copy(deep=True, update={
+                "name": name, "foreign_keys": [], "excluded_columns": [], "blocking_issues": [],
+                "staging_table": f"staging.{name}", "reject_table": f"rejects.{name}"})
+            part.columns = [c.model_copy(deep=True) for c in key] + list(cols) if index > 1 else key + list(cols)
+            own = {c.source_column for c in part.columns} | (set(excluded) if index == 1 else set())
+            part.source_columns = [c for c in every if c in own]
+            for file, columns in zip(part.source_files, file_columns, strict=True):
+                file.columns = [c for c in columns if c in own]
+            part.split_of, part.part = (None, 1) if index == 1 else (table.name, index)
+            part.constraints = [c for c in part.constraints if c.startswith("PRIMARY KEY")] if index > 1 else part.constraints
+            parts.append(part)
+        table.parts = names
+        out.extend(parts[1:])
+        manifest.decisions.append(Decision(
+            table=table.name, what=f"{len(table.source_columns):,} columns split into {len(names)} tables "
+            f"({', '.join(names)}) of at most {limit:,} columns (DIA_WIDE_SPLIT), each with the key "
+            f"({', '.join(table.primary_key)}); they join 1:1 on it. Unparseable values -> NULL, row kept, raw "
+            f"value in the part's rejects ({nulled:,} typed columns), so every part keeps every row"))
+    manifest.tables = out
 
 
 def _plan_file_groups(interp: Interpretation, ov: OverridesFile, manifest: Manifest, names: dict[str, str]) -> None:
@@ -172,13 +236,13 @@ def _plan_table(source: Source, tov: TableOverride, ov: OverridesFile, manifest:
         source.parse.json_path or "")
     files = sorted((ManifestFile(path=f.path, ref=f.path + (f"#{f.sheet}" if f.sheet else ""), format=f.format,
                                  content_hash=f.content_hash, rows=f.row_count, bad_rows=f.bad_rows,
-                                 columns=list(f.columns)) for f in source.files),
+                                 records=f.records, columns=list(f.columns)) for f in source.files),
                    key=lambda f: f.ref)  # the loader orders a union's records by _source_file, then row
     table = ManifestTable(
         name=name, sources=[source.name], source_path=source.path, source_ref=files[0].ref if files else ref,
         source_format=source.format, source_files=files,
         content_hash=source.content_hash, source_rows=source.row_count, bad_rows=source.parse.bad_rows,
-        source_columns=[c.name for c in source.columns], staging_table=f"staging.{name}", reject_table=f"rejects.{name}",
+        source_records=source.parse.records, source_columns=[c.name for c in source.columns], staging_table=f"staging.{name}", reject_table=f"rejects.{name}",
         dedup=tov.dedup or ("exact_rows" if source.duplicate_rows else "none"),
     )
     if source.duplicate_rows and table.dedup == "exact_rows":

@@ -61,6 +61,8 @@ def check_row_counts(target: Target, manifest: Manifest) -> list[TableRowCounts]
         if entry.source_rows != entry.interpreted_rows:
             problems.append(f"file has {entry.source_rows} records, the interpretation counted "
                             f"{entry.interpreted_rows}: the file changed since interpretation")
+        if table.source_records is not None and staged + unparsed != table.source_records:
+            problems.append(lost_message(table.files_label(), table.source_records, staged, unparsed))
         if table.source_files:
             entry.files = file_row_counts(target, table)
             problems += [f.message for f in entry.files if not f.passed]
@@ -74,6 +76,12 @@ def check_row_counts(target: Target, manifest: Manifest) -> list[TableRowCounts]
         out.append(entry)
     out.extend(unread_source_counts(manifest))
     return out
+
+
+def lost_message(file: str, records: int, staged: int, unparsed: int) -> str:
+    """records_lost: the file's records (counted from its bytes) against what reached the warehouse."""
+    return (f"records_lost: {file} has {records} records, but {staged} rows were loaded + {unparsed} lines "
+            f"rejected = {staged + unparsed}: {records - staged - unparsed} record(s) unaccounted for")
 
 
 def file_row_counts(target: Target, table: ManifestTable) -> list[FileRowCounts]:
@@ -91,6 +99,11 @@ def file_row_counts(target: Target, table: ManifestTable) -> list[FileRowCounts]
         entry = FileRowCounts(file=file.ref, interpreted_rows=file.rows + file.bad_rows, staged=n,
                               unparsed_lines=unparsed, rejected=bad, duplicates_removed=dups, refined=n - bad - dups)
         entry.passed = n + unparsed == entry.interpreted_rows
+        if entry.passed and file.records is not None and n + unparsed != file.records:
+            entry.passed = False
+            entry.message = lost_message(file.ref, file.records, n, unparsed)
+            out.append(entry)
+            continue
         entry.message = (f"{file.ref}: {n + unparsed} = {entry.refined} refined + {bad} rejected + {dups} duplicates"
                          + (f" + {unparsed} unparseable lines" if unparsed else "") if entry.passed else
                          f"{file.ref} has {n + unparsed} records, the interpretation counted "
@@ -207,6 +220,26 @@ def foreign_key_result(target: Target, table: ManifestTable, fk: ManifestForeign
     return result
 
 
+def slice_join_result(target: Target, table: ManifestTable, part: str) -> KeyResult:
+    """slice_join: a part of a split wide table joins its first part 1:1 on the key: every key
+    on both sides (orphan_rows: keys on one side only) and the join as long as each side
+    (duplicate_keys: rows the join adds)."""
+    on = " AND ".join(f"a.{q(c)} = b.{q(c)}" for c in table.primary_key)
+    first = table.primary_key[0]
+    result = KeyResult(table=part, kind="slice_join", columns=table.primary_key, ref_table=table.name,
+                       ref_columns=table.primary_key)
+    result.orphan_rows = _n(target, f"SELECT count(*) FROM {q(table.name)} a FULL JOIN {q(part)} b ON {on} "
+                                    f"WHERE a.{q(first)} IS NULL OR b.{q(first)} IS NULL")
+    joined = _n(target, f"SELECT count(*) FROM {q(table.name)} a JOIN {q(part)} b ON {on}")
+    rows = max(_n(target, f"SELECT count(*) FROM {q(table.name)}"), _n(target, f"SELECT count(*) FROM {q(part)}"))
+    result.duplicate_keys = max(0, joined - rows)
+    result.passed = not result.orphan_rows and not result.duplicate_keys and joined == rows
+    if not result.passed:
+        result.examples = [f"{part} does not join {table.name} 1:1 on ({', '.join(table.primary_key)}): "
+                         f"{result.orphan_rows} key(s) on one side only, {joined} joined rows for {rows}"]
+    return result
+
+
 def check_keys(target: Target, manifest: Manifest) -> list[KeyResult]:
     out = []
     for table in manifest.tables:
@@ -214,6 +247,7 @@ def check_keys(target: Target, manifest: Manifest) -> list[KeyResult]:
             out.append(primary_key_result(target, table))
         for fk in table.foreign_keys:
             out.append(foreign_key_result(target, table, fk))
+        out.extend(slice_join_result(target, table, part) for part in table.parts[1:])
     return out
 
 
