@@ -5,12 +5,13 @@ vetted against another engine's list."""
 
 from __future__ import annotations
 
+import importlib
+import pkgutil
 from dataclasses import dataclass
 from types import ModuleType
 
 from sqlglot import exp
 
-from dia_assets.platform.sql.allowlist import duckdb, postgres, sqlite
 from dia_assets.platform.sql.allowlist.common import (  # noqa: F401 - the gate's shared lists
     ANONYMOUS_TABLE_FUNCTIONS,
     BUILTIN_SCHEMAS,
@@ -32,8 +33,11 @@ def _of(name: str, module: ModuleType) -> AllowList:
     return AllowList(name, module.ANONYMOUS, module.TYPES, module.SYSTEM_COLUMNS)
 
 
-LISTS: dict[str, AllowList] = {name: _of(name, m) for name, m in
-                               (("duckdb", duckdb), ("postgres", postgres), ("sqlite", sqlite))}
+# every module here but common.py is a dialect's lists, named after the dialect
+LISTS: dict[str, AllowList] = {
+    m.name: _of(m.name, importlib.import_module(f"{__name__}.{m.name}"))
+    for m in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name) if m.name != "common"
+}
 # the lists by dialect, as the gate's tests read them
 ANONYMOUS: dict[str, frozenset[str]] = {name: a.anonymous for name, a in LISTS.items()}
 TYPES: dict[str, frozenset[exp.DataType.Type]] = {name: a.types for name, a in LISTS.items()}
