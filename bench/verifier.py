@@ -68,10 +68,10 @@ from dia_assets.agents.query.crosscheck import (  # noqa: E402
     nl_similarity,
 )
 from dia_assets.agents.query.dialects import DuckDBDatabase  # noqa: E402
-from dia_assets.agents.query.gate import Gate  # noqa: E402
-from dia_assets.agents.query.safety import SQLRefused  # noqa: E402
 from dia_assets.agents.query.schema import SchemaIndex  # noqa: E402
 from dia_assets.agents.query.verify import count_entity, verify_result  # noqa: E402
+from dia_assets.platform.sql.gate import Gate  # noqa: E402
+from dia_assets.platform.sql.safety import SQLRefused  # noqa: E402
 
 DATASETS = ("hr", "classicmodels", "northwind", "pagila", "tpch")
 QUESTION_FILES = (ROOT / "bench" / "data" / "verifier_questions.jsonl",

@@ -20,7 +20,7 @@ from dagster import (
 )
 from dagster_duckdb import DuckDBResource
 
-from dia_assets.agents.settings import get_settings
+from dia_assets.platform.settings import get_settings
 from dia_assets.resources.memory import MemoryResource
 from dia_assets.resources.warehouse import warehouse_target
 from dia_assets.resources.workspace import WorkspaceResource

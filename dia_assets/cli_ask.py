@@ -14,8 +14,7 @@ from typing import Annotated
 
 import typer
 
-from dia_assets.agents.locations import default_warehouse, is_postgres
-from dia_assets.agents.settings import get_settings
+from dia_assets.agents.locations import default_warehouse
 from dia_assets.cli_common import (
     EXIT_USAGE,
     JsonOpt,
@@ -26,6 +25,8 @@ from dia_assets.cli_common import (
     use_workspace,
 )
 from dia_assets.contracts.query_result import Verification
+from dia_assets.platform.settings import get_settings
+from dia_assets.platform.warehouse.base import target_dialect
 
 SESSION_FILE = "_session.json"
 
@@ -33,7 +34,7 @@ SESSION_FILE = "_session.json"
 def _catalog_link(target: str, store: object) -> object:
     from dia_assets.cli_analysis import catalog_link_for
 
-    return None if store is None or is_postgres(target) else catalog_link_for(target, store)
+    return None if store is None or not target_dialect(target).file_based else catalog_link_for(target, store)
 
 
 def ask(
@@ -76,7 +77,7 @@ def ask(
     workspace = use_workspace(workspace_dir)
     _echo = say(quiet)
     target = warehouse or default_warehouse(workspace)
-    if not is_postgres(target) and not Path(target).exists():
+    if target_dialect(target).file_based and not Path(target).exists():
         fail(f"no warehouse at {target}", "build it first (`dia build DIR` or `make demo`) or pass --warehouse",
              EXIT_USAGE)
 
@@ -117,7 +118,7 @@ def ask(
             memory=store, manifest_path=workspace / "schema" / "manifest.json", workspace=workspace,
             ask_user=ask_user if interactive else None, allow_writes=allow_writes,
             previous=previous, clarifications=known, catalog_link=_catalog_link(target, store),
-            catalog=None if store is None or is_postgres(target) else catalog_for(target, store),
+            catalog=None if store is None or not target_dialect(target).file_based else catalog_for(target, store),
         )
     except PipelineError as err:
         fail(str(err), code=EXIT_USAGE)

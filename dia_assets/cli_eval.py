@@ -12,7 +12,6 @@ from typing import Annotated, Any
 import typer
 
 from dia_assets.agents.locations import default_warehouse, workspace_root
-from dia_assets.agents.settings import get_settings
 from dia_assets.cli_common import (
     EXIT_USAGE,
     JsonOpt,
@@ -22,6 +21,7 @@ from dia_assets.cli_common import (
     fail,
     use_workspace,
 )
+from dia_assets.platform.settings import get_settings
 
 ORACLE_HELP = (
     "litellm model name (default $DIA_MODEL). `oracle` answers every question with its gold SQL "

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import psutil
 
-from dia_assets.agents.settings import get_settings
+from dia_assets.platform.settings import get_settings
 
 # First on the PYTHONPATH of `dagster dev`: its sitecustomize starts run workers warm and shortens
 # the backfill daemon's loop (dia_assets/boot/sitecustomize.py says why)

@@ -33,7 +33,7 @@ from dia_assets.agents.mcp.service import (
     DiaService,
     ToolRefused,
 )
-from dia_assets.agents.query.gate import redact
+from dia_assets.platform.sql.gate import redact
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 INSTRUCTIONS = (

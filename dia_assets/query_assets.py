@@ -36,10 +36,11 @@ from dagster import (
 from pydantic import Field
 
 from dia_assets.agents.data_folder import ADD_QUESTIONS_HINT, questions_file
-from dia_assets.agents.locations import default_warehouse, is_postgres
+from dia_assets.agents.locations import default_warehouse
 from dia_assets.agents.query.llm import NO_MODEL_MESSAGE, litellm_chat
 from dia_assets.agents.query.questions import load_questions, markdown_table
-from dia_assets.agents.settings import get_settings
+from dia_assets.platform.settings import get_settings
+from dia_assets.platform.warehouse.base import target_dialect
 from dia_assets.question_outcomes import SINGLE_RUN, answer_each, answered_check_spec
 from dia_assets.resources import LLMResource, WorkspaceResource
 from dia_assets.resources.memory import MemoryResource
@@ -146,7 +147,7 @@ def materialize_question(
             "answer_path": MetadataValue.path(result.artifacts["answer"]),
         }, check_results=[answered_check(result, workspace=workspace.root_path)])
     warehouse = warehouse_location(workspace)
-    if not is_postgres(warehouse) and not Path(warehouse).exists():
+    if target_dialect(warehouse).file_based and not Path(warehouse).exists():
         raise Failure(f"no warehouse at {warehouse}: materialize `warehouse` first (dia build / make demo)")
     assert llm.model
     previous = previous_answer(workspace.root_path, follows) if follows else None
@@ -156,7 +157,7 @@ def materialize_question(
     from dia_assets.agents.catalog.linking import catalog_link_for, catalog_nodes_for
 
     catalog, link = (catalog_nodes_for(warehouse, memory), catalog_link_for(warehouse, memory)) \
-        if memory is not None and not is_postgres(warehouse) else (None, None)
+        if memory is not None and target_dialect(warehouse).file_based else (None, None)
     context.log.info(f"{qid}: catalog schema linking {'on' if link else 'off (no catalog for this warehouse)'}")
     if memory is not None and context.run.tags.get("dia/fresh_memory") == "true":
         # a replan after answer quality fell: hold back what the failed answer recalled

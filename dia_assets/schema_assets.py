@@ -37,7 +37,6 @@ from dagster import (
 )
 from dagster_duckdb import DuckDBResource
 
-from dia_assets.agents.locations import is_postgres
 from dia_assets.agents.schema_creator import build as sc
 from dia_assets.agents.schema_creator import validate as v
 from dia_assets.agents.schema_creator.lineage import table_lineage
@@ -48,6 +47,7 @@ from dia_assets.contracts.artifact import write_atomic
 from dia_assets.contracts.interpretation import Interpretation
 from dia_assets.contracts.manifest import Manifest, ManifestTable
 from dia_assets.contracts.report import ValidationReport
+from dia_assets.platform.warehouse.base import build_dialect
 from dia_assets.resources.warehouse import warehouse_target
 from dia_assets.resources.workspace import WorkspaceResource
 from dia_assets.run_writer import LOAD, run_writer
@@ -85,7 +85,7 @@ def schema_manifest(context: AssetExecutionContext, workspace: WorkspaceResource
     """Plan the schema from interpretation.json plus the expert's overrides."""
     interp = Interpretation.read(workspace.path("interpretation.json"))
     target = warehouse_target(duckdb)
-    dialect = "postgres" if is_postgres(target) else "duckdb"
+    dialect = build_dialect(target).name
     try:
         with run_writer(context, workspace.root_path, "plan", target):
             manifest, paths = sc.write_plan(interp, workspace.root_path, dialect)

@@ -22,13 +22,13 @@ from dagster import (
 )
 
 from dia_assets.agents.interpreter.names import raw_key_name
-from dia_assets.agents.locations import is_postgres
 from dia_assets.agents.schema_creator.lineage import table_lineage
 from dia_assets.agents.schema_creator.markdown import foreign_key_targets, lineage_markdown
 from dia_assets.agents.schema_creator.table_stats import TableStats, cached_stats
-from dia_assets.agents.settings import get_settings
 from dia_assets.contracts.interpretation import Interpretation
 from dia_assets.contracts.manifest import Manifest, ManifestTable
+from dia_assets.platform.settings import get_settings
+from dia_assets.platform.warehouse.base import target_dialect
 
 WAREHOUSE_GROUP = "warehouse"
 WAREHOUSE = AssetKey("warehouse")
@@ -65,7 +65,7 @@ def definition_stats(workspace: str | Path, tables: list[ManifestTable]) -> dict
     PostgreSQL (not scanned at every load of the code location)."""
     from dia_assets.resources.warehouse import default_duckdb_path
 
-    if not tables or is_postgres(get_settings().warehouse):
+    if not tables or not target_dialect(get_settings().warehouse).file_based:
         return {}
     return cached_stats(workspace, default_duckdb_path(str(workspace)), [t.name for t in tables])
 

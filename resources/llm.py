@@ -8,7 +8,7 @@ from typing import Any
 from dagster import ConfigurableResource
 from pydantic import Field
 
-from dia_assets.agents.settings import get_settings
+from dia_assets.platform.settings import get_settings
 
 
 class LLMResource(ConfigurableResource):

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from dagster import ConfigurableResource, InitResourceContext
 from pydantic import Field, PrivateAttr
 
-from dia_assets.agents.settings import get_settings
+from dia_assets.platform.settings import get_settings
 from dia_assets.resources.embeddings import EmbeddingsResource
 
 # The store (psycopg, pgvector, the embedded server) is imported when a step opens it: every

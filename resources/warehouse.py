@@ -8,14 +8,14 @@ from pathlib import Path
 
 from dagster_duckdb import DuckDBResource
 
-from dia_assets.agents.locations import is_postgres
-from dia_assets.agents.settings import get_settings
+from dia_assets.platform.settings import get_settings
+from dia_assets.platform.warehouse.base import target_dialect
 from dia_assets.resources.workspace import default_workspace
 
 
 def default_duckdb_path(workspace: str | None = None) -> str:
     env = get_settings().warehouse
-    if env and not is_postgres(env):
+    if env and target_dialect(env).file_based:
         return str(Path(env).resolve())
     return str((Path(workspace or default_workspace()) / "warehouse.duckdb").resolve())
 
@@ -28,4 +28,4 @@ def duckdb_resource(workspace: str | None = None) -> DuckDBResource:
 def warehouse_target(duckdb: DuckDBResource) -> str:
     """Where to load: the PostgreSQL URL in `DIA_WAREHOUSE` if set, else the DuckDB file."""
     env = get_settings().warehouse
-    return env if is_postgres(env) else duckdb.database
+    return env if not target_dialect(env).file_based else duckdb.database

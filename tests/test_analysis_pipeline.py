@@ -259,7 +259,7 @@ def test_dia_ask_pipeline_end_to_end(warehouse, tmp_path, monkeypatch) -> None:
 def test_a_slow_sql_step_is_interrupted(warehouse, embedder) -> None:
     from dia_assets.agents.analysis.session import AnalysisSession
     from dia_assets.agents.analysis.steps import PipelineError
-    from dia_assets.agents.query.gate import Gate, schema_of
+    from dia_assets.platform.sql.gate import Gate, schema_of
 
     session = AnalysisSession(warehouse, embedder, CASCADE, timeout_s=0.2)
     try:
@@ -430,8 +430,8 @@ def test_semantic_steps_are_estimated_from_the_catalog_before_they_run(warehouse
     """Over a warehouse table the catalog gives rows in (its row count, deliberately not the
     true 9 here) and the selectivity (its samples); over a step table they are measured."""
     from dia_assets.agents.analysis.session import AnalysisSession
-    from dia_assets.agents.query.gate import Gate, schema_of
     from dia_assets.contracts.semantic_catalog import CatalogNode
+    from dia_assets.platform.sql.gate import Gate, schema_of
 
     register([])
     catalog = {

@@ -355,7 +355,7 @@ def test_postgres_probe_runner_is_read_only(db_url: str) -> None:
     probe = PostgresProbeRunner(db_url)
     try:
         assert probe("SELECT true") == [(True,)]
-        from dia_assets.agents.query.safety import SQLRefused
+        from dia_assets.platform.sql.safety import SQLRefused
 
         with pytest.raises(SQLRefused):  # the gate
             probe("CREATE TABLE sneaky (a int)")

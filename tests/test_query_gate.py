@@ -7,8 +7,8 @@ import pytest
 import sqlglot
 from sqlglot import exp
 
-from dia_assets.agents.query.allowlist import ANONYMOUS, TYPES
-from dia_assets.agents.query.safety import (
+from dia_assets.platform.sql.allowlist import ANONYMOUS, TYPES
+from dia_assets.platform.sql.safety import (
     SQLRefused,
     check_functions,
     check_sql,
@@ -176,3 +176,28 @@ def test_system_columns_only_where_a_table_has_them() -> None:
     with pytest.raises(SQLRefused, match="system column"):
         check_sql("SELECT rowid FROM staff", "sqlite", schema)
     check_sql("SELECT oid FROM parts", "postgres", {"parts": {"oid": "INT"}})  # a real column
+
+
+@pytest.mark.parametrize("dialect", ["snowflake", "bigquery", "mysql", ""])
+def test_a_dialect_without_an_allow_list_is_refused_not_vetted_as_duckdb(dialect: str) -> None:
+    """No fallback: before the split, an unknown dialect silently got DuckDB's lists, so
+    DuckDB's `median(x)` passed as Snowflake SQL. Now even `SELECT 1` is refused, by name."""
+    for sql in ("SELECT median(x) FROM t", "SELECT 1"):
+        with pytest.raises(SQLRefused, match="no SQL allow-list for dialect") as err:
+            check_sql(sql, dialect, {"t": {"x": "INT"}})
+        assert err.value.signature == "unknown_dialect"
+    with pytest.raises(SQLRefused, match="no SQL allow-list"):
+        check_functions(sqlglot.parse_one("SELECT median(x) FROM t"), dialect)
+    with pytest.raises(SQLRefused, match="no SQL allow-list"):
+        check_types(sqlglot.parse_one("SELECT CAST(x AS INT) FROM t"), dialect)
+
+
+def test_every_registered_warehouse_dialect_has_its_own_allow_list() -> None:
+    """A new engine in platform/warehouse/ without platform/sql/allowlist/<name>.py fails here
+    (its SQL would be refused by the gate)."""
+    from dia_assets.platform.sql.allowlist import LISTS
+    from dia_assets.platform.warehouse import REGISTRY
+
+    assert set(REGISTRY) == set(LISTS) == set(ANONYMOUS) == set(TYPES)
+    for name in REGISTRY:
+        check_sql("SELECT abs(x) FROM t", name, {"t": {"x": "INT"}})

@@ -73,8 +73,8 @@ def test_samples_mode_is_the_default_and_shows_values(tmp_path: Path, monkeypatc
 
 
 def test_aggregates_allow_statistics_schema_only_allows_counts() -> None:
-    from dia_assets.agents.query.gate import check_privacy
-    from dia_assets.agents.query.safety import SQLRefused, check_sql
+    from dia_assets.platform.sql.gate import check_privacy
+    from dia_assets.platform.sql.safety import SQLRefused, check_sql
 
     schema = {"staff": {"badge": "VARCHAR", "role": "VARCHAR", "hourly_rate": "DECIMAL"}}
 

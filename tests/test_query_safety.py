@@ -20,7 +20,7 @@ from dia_assets.agents.query.policies import (
     ResubmissionControl,
     apply_carryover,
 )
-from dia_assets.agents.query.safety import SQLRefused, check_sql, normalize_sql
+from dia_assets.platform.sql.safety import SQLRefused, check_sql, normalize_sql
 from tests.query_fixtures import build_sqlite, build_tiny_duckdb
 
 SCHEMA = {
@@ -204,7 +204,7 @@ def test_prompts_are_data_and_fully_filled() -> None:
 
 
 def test_markdown_fences_are_stripped() -> None:
-    from dia_assets.agents.query.safety import clean_sql
+    from dia_assets.platform.sql.safety import clean_sql
 
     assert clean_sql("```sql\nSELECT 1\n```") == "SELECT 1"
     assert clean_sql("  SELECT '```' AS x ") == "SELECT '```' AS x"

@@ -11,10 +11,10 @@ import pytest
 from dia_assets.agents.evaluation.gold_contract import gold_contract
 from dia_assets.agents.query.contract import ContractError, parse_contract
 from dia_assets.agents.query.dialects import DuckDBDatabase
-from dia_assets.agents.query.gate import Gate
 from dia_assets.agents.query.schema import SchemaIndex
 from dia_assets.agents.query.verify import check_fanout, verify_result
 from dia_assets.contracts.query_result import FilterSpec, OutputContract
+from dia_assets.platform.sql.gate import Gate
 
 DDL = """
 CREATE TABLE author (author_id INTEGER PRIMARY KEY, name VARCHAR, country VARCHAR);

@@ -12,10 +12,10 @@ import pytest
 
 from dia_assets.agents.query.contract import parse_contract
 from dia_assets.agents.query.dialects import DuckDBDatabase, SQLiteDatabase
-from dia_assets.agents.query.gate import Gate
 from dia_assets.agents.query.sanity import sanity_checks
 from dia_assets.agents.query.schema import SchemaIndex
 from dia_assets.agents.query.verify import verify_result
+from dia_assets.platform.sql.gate import Gate
 
 DDL = [
     "CREATE TABLE dept (dept_id INTEGER PRIMARY KEY, dept_name VARCHAR, postal_code VARCHAR, head_emp_id INTEGER)",

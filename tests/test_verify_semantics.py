@@ -25,9 +25,9 @@ from dia_assets.agents.query.dialects import (
     SQLiteDatabase,
     nulls_first_default,
 )
-from dia_assets.agents.query.gate import Gate
 from dia_assets.agents.query.schema import SchemaIndex
 from dia_assets.agents.query.verify import check_order, verify_result
+from dia_assets.platform.sql.gate import Gate
 from tests.memory_fixtures import fresh_database_url, pg_server  # noqa: F401 - fixture
 
 # budget has NULLs and a tie (300); every department with staff has exactly two projects;

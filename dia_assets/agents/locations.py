@@ -4,10 +4,9 @@ agents and the Dagster resources."""
 from __future__ import annotations
 
 import os
-import re
 from pathlib import Path
 
-from dia_assets.agents.settings import get_settings
+from dia_assets.platform.settings import get_settings
 
 
 def workspace_root() -> Path:
@@ -24,12 +23,6 @@ def default_warehouse(workspace: str | Path | None = None) -> str:
     """`DIA_WAREHOUSE` (a DuckDB or SQLite file, or a PostgreSQL URL), else
     `<workspace>/warehouse.duckdb`."""
     return get_settings().warehouse or str(Path(workspace or workspace_root()) / "warehouse.duckdb")
-
-
-def is_postgres(target: str | Path | None) -> bool:
-    """A PostgreSQL URL (`postgresql://...`) or keyword conninfo (`host=... dbname=...`)."""
-    text = str(target or "")
-    return text.startswith(("postgresql://", "postgres://")) or bool(re.match(r"^\s*\w+=", text))
 
 
 # Temporary folders of the interpreter and the loader carry their owner's pid, so the next

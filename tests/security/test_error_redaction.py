@@ -11,7 +11,7 @@ import duckdb
 import psycopg
 import pytest
 
-from dia_assets.agents.query.redaction import (
+from dia_assets.platform.sql.redaction import (
     redact_error,
     redact_message,
     schema_words,

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from dia_assets.agents.query import safety
-from dia_assets.agents.query.gate import PRIVACY_MODES, check_privacy
-from dia_assets.agents.query.safety import SQLRefused, check_sql
+from dia_assets.platform.sql import safety
+from dia_assets.platform.sql.gate import PRIVACY_MODES, check_privacy
+from dia_assets.platform.sql.safety import SQLRefused, check_sql
 from tests.security.conftest import pg  # noqa: F401 - pytest fixture
 from tests.security.harness import probe, run_agent, submit
 
@@ -151,7 +151,7 @@ def test_an_unexpected_failure_inside_the_gate_is_a_refusal(monkeypatch: pytest.
         check_sql("SELECT role FROM staff", "duckdb", SCHEMA)
     assert err.value.signature == "unchecked" and not PYTHON_ERRORS.search(str(err.value))
     tree = safety.parse_one_statement("SELECT COUNT(*) FROM staff", "duckdb")
-    monkeypatch.setattr("dia_assets.agents.query.gate._value_free", broken)
+    monkeypatch.setattr("dia_assets.platform.sql.gate._value_free", broken)
     with pytest.raises(SQLRefused, match=UNCHECKED):
         check_privacy(tree, "aggregates")
 

@@ -13,25 +13,25 @@ from typing import Any
 from dia_assets.agents.analysis.agent import OnDemandPipelineAgent
 from dia_assets.agents.analysis.session import AnalysisSession
 from dia_assets.agents.analysis.steps import PipelineError
-from dia_assets.agents.locations import is_postgres
 from dia_assets.agents.memory.embedder import Embedder, make_embedder
-from dia_assets.agents.query.gate import privacy_mode
 from dia_assets.agents.query.loop import AgentRun, QueryAgent
 from dia_assets.agents.query.run import answer_question, checked_question_id, slug
 from dia_assets.agents.semantic_ops.models import CascadeConfig
 from dia_assets.agents.semantic_ops.vectors import VectorIndex
-from dia_assets.agents.settings import get_settings
 from dia_assets.contracts.analysis_result import AnalysisResult
 from dia_assets.contracts.query_result import QueryResult
 from dia_assets.contracts.semantic_catalog import CatalogNode
+from dia_assets.platform.settings import get_settings
+from dia_assets.platform.sql.gate import privacy_mode
+from dia_assets.platform.warehouse.base import target_dialect
+from dia_assets.platform.warehouse.duckdb import DUCKDB
 
 
 def pipelines_unavailable(warehouse: str | Path, privacy: str | None = None, allow_writes: bool = False,
                           model: str | None = None, chat: Any = None) -> str | None:
     """Why semantic operators cannot be offered for this question, or None when they can."""
     text = str(warehouse)
-    if is_postgres(text) or text.startswith("sqlite:///") or \
-            Path(text).suffix.lower() in (".sqlite", ".sqlite3", ".db"):
+    if target_dialect(text) is not DUCKDB:
         return "pipelines run over a DuckDB warehouse only"
     mode = privacy_mode(privacy)
     if mode != "samples":

@@ -18,9 +18,9 @@ from dia_assets.agents.query.run import no_model_result, slug, write_artifacts
 from dia_assets.agents.query.schema import SchemaIndex
 from dia_assets.agents.semantic_ops.models import CascadeConfig
 from dia_assets.agents.semantic_ops.vectors import VectorIndex
-from dia_assets.agents.settings import get_settings
 from dia_assets.contracts.analysis_result import AnalysisResult
 from dia_assets.contracts.semantic_catalog import CatalogNode
+from dia_assets.platform.settings import get_settings
 
 
 def answer_with_pipeline(

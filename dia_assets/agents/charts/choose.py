@@ -43,8 +43,8 @@ import yaml
 
 from dia_assets.agents.charts import measures, names, order
 from dia_assets.agents.jsonable import jsonable
-from dia_assets.agents.settings import get_settings
 from dia_assets.contracts.chart import CHART_KINDS, ChartSpec, ColumnShape
+from dia_assets.platform.settings import get_settings
 
 MAX_CATEGORIES = 50  # bars beyond this are unreadable: a table instead
 MAX_SERIES = 12  # colours a reader can tell apart (the categorical palette has this many)

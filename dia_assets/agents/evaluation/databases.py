@@ -8,7 +8,7 @@
 - a PostgreSQL URL: `{db}` in it is replaced by the instance's db id (defog sql-eval keeps one
   database per `db_name`); without `{db}` every instance uses that one database.
 
-Connections are the Query Generator's own (`dia_assets.agents.query.dialects`): DuckDB
+Connections are the Query Generator's own (`dia_assets.platform.warehouse`): DuckDB
 read-only with external access disabled, its configuration locked and memory and threads
 limited, SQLite through a `mode=ro` URI with an authorizer that allows only reads,
 PostgreSQL with every statement in a READ ONLY transaction with a `statement_timeout`, as
@@ -25,13 +25,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from dia_assets.agents.locations import is_postgres
-from dia_assets.agents.query.dialects import (  # noqa: F401 - QueryTimeout is re-exported
-    DuckDBDatabase,
-    PostgresDatabase,
-    QueryTimeout,
-    SQLiteDatabase,
+from dia_assets.platform.warehouse.base import (
+    QueryTimeout,  # noqa: F401 - re-exported
+    target_dialect,
 )
+from dia_assets.platform.warehouse.duckdb import DuckDBDatabase
+from dia_assets.platform.warehouse.postgres import PostgresDatabase
+from dia_assets.platform.warehouse.sqlite import SQLiteDatabase
 
 
 @dataclass
@@ -98,7 +98,7 @@ def open_database(target: str | Path, name: str = "", catalog_reads: bool = Fals
     """Open one database read-only: a SQLite/DuckDB file or a PostgreSQL URL. `catalog_reads`:
     SQLite's own tables and `sqlite_version()` may be read too (scoring a predictions file)."""
     text = str(target)
-    if is_postgres(text):
+    if not target_dialect(text).file_based:
         return Database("postgres", text, name, PostgresDatabase(text))
     path = Path(text.removeprefix("sqlite:///"))
     if not path.is_file():

@@ -36,8 +36,8 @@ from sqlglot.tokens import TokenType
 from dia_assets.agents.evaluation.databases import Database, ResultSet
 from dia_assets.agents.evaluation.models import Execution
 from dia_assets.agents.evaluation.runner import execute
-from dia_assets.agents.query.gate import Gate, schema_of
-from dia_assets.agents.query.safety import SQLRefused
+from dia_assets.platform.sql.gate import Gate, schema_of
+from dia_assets.platform.sql.safety import SQLRefused
 
 REFUSED = "refused by the SQL gate: "
 

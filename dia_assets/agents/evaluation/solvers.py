@@ -131,9 +131,9 @@ def _count_entity(sql: str, db: Database) -> str | None:
     """What the gold's plain COUNT counts (`verify.count_entity`), on the agent's own view of
     the database; None when it cannot be told."""
     try:
-        from dia_assets.agents.query.dialects import open_database
         from dia_assets.agents.query.run import schema_index
         from dia_assets.agents.query.verify import count_entity
+        from dia_assets.platform.warehouse.base import connect as open_database
 
         agent_db = open_database(_agent_target(db))
         try:

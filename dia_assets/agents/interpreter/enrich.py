@@ -29,7 +29,7 @@ def _prompt() -> dict[str, str]:
 def enrich(interp: Interpretation, complete: Complete, model: str, privacy: str | None = None) -> list[str]:
     """Ask once for the whole catalogue; returns what changed, for the log (the first entry
     says what was sent)."""
-    from dia_assets.agents.query.gate import privacy_mode, shows_values
+    from dia_assets.platform.sql.gate import privacy_mode, shows_values
 
     mode = privacy_mode(privacy)
     values = shows_values(mode)

@@ -59,9 +59,9 @@ from dia_assets.agents.interpreter.rewrite import (
     stats_for,
 )
 from dia_assets.agents.locations import temp_prefix
-from dia_assets.agents.settings import get_settings
 from dia_assets.agents.value_parsing import sql_str
 from dia_assets.contracts.interpretation import DeclaredTable, ParseInfo, QualityIssue, SourceRef
+from dia_assets.platform.settings import get_settings
 
 # DuckDB keeps a whole line in one buffer. The first read leaves `max_line_size` unset: any
 # line that fits the buffer is read, and an ordered read runs at the speed of an unordered one

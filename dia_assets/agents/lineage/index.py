@@ -10,7 +10,6 @@ from typing import Any
 
 from dia_assets.agents.interpreter.naming import quote_ident as q
 from dia_assets.agents.lineage.reads import sql_reads
-from dia_assets.agents.locations import is_postgres
 from dia_assets.contracts.interpretation import Interpretation
 from dia_assets.contracts.lineage import (
     AnswerReads,
@@ -22,6 +21,7 @@ from dia_assets.contracts.lineage import (
 )
 from dia_assets.contracts.manifest import Manifest, ManifestTable
 from dia_assets.contracts.query_result import QueryResult
+from dia_assets.platform.warehouse.base import target_dialect
 
 log = logging.getLogger("dia.lineage")
 
@@ -97,11 +97,11 @@ def build_index(workspace: str | Path, warehouse: str | None = None) -> LineageI
     manifest = workspace_manifest(ws)
     interp = _interpretation(ws)
     index = LineageIndex(generated_at=datetime.now(UTC).isoformat(timespec="seconds"),
-                         warehouse="postgresql://(redacted)" if warehouse and is_postgres(warehouse)
+                         warehouse="postgresql://(redacted)" if warehouse and target_dialect(warehouse).credentials_in_target
                          else str(warehouse or ""),
                          tables=[table_origin(t, interp) for t in manifest.tables],
                          answers=answers(ws, manifest))
-    if warehouse and (is_postgres(warehouse) or Path(warehouse).exists()):
+    if warehouse and (not target_dialect(warehouse).file_based or Path(warehouse).exists()):
         from dia_assets.agents.schema_creator.target import Target
 
         with Target(warehouse) as target:

@@ -22,7 +22,7 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.errors import ErrorLevel
 
-from dia_assets.agents.query.redaction import HIDDEN, redact_text
+from dia_assets.platform.sql.redaction import HIDDEN, redact_text
 
 VALUE_FIELDS = frozenset({
     "min", "max", "quantiles", "top_values", "patterns", "examples", "unparseable_examples",

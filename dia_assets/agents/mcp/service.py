@@ -32,16 +32,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from dia_assets.agents.locations import default_warehouse, is_postgres, workspace_root
+from dia_assets.agents.locations import default_warehouse, workspace_root
 from dia_assets.agents.mcp.privacy import artifact_view
-from dia_assets.agents.query.gate import Gate, privacy_mode, shows_values
 from dia_assets.agents.query.llm import NO_MODEL_MESSAGE, ChatFn
 from dia_assets.agents.query.loop import AgentSettings
-from dia_assets.agents.query.redaction import schema_words
 from dia_assets.agents.query.run import checked_question_id
-from dia_assets.agents.query.safety import SQLRefused
 from dia_assets.agents.query.tools import capped_rows, result_bytes
-from dia_assets.agents.settings import get_settings
+from dia_assets.platform.settings import get_settings
+from dia_assets.platform.sql.gate import Gate, privacy_mode, shows_values
+from dia_assets.platform.sql.redaction import schema_words
+from dia_assets.platform.sql.safety import SQLRefused
+from dia_assets.platform.warehouse.base import target_dialect
 
 # the longest input each tool takes, in characters (a SELECT or a lineage target may be long)
 INPUT_LIMITS = {"name": 512, "sql": 100_000, "question": 8_000, "question_id": 200, "target": 100_000,
@@ -100,9 +101,9 @@ class DiaService:
     # -- plumbing ---------------------------------------------------------------------
 
     def _open(self) -> Any:
-        from dia_assets.agents.query.dialects import open_database
+        from dia_assets.platform.warehouse.base import connect as open_database
 
-        if not is_postgres(self.warehouse) and not Path(self.warehouse).exists():
+        if target_dialect(self.warehouse).file_based and not Path(self.warehouse).exists():
             raise ToolRefused(f"no warehouse at {self.warehouse}: build one first (dia build DIR or make demo), "
                               "or set DIA_WAREHOUSE")
         try:

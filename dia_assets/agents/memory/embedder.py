@@ -14,7 +14,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from dia_assets.agents.settings import get_settings
+from dia_assets.platform.settings import get_settings
 
 WORDLLAMA = "wordllama/l2_supercat_256"
 _WORDLLAMA_ALIASES = {"", "wordllama", WORDLLAMA}

@@ -15,7 +15,7 @@ import yaml
 
 from dia_assets.agents.memory.conflicts import ConflictJudge, JudgeVerdict
 from dia_assets.agents.memory.models import MemoryItem, NewMemory
-from dia_assets.agents.settings import get_settings
+from dia_assets.platform.settings import get_settings
 
 _PROMPT = Path(__file__).parent / "prompts" / "conflict_judge.yaml"
 _JSON = re.compile(r"\{.*\}", re.DOTALL)

@@ -69,7 +69,7 @@ class GatedProbeRunner:
     as the agent's probes. One door, so a lesson cannot reach what a probe cannot."""
 
     def __init__(self, db: Any, timeout_s: float = 10.0, max_rows: int = 1) -> None:
-        from dia_assets.agents.query.gate import Gate, privacy_mode, schema_of
+        from dia_assets.platform.sql.gate import Gate, privacy_mode, schema_of
 
         self.db = db
         self.gate = Gate(db, schema_of(db), privacy_mode())
@@ -101,7 +101,7 @@ class DuckDBProbeRunner(GatedProbeRunner):
         timeout_s: float = 10.0,
         max_rows: int = 1,
     ) -> None:
-        from dia_assets.agents.query.dialects import DuckDBDatabase
+        from dia_assets.platform.warehouse.duckdb import DuckDBDatabase
 
         if connection is not None:
             db: Any = DuckDBDatabase.from_connection(connection)
@@ -121,6 +121,6 @@ class PostgresProbeRunner(GatedProbeRunner):
     """Read-only PostgreSQL probes for a warehouse that moved to PostgreSQL (DESIGN §9)."""
 
     def __init__(self, conninfo: str, timeout_ms: int = 10_000) -> None:
-        from dia_assets.agents.query.dialects import PostgresDatabase
+        from dia_assets.platform.warehouse.postgres import PostgresDatabase
 
         super().__init__(PostgresDatabase(conninfo), timeout_ms / 1000)

@@ -10,7 +10,7 @@ from typing import Any
 
 from dia_assets.agents.models.door import MODEL_VARS
 from dia_assets.agents.models.errors import ModelUnavailable, is_network_error, one_line
-from dia_assets.agents.settings import FIELDS, get_settings, load_settings
+from dia_assets.platform.settings import FIELDS, get_settings, load_settings
 
 # where litellm sends each provider when no base URL is set (its own defaults)
 _DEFAULT_BASE = {"ollama": "http://localhost:11434", "ollama_chat": "http://localhost:11434"}

@@ -20,9 +20,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dia_assets.agents.models.errors import ModelUnavailable, is_network_error, unavailable
-from dia_assets.agents.settings import FIELDS, SettingsError, get_settings, load_settings
+from dia_assets.platform.settings import FIELDS, SettingsError, get_settings, load_settings
 
-# model settings, each checked and named in its error by dia_assets.agents.settings
+# model settings, each checked and named in its error by dia_assets.platform.settings
 MODEL_VARS = ("DIA_MODEL", "DIA_SEMANTIC_LIGHT_MODEL", "DIA_SEMANTIC_STRONG_MODEL")
 CONNECT_TIMEOUT_S = 5.0
 CLOSE_WAIT_S = 5.0  # how long exit waits for the door's loop thread to finish what it is doing

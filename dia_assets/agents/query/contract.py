@@ -7,12 +7,12 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from dia_assets.agents.query.safety import (
+from dia_assets.contracts.query_result import OutputContract
+from dia_assets.platform.sql.safety import (
     SQLRefused,
     check_static,
     closest_columns,
 )
-from dia_assets.contracts.query_result import OutputContract
 
 __all__ = ["OutputContract", "ContractError", "parse_contract"]
 

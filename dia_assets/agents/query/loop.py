@@ -24,7 +24,6 @@ from dia_assets.agents.query.contract import (
     weakenings,
 )
 from dia_assets.agents.query.dialects import Database, QueryOutput, transpile_all
-from dia_assets.agents.query.gate import Gate, privacy_mode, shows_values
 from dia_assets.agents.query.lineage import column_lineage
 from dia_assets.agents.query.linking import LinkPlan
 from dia_assets.agents.query.llm import ChatFn, ChatReply, ModelUnavailable, ToolCall
@@ -37,8 +36,6 @@ from dia_assets.agents.query.policies import (
     apply_carryover,
     carryover_prompt,
 )
-from dia_assets.agents.query.redaction import error_kind
-from dia_assets.agents.query.safety import SQLRefused, clean_sql, normalize_name
 from dia_assets.agents.query.schema import SchemaIndex
 from dia_assets.agents.query.tools import (
     AGENT_TOOLS,
@@ -64,6 +61,9 @@ from dia_assets.contracts.query_result import (
     Usage,
     Verification,
 )
+from dia_assets.platform.sql.gate import Gate, privacy_mode, shows_values
+from dia_assets.platform.sql.redaction import error_kind
+from dia_assets.platform.sql.safety import SQLRefused, clean_sql, normalize_name
 
 AskUser = Callable[[str], str | None]
 DIALECT_NAMES = {"duckdb": "DuckDB", "postgres": "PostgreSQL", "sqlite": "SQLite"}

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from dia_assets.agents.query.schema import tokens
-from dia_assets.agents.settings import get_settings
+from dia_assets.platform.settings import get_settings
 
 ProbeRunner = Callable[[str], Sequence[Sequence[Any]]]
 KINDS = ("join", "aggregation", "filter", "output_convention", "grounding", "formula", "preference")
@@ -165,11 +165,11 @@ class StoreMemory:
 
 def warehouse_fingerprint(warehouse: str) -> str:
     """The memory scope of a warehouse: a DuckDB file, or a PostgreSQL URL."""
-    from dia_assets.agents.locations import is_postgres
     from dia_assets.agents.memory import database_fingerprint
+    from dia_assets.platform.warehouse.base import target_dialect
 
     text = str(warehouse)
-    if is_postgres(text):
+    if not target_dialect(text).file_based:
         import psycopg
 
         with psycopg.connect(text) as con:

@@ -12,10 +12,10 @@ from __future__ import annotations
 import contextlib
 from typing import Any
 
-from dia_assets.agents.query.gate import Gate, schema_of
 from dia_assets.agents.query.memory import probe_confirms
-from dia_assets.agents.query.safety import CheckedSQL, SQLRefused
 from dia_assets.contracts.query_result import ModificationOutcome
+from dia_assets.platform.sql.gate import Gate, schema_of
+from dia_assets.platform.sql.safety import CheckedSQL, SQLRefused
 
 
 def _run(gate: Gate, db: Any, statements: list[CheckedSQL], post_condition_sql: str,

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 import sqlglot
 from sqlglot import exp
 
-from dia_assets.agents.query.safety import MAX_SQL_CHARS, normalize_sql
+from dia_assets.platform.sql.safety import MAX_SQL_CHARS, normalize_sql
 
 CARRYOVER_NAME = "previous"
 

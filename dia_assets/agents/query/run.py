@@ -25,9 +25,9 @@ from dia_assets.agents.query.questions import (  # noqa: F401 - re-exported
     slug,
 )
 from dia_assets.agents.query.schema import SchemaIndex
-from dia_assets.agents.settings import get_settings
 from dia_assets.contracts.chart import ChartSpec
 from dia_assets.contracts.query_result import Clarification, QueryResult
+from dia_assets.platform.settings import get_settings
 
 _INDEX_CACHE: dict[tuple[str, float], SchemaIndex] = {}
 

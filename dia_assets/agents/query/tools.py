@@ -17,11 +17,11 @@ import yaml
 
 from dia_assets.agents.jsonable import jsonable
 from dia_assets.agents.query.dialects import Database, QueryOutput
-from dia_assets.agents.query.gate import Gate, privacy_mode
 from dia_assets.agents.query.memory import QueryMemory
-from dia_assets.agents.query.safety import SQLRefused
 from dia_assets.agents.query.schema import SchemaIndex
-from dia_assets.agents.settings import get_settings
+from dia_assets.platform.settings import get_settings
+from dia_assets.platform.sql.gate import Gate, privacy_mode
+from dia_assets.platform.sql.safety import SQLRefused
 
 PROMPTS = Path(__file__).resolve().parents[2] / "prompts" / "query_agent.yaml"
 

@@ -8,7 +8,7 @@ from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from pathlib import Path
 
-from dia_assets.agents.locations import default_warehouse, is_postgres
+from dia_assets.agents.locations import default_warehouse
 from dia_assets.agents.schema_creator import sqlgen
 from dia_assets.agents.schema_creator.attempt import Attempt
 from dia_assets.agents.schema_creator.er import er_diagram
@@ -41,6 +41,7 @@ from dia_assets.contracts.generation import PendingInstall
 from dia_assets.contracts.interpretation import Interpretation
 from dia_assets.contracts.manifest import Manifest
 from dia_assets.contracts.report import InstalledBuild, ReloadRecord, ValidationReport
+from dia_assets.platform.warehouse.base import build_dialect, target_dialect
 
 OVERRIDES = ("review", "interpretation_overrides.yaml")
 
@@ -121,7 +122,7 @@ def previous_manifest(workspace: str | Path) -> Manifest | None:
 
 
 def load_warehouse(manifest: Manifest, warehouse: str, hook: StepHook | None = None) -> LoadResult:
-    if is_postgres(warehouse):
+    if build_dialect(warehouse).loads_from_duckdb:
         from dia_assets.agents.schema_creator.postgres import load_postgres
 
         return load_postgres(manifest, manifest.data_dir, warehouse, hook)
@@ -185,7 +186,7 @@ def load_and_validate(
         steps("pending")
 
     quick = None
-    if incremental and not is_postgres(warehouse):
+    if incremental and build_dialect(warehouse).incremental_reload:
         path = Path(warehouse).resolve()
         record.fallback = (f"the last build was interrupted ({attempt.record.recovered[0]})"
                            if attempt.record.recovered else inc.unusable_reason(before, manifest, previous, path))
@@ -200,7 +201,7 @@ def load_and_validate(
         record.fallback = "incremental reloads are for DuckDB warehouses; PostgreSQL is loaded in full"
     if quick is not None:
         loaded, report = quick
-    elif is_postgres(warehouse):
+    elif build_dialect(warehouse).loads_from_duckdb:
         loaded = load_warehouse(manifest, warehouse, steps)
         steps("validate")
         with Target(warehouse) as target:
@@ -263,7 +264,7 @@ def validate_warehouse(manifest: Manifest, warehouse: str, workspace: str | Path
     with writing(workspace, "validate the warehouse in place", "validate", warehouse, record=False):
         with Target(warehouse) as target:
             report = validate(target, manifest, interp)
-        if not is_postgres(warehouse):
+        if target_dialect(warehouse).file_based:
             report.warehouse_hash = content_hash(Path(warehouse))
             report.warehouse_identity = file_identity(Path(warehouse))
         report.stale_overrides = list(manifest.stale_overrides)
@@ -282,7 +283,7 @@ def shared_report(manifest: Manifest, warehouse: str, workspace: str | Path,
     wrote when it describes this very file (same content hash), else validated afresh (and
     written when `write`). The `warehouse` asset's checks and `validation_report` share it.
     A STALE state (a later build failed or was killed) stays on it: never accepted then."""
-    report = read_report(workspace) if not is_postgres(warehouse) else None
+    report = read_report(workspace) if target_dialect(warehouse).file_based else None
     if report is None or not report_describes(report, warehouse):
         if write:
             return validate_warehouse(manifest, warehouse, workspace, interp)
@@ -324,7 +325,7 @@ def run(data_dir: str | Path, workspace: str | Path, warehouse: str | None = Non
                                decisions=expert_files(ws, overrides_seed))
             write_atomic(ws / "interpretation.json", interp.to_json())
         steps("plan")
-        dialect = "postgres" if is_postgres(target) else "duckdb"
+        dialect = build_dialect(target).name
         manifest, paths = write_plan(interp, ws, dialect, overrides_seed)
         loaded, report = load_and_validate(manifest, target, ws, interp, hook, replace_anyway, incremental, attempt)
     paths["report"] = ws / "validation" / "report.json"

@@ -15,13 +15,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from dia_assets.agents.locations import is_postgres
 from dia_assets.agents.schema_creator.attempt import alive, attempt_path, interrupted, read_attempt
 from dia_assets.agents.schema_creator.incremental import record_installed
 from dia_assets.agents.schema_creator.report_files import mark_stale, read_report, write_report
 from dia_assets.agents.schema_creator.swap import clean_leftovers, file_identity
 from dia_assets.contracts.attempt import BuildAttempt
 from dia_assets.contracts.generation import PendingInstall
+from dia_assets.platform.warehouse.base import target_dialect
 
 PENDING = ("state", "pending_install.json")
 COMMITTED_PG = ("validate", "report", "report written")  # a PostgreSQL load's transaction ended before these
@@ -81,7 +81,7 @@ def recover(workspace: str | Path, warehouse: str) -> list[str]:
     ws = Path(workspace)
     last = last_attempt(ws)
     killed = last is not None and last.outcome == "running" and alive(last) is False
-    removed = [] if is_postgres(warehouse) else [p.name for p in clean_leftovers(Path(warehouse))
+    removed = [] if not target_dialect(warehouse).file_based else [p.name for p in clean_leftovers(Path(warehouse))
                                                   if "-building-" in p.name and not p.name.endswith(".wal")]
     pending = read_pending(ws)
     action, finished = None, False
@@ -103,7 +103,7 @@ def recover(workspace: str | Path, warehouse: str) -> list[str]:
             assert pending is not None
             commit(ws, pending, None)
         return [action] if action else []
-    if action is None and is_postgres(warehouse) and owner.step in COMMITTED_PG:
+    if action is None and target_dialect(warehouse).loads_from_duckdb and owner.step in COMMITTED_PG:
         action = "its load was committed to PostgreSQL but not validated: the next build loads and validates it again"
     note = f"{interrupted(owner)}; {action or 'nothing to finish or roll back: it had not changed the warehouse'}"
     owner.recovered.append(note)

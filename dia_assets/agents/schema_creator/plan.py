@@ -16,7 +16,6 @@ from dia_assets.agents.schema_creator.overrides import (
     TableOverride,
 )
 from dia_assets.agents.schema_creator.width import too_wide
-from dia_assets.agents.settings import get_settings
 from dia_assets.contracts.interpretation import Column, Interpretation, Source
 from dia_assets.contracts.manifest import (
     Decision,
@@ -31,6 +30,7 @@ from dia_assets.contracts.manifest import (
     UnreadableSource,
 )
 from dia_assets.contracts.policy import HIGH
+from dia_assets.platform.settings import get_settings
 
 TEXT_TYPES = ("VARCHAR", "TEXT", "STRING", "JSON")
 

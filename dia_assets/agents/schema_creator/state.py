@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from dia_assets.agents.locations import default_warehouse, is_postgres
+from dia_assets.agents.locations import default_warehouse
 from dia_assets.agents.schema_creator.attempt import alive, interrupted
 from dia_assets.agents.schema_creator.generation import installed_by, last_attempt, read_pending
 from dia_assets.agents.schema_creator.report_files import (
@@ -19,6 +19,7 @@ from dia_assets.agents.schema_creator.report_files import (
 )
 from dia_assets.contracts.attempt import BuildAttempt
 from dia_assets.contracts.report import ValidationReport
+from dia_assets.platform.warehouse.base import target_dialect
 
 Verdict = Literal["accepted", "not_accepted", "stale", "building", "unvalidated", "no_build"]
 
@@ -68,7 +69,7 @@ def read_state(workspace: str | Path, warehouse: str | None = None) -> Workspace
                               installed, report, attempt)
     if report.stale_reason:
         return WorkspaceState("stale", f"STALE: {report.stale_reason}", installed, report, attempt)
-    if report.dialect == "duckdb" and not is_postgres(target) and not report_describes(report, target):
+    if report.dialect == "duckdb" and target_dialect(target).file_based and not report_describes(report, target):
         return WorkspaceState("unvalidated", f"unvalidated: the warehouse at {target} is not the file the report "
                               "validated (changed since); run `dia build` or materialize validation_report",
                               installed, report, attempt)

@@ -14,10 +14,10 @@ from pathlib import Path
 import duckdb
 
 from dia_assets.agents.interpreter.naming import quote_ident as q
-from dia_assets.agents.locations import is_postgres
 from dia_assets.agents.schema_creator.swap import file_identity
 from dia_assets.agents.schema_creator.target import Target
 from dia_assets.contracts.artifact import write_atomic
+from dia_assets.platform.warehouse.base import target_dialect
 
 # Aggregates per query: one scan per chunk keeps very wide tables within the planner's limits.
 CHUNK = 100
@@ -85,7 +85,7 @@ def table_stats(target: Target, table: str) -> TableStats | None:
 
 def warehouse_stats(warehouse: str | Path, tables: list[str]) -> dict[str, TableStats]:
     """Statistics of each named table that the warehouse holds; {} when there is no warehouse."""
-    if not is_postgres(str(warehouse)) and not Path(warehouse).exists():
+    if target_dialect(warehouse).file_based and not Path(warehouse).exists():
         return {}
     with Target(warehouse) as target:
         found = {name: table_stats(target, name) for name in tables}
@@ -114,7 +114,7 @@ def cached_stats(workspace: str | Path, warehouse: str | Path, tables: list[str]
     process and run, reads the table's figures without scanning it each time. PostgreSQL and a
     warehouse that cannot be read now (a writer holds it) give {}: no figures rather than old ones."""
     path = Path(warehouse)
-    if is_postgres(str(warehouse)) or not path.exists():
+    if not target_dialect(warehouse).file_based or not path.exists():
         return {}
     identity, cache = file_identity(path), Path(workspace) / CACHE
     try:
@@ -135,6 +135,6 @@ def cached_stats(workspace: str | Path, warehouse: str | Path, tables: list[str]
 
 def installed_stats(workspace: str | Path, warehouse: str | Path, tables: list[str]) -> dict[str, TableStats]:
     """Right after a build: PostgreSQL read directly, DuckDB through the cache (filled here)."""
-    if is_postgres(str(warehouse)):
+    if not target_dialect(warehouse).file_based:
         return warehouse_stats(warehouse, tables)
     return cached_stats(workspace, warehouse, tables)

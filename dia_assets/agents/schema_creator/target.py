@@ -12,8 +12,8 @@ from typing import Any
 import duckdb
 
 from dia_assets.agents.interpreter import limits
-from dia_assets.agents.locations import is_postgres
 from dia_assets.agents.schema_creator.sqlgen import transpile
+from dia_assets.platform.warehouse.base import build_dialect
 
 
 class Target:
@@ -21,7 +21,7 @@ class Target:
 
     def __init__(self, warehouse: str | Path, con: Any = None):
         self.warehouse = str(warehouse)
-        self.dialect = "postgres" if is_postgres(warehouse) else "duckdb"
+        self.dialect = build_dialect(warehouse).name
         self._own = con is None
         if con is not None:
             self.con = con
