@@ -41,11 +41,11 @@ from dia_assets.agents.query import (  # noqa: E402
     Item,
     QueryAgent,
     SchemaIndex,
-    litellm_chat,
     load_questions,
     open_database,
 )
 from dia_assets.agents.query.tools import AGENT_TOOLS, tool_specs  # noqa: E402
+from dia_assets.platform.model.litellm import litellm_chat  # noqa: E402
 from tests.query_fixtures import (  # noqa: E402
     FAKE_MODEL,
     build_example_warehouse,

@@ -22,8 +22,8 @@ from dagster_duckdb import DuckDBResource
 
 from dia_assets.agents.catalog.refresh import catalog_path, model_namer, refresh_catalog
 from dia_assets.agents.memory.connection import MemoryStoreUnavailable
-from dia_assets.agents.settings import get_settings
 from dia_assets.contracts.semantic_catalog import SemanticCatalog
+from dia_assets.platform.settings import get_settings
 from dia_assets.resources.memory import MemoryResource
 from dia_assets.resources.warehouse import warehouse_target
 from dia_assets.resources.workspace import WorkspaceResource

@@ -184,7 +184,7 @@ def demo(
     quiet: QuietOpt = False,
 ) -> None:
     """Materialize every asset on a data folder (the bundled example by default) and print a summary."""
-    from dia_assets.agents.settings import get_settings
+    from dia_assets.platform.settings import get_settings
 
     data_dir = data_dir or get_settings().data_dir
     os.environ["DIA_DATA_DIR"] = str(data_dir)

@@ -7,8 +7,8 @@ from typing import Annotated
 import typer
 
 from dia_assets.agents.locations import default_warehouse
-from dia_assets.agents.settings import get_settings
 from dia_assets.cli_common import EXIT_USAGE, JsonOpt, WorkspaceOpt, echo_json, fail, use_workspace
+from dia_assets.platform.settings import get_settings
 
 catalog_app = typer.Typer(help="Semantic catalog: labels over sources, tables and columns.",
                           no_args_is_help=True)

@@ -1,5 +1,5 @@
 """`dia config`: every DIA_* setting, its effective value and where it came from. Mounted in
-dia_assets/cli.py; the settings themselves are dia_assets/agents/settings.py."""
+dia_assets/cli.py; the settings themselves are dia_assets/platform/settings.py."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from dia_assets.cli_common import JsonOpt, echo_json
 def config(as_json: JsonOpt = False) -> None:
     """Print each DIA_* setting: its effective value, its source (environment or default) and
     what it does. A bad value exits 2 naming the variable and what it accepts."""
-    from dia_assets.agents.settings import sources
+    from dia_assets.platform.settings import sources
 
     rows = sources()
     if as_json:

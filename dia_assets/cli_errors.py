@@ -12,9 +12,9 @@ from typing import Any
 import typer
 from typer.core import TyperGroup
 
-from dia_assets.agents.settings import SettingsError, get_settings
 from dia_assets.cli_common import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_USAGE, one_line
 from dia_assets.cli_compat import rewrite
+from dia_assets.platform.settings import SettingsError, get_settings
 
 
 def _known(exc: BaseException) -> str | None:

@@ -10,8 +10,8 @@ import typer
 
 from dia_assets.agents.memory.connection import default_pgdata
 from dia_assets.agents.memory.models import Kind, MemoryItem, Status, Tier
-from dia_assets.agents.settings import get_settings
 from dia_assets.cli_common import EXIT_USAGE, JsonOpt, WorkspaceOpt, echo_json, fail, use_workspace
+from dia_assets.platform.settings import get_settings
 
 if TYPE_CHECKING:
     from dia_assets.agents.memory.retrieval import MemoryFilter

@@ -14,12 +14,12 @@ from dagster import (
     multiprocess_executor,
 )
 
-from dia_assets.agents.settings import get_settings
 from dia_assets.analysis_assets import analysis_result_asset
 from dia_assets.catalog_assets import semantic_catalog
 from dia_assets.interpretation_assets import interpretation_asset, raw_file_assets
 from dia_assets.lineage_assets import lineage_report
 from dia_assets.memory_assets import memory_lessons_asset
+from dia_assets.platform.settings import get_settings
 from dia_assets.query_assets import query_job, query_result_asset, question_partitions_sensor
 from dia_assets.resources import LLMResource, WorkspaceResource
 from dia_assets.resources.embeddings import EmbeddingsResource

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import psutil
 
-from dia_assets.agents.settings import get_settings
+from dia_assets.platform.settings import get_settings
 
 
 def _group(pgid: int) -> list[psutil.Process]:

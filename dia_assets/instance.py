@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from dia_assets.agents.settings import get_settings
+from dia_assets.platform.settings import get_settings
 
 # keep in step with the Makefile's $(DAGSTER_HOME)/dagster.yaml rule
 DAGSTER_YAML = """telemetry:

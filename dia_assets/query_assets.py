@@ -37,7 +37,6 @@ from pydantic import Field
 
 from dia_assets.agents.data_folder import ADD_QUESTIONS_HINT, questions_file
 from dia_assets.agents.locations import default_warehouse, is_postgres
-from dia_assets.agents.query.llm import NO_MODEL_MESSAGE, litellm_chat
 from dia_assets.agents.query.loop import AgentSettings
 from dia_assets.agents.query.memory import QueryMemory
 from dia_assets.agents.query.run import (
@@ -48,8 +47,10 @@ from dia_assets.agents.query.run import (
     write_artifacts,
 )
 from dia_assets.agents.schema_creator.state import stale_reason
-from dia_assets.agents.settings import get_settings
 from dia_assets.contracts.query_result import QueryResult
+from dia_assets.platform.model.errors import NO_MODEL_MESSAGE
+from dia_assets.platform.model.litellm import litellm_chat
+from dia_assets.platform.settings import get_settings
 from dia_assets.question_outcomes import SINGLE_RUN, answer_each, answered_check_spec
 from dia_assets.resources import LLMResource, WorkspaceResource
 from dia_assets.resources.memory import MemoryResource

@@ -12,7 +12,7 @@ from dagster import AssetExecutionContext
 
 from dia_assets.agents.schema_creator.attempt import Attempt
 from dia_assets.agents.schema_creator.writer import scheduled_wait_s, writing
-from dia_assets.agents.settings import get_settings
+from dia_assets.platform.settings import get_settings
 
 WAREHOUSE_OP = "warehouse"  # the multi-asset that loads, validates and installs
 LOAD = "load"  # its step: the attempt ends there

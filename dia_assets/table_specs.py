@@ -26,9 +26,9 @@ from dia_assets.agents.locations import is_postgres
 from dia_assets.agents.schema_creator.lineage import table_lineage
 from dia_assets.agents.schema_creator.markdown import foreign_key_targets, lineage_markdown
 from dia_assets.agents.schema_creator.table_stats import TableStats, cached_stats
-from dia_assets.agents.settings import get_settings
 from dia_assets.contracts.interpretation import Interpretation
 from dia_assets.contracts.manifest import Manifest, ManifestTable
+from dia_assets.platform.settings import get_settings
 
 WAREHOUSE_GROUP = "warehouse"
 WAREHOUSE = AssetKey("warehouse")

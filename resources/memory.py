@@ -11,7 +11,7 @@ from pydantic import Field, PrivateAttr
 from dia_assets.agents.memory.conflicts import ConflictPolicy
 from dia_assets.agents.memory.connection import default_pgdata
 from dia_assets.agents.memory.store import MemoryStore
-from dia_assets.agents.settings import get_settings
+from dia_assets.platform.settings import get_settings
 from dia_assets.resources.embeddings import EmbeddingsResource
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 from dagster_duckdb import DuckDBResource
 
 from dia_assets.agents.locations import is_postgres
-from dia_assets.agents.settings import get_settings
+from dia_assets.platform.settings import get_settings
 from dia_assets.resources.workspace import default_workspace
 
 

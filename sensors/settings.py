@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dia_assets.agents.adaptation.drift import DriftThresholds
-from dia_assets.agents.settings import get_settings
+from dia_assets.platform.settings import get_settings
 
 
 def drift_thresholds() -> DriftThresholds:

@@ -50,7 +50,7 @@ def example_truth() -> dict:
 def _fresh_settings() -> None:
     """Each test reads the DIA_* settings anew. get_settings() re-reads by itself when a DIA_*
     variable changed (monkeypatch.setenv); this also drops a cache left by the previous test."""
-    from dia_assets.agents.settings import reset_settings
+    from dia_assets.platform.settings import reset_settings
 
     reset_settings()
 

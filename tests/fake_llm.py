@@ -67,7 +67,7 @@ class RecordingHost:
 def install_door(env: dict[str, str] | None = None, host: Any = None) -> Any:
     """A fresh model door for this process (settings from the environment), recording its
     backoff sleeps in `host.sleeps`; returns the door. Undo with `reset_door(None)`."""
-    from dia_assets.agents.models.door import DoorSettings, ModelDoor, reset_door
+    from dia_assets.platform.model.litellm import DoorSettings, ModelDoor, reset_door
 
     door = ModelDoor(DoorSettings.from_env(env), host=host if host is not None else RecordingHost())
     reset_door(door)

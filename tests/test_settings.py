@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from dia_assets.agents.settings import (
+from dia_assets.cli import app
+from dia_assets.platform.settings import (
     FIELDS,
     Settings,
     SettingsError,
@@ -22,7 +23,6 @@ from dia_assets.agents.settings import (
     load_settings,
     sources,
 )
-from dia_assets.cli import app
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -105,7 +105,7 @@ def test_the_definitions_import_names_the_variable_without_a_pydantic_dump() -> 
                           capture_output=True, text=True, timeout=300)
     assert done.returncode != 0
     last = done.stderr.strip().splitlines()[-1]
-    assert last == ("dia_assets.agents.settings.SettingsError: DIA_SENSOR_INTERVAL_S=abc: expected an integer "
+    assert last == ("dia_assets.platform.settings.SettingsError: DIA_SENSOR_INTERVAL_S=abc: expected an integer "
                     ">= 1 (seconds between sensor evaluations)")
     assert "ValidationError" not in done.stderr and "pydantic_core" not in done.stderr
 
@@ -168,7 +168,7 @@ def test_no_product_code_reads_dia_variables_from_the_environment() -> None:
     for folder in ("dia_assets", "resources", "sensors"):
         for path in sorted((ROOT / folder).rglob("*.py")):
             rel = path.relative_to(ROOT).as_posix()
-            if rel == "dia_assets/agents/settings.py":
+            if rel == "dia_assets/platform/settings.py":
                 continue
             for line, call, key in _environ_reads(path):
                 literal = key.strip("'\"")
@@ -177,7 +177,7 @@ def test_no_product_code_reads_dia_variables_from_the_environment() -> None:
                 if (rel, call) in ALLOWED:
                     continue
                 offenders.append(f"{rel}:{line}: {call}({key})")
-    assert offenders == [], "read these through dia_assets.agents.settings.get_settings():\n" + "\n".join(offenders)
+    assert offenders == [], "read these through dia_assets.platform.settings.get_settings():\n" + "\n".join(offenders)
 
 
 def test_the_scan_catches_a_direct_read(tmp_path: Path) -> None:
@@ -255,7 +255,7 @@ def test_dia_ui_hands_the_persistent_instance_to_dagster_dev(tmp_path: Path, mon
 
 
 def test_the_settings_table_in_the_docs_is_the_generated_one() -> None:
-    from dia_assets.agents.settings import settings_table
+    from dia_assets.platform.settings import settings_table
 
     text = (ROOT / "docs" / "cli.md").read_text(encoding="utf-8")
     shown = text.split("<!-- settings-table:start -->\n", 1)[1].split("<!-- settings-table:end -->", 1)[0]

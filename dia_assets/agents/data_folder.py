@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from dia_assets.agents.settings import get_settings
+from dia_assets.platform.settings import get_settings
 
 QUESTIONS_FILE = "questions.yaml"
 OVERRIDES_FILE = "overrides.yaml"

@@ -7,7 +7,7 @@ import os
 import re
 from pathlib import Path
 
-from dia_assets.agents.settings import get_settings
+from dia_assets.platform.settings import get_settings
 
 
 def workspace_root() -> Path:

@@ -15,8 +15,8 @@ from typing import Any
 
 from dia_assets.agents.query import AgentSettings, InMemoryMemory, QueryAgent, SchemaIndex
 from dia_assets.agents.query.dialects import open_database
-from dia_assets.agents.query.llm import ChatReply, ToolCall
 from dia_assets.agents.query.memory import Item
+from dia_assets.platform.model.base import Reply, ToolCall
 
 SECRET_FILE_TEXT = "TOPSECRET-FILE-7f3a"
 SECRET_ROW = "TOPSECRET-STAGING-91c2"
@@ -31,12 +31,12 @@ class Script:
     steps: list[list[tuple[str, dict[str, Any]]]]
     requests: list[list[dict[str, Any]]] = field(default_factory=list)
 
-    def __call__(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> ChatReply:
+    def __call__(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Reply:
         self.requests.append(json.loads(json.dumps(messages, default=str)))
         if not self.steps:
-            return ChatReply(content="done")
+            return Reply(content="done")
         step = self.steps.pop(0)
-        return ChatReply(content=None, tool_calls=[
+        return Reply(content=None, tool_calls=[
             ToolCall(id=f"c{len(self.requests)}_{i}", name=name, arguments=json.dumps(args))
             for i, (name, args) in enumerate(step)
         ])

@@ -20,10 +20,10 @@ from dia_assets.agents.query.loop import AgentRun, QueryAgent
 from dia_assets.agents.query.run import answer_question, checked_question_id, slug
 from dia_assets.agents.semantic_ops.models import CascadeConfig
 from dia_assets.agents.semantic_ops.vectors import VectorIndex
-from dia_assets.agents.settings import get_settings
 from dia_assets.contracts.analysis_result import AnalysisResult
 from dia_assets.contracts.query_result import QueryResult
 from dia_assets.contracts.semantic_catalog import CatalogNode
+from dia_assets.platform.settings import get_settings
 
 
 def pipelines_unavailable(warehouse: str | Path, privacy: str | None = None, allow_writes: bool = False,

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import duckdb
 
-from dia_assets.agents.settings import get_settings
+from dia_assets.platform.settings import get_settings
 
 
 def memory_limit() -> str:

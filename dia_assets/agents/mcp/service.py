@@ -35,13 +35,14 @@ from typing import Any
 from dia_assets.agents.locations import default_warehouse, is_postgres, workspace_root
 from dia_assets.agents.mcp.privacy import artifact_view
 from dia_assets.agents.query.gate import Gate, privacy_mode, shows_values
-from dia_assets.agents.query.llm import NO_MODEL_MESSAGE, ChatFn
 from dia_assets.agents.query.loop import AgentSettings
 from dia_assets.agents.query.redaction import schema_words
 from dia_assets.agents.query.run import checked_question_id
 from dia_assets.agents.query.safety import SQLRefused
 from dia_assets.agents.query.tools import capped_rows, result_bytes
-from dia_assets.agents.settings import get_settings
+from dia_assets.platform.model.base import ChatFn
+from dia_assets.platform.model.errors import NO_MODEL_MESSAGE
+from dia_assets.platform.settings import get_settings
 
 # the longest input each tool takes, in characters (a SELECT or a lineage target may be long)
 INPUT_LIMITS = {"name": 512, "sql": 100_000, "question": 8_000, "question_id": 200, "target": 100_000,
@@ -197,8 +198,8 @@ class DiaService:
     def ask(self, question: str, question_id: str | None = None) -> dict[str, Any]:
         """The full Query Generator (contract, probes, verification, repair) on one question;
         artifacts (with the chart) in queries/<id>/."""
-        from dia_assets.agents.query.llm import litellm_chat
         from dia_assets.agents.query.run import answer_question
+        from dia_assets.platform.model.litellm import litellm_chat
 
         question = bounded("question", question).strip()
         if not question:

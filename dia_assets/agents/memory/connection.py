@@ -10,7 +10,7 @@ from psycopg.conninfo import conninfo_to_dict
 
 from dia_assets.agents.locations import workspace_root
 from dia_assets.agents.memory.server import EmbeddedServer
-from dia_assets.agents.settings import get_settings
+from dia_assets.platform.settings import get_settings
 
 
 class MemoryStoreUnavailable(RuntimeError):

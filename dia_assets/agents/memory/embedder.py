@@ -14,7 +14,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from dia_assets.agents.settings import get_settings
+from dia_assets.platform.settings import get_settings
 
 WORDLLAMA = "wordllama/l2_supercat_256"
 _WORDLLAMA_ALIASES = {"", "wordllama", WORDLLAMA}
@@ -114,7 +114,7 @@ class LiteLLMEmbedder:
 
     def _embedding_fn(self) -> Callable[..., Any]:
         if self._call is None:
-            from dia_assets.agents.models.door import embedding
+            from dia_assets.platform.model.litellm import embedding
 
             self._call = embedding
         return self._call

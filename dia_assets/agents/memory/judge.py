@@ -15,7 +15,7 @@ import yaml
 
 from dia_assets.agents.memory.conflicts import ConflictJudge, JudgeVerdict
 from dia_assets.agents.memory.models import MemoryItem, NewMemory
-from dia_assets.agents.settings import get_settings
+from dia_assets.platform.settings import get_settings
 
 _PROMPT = Path(__file__).parent / "prompts" / "conflict_judge.yaml"
 _JSON = re.compile(r"\{.*\}", re.DOTALL)
@@ -61,7 +61,7 @@ def litellm_conflict_judge(model: str | None = None, **completion_kwargs: Any) -
             new_title=new.title,
             new_body=new.body,
         )
-        from dia_assets.agents.models.door import completion
+        from dia_assets.platform.model.litellm import completion
 
         response = completion(
             model=model,

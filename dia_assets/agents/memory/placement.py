@@ -27,7 +27,7 @@ import re
 import stat
 from pathlib import Path
 
-from dia_assets.agents.settings import get_settings
+from dia_assets.platform.settings import get_settings
 
 _log = logging.getLogger(__name__)
 OTHERS_RX = stat.S_IRGRP | stat.S_IXGRP | stat.S_IROTH | stat.S_IXOTH

@@ -7,11 +7,11 @@ Framework-free: no Dagster imports. Typical use:
                                   model="openai/gpt-5", workspace="dia_workspace")
 
 Modules: contract (shape declaration), tools, safety, verify, policies, loop,
-modification, dialects, schema (schema linking), memory (protocol + adapters), llm, run.
+modification, dialects, schema (schema linking), memory (protocol + adapters), run. The model
+comes through `dia_assets.platform.model` (a `ChatFn`).
 """
 
 from dia_assets.agents.query.dialects import open_database, transpile, transpile_all
-from dia_assets.agents.query.llm import NO_MODEL_MESSAGE, ChatReply, ToolCall, litellm_chat
 from dia_assets.agents.query.loop import AgentRun, AgentSettings, QueryAgent
 from dia_assets.agents.query.memory import (
     InMemoryMemory,
@@ -31,10 +31,8 @@ from dia_assets.agents.query.run import (
 from dia_assets.agents.query.schema import SchemaIndex
 
 __all__ = [
-    "NO_MODEL_MESSAGE",
     "AgentRun",
     "AgentSettings",
-    "ChatReply",
     "InMemoryMemory",
     "Item",
     "Lesson",
@@ -44,9 +42,7 @@ __all__ = [
     "Ref",
     "SchemaIndex",
     "StoreMemory",
-    "ToolCall",
     "answer_question",
-    "litellm_chat",
     "load_questions",
     "open_database",
     "schema_index",

@@ -36,7 +36,7 @@ from typing import Any, Protocol
 import sqlglot
 
 from dia_assets.agents.locations import is_postgres
-from dia_assets.agents.settings import get_settings
+from dia_assets.platform.settings import get_settings
 
 _log = logging.getLogger(__name__)
 EXECUTED = ("duckdb", "postgres", "sqlite")

@@ -47,7 +47,7 @@ from dia_assets.agents.query.redaction import (
     statement_words,
 )
 from dia_assets.agents.query.safety import CheckedSQL, SQLRefused, check_sql, clean_sql, guarded
-from dia_assets.agents.settings import get_settings
+from dia_assets.platform.settings import get_settings
 
 PRIVACY_MODES = ("schema-only", "aggregates", "samples")
 COUNTS: tuple[type[exp.Expression], ...] = (exp.Count, exp.CountIf, exp.ApproxDistinct)

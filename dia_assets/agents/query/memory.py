@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from dia_assets.agents.query.schema import tokens
-from dia_assets.agents.settings import get_settings
+from dia_assets.platform.settings import get_settings
 
 ProbeRunner = Callable[[str], Sequence[Sequence[Any]]]
 KINDS = ("join", "aggregation", "filter", "output_convention", "grounding", "formula", "preference")

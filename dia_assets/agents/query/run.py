@@ -17,14 +17,16 @@ from dia_assets.agents.charts.hints import workspace_semantic_types
 from dia_assets.agents.charts.render import chart_for_result
 from dia_assets.agents.data_folder import questions_file
 from dia_assets.agents.query.dialects import Database, QueryOutput, open_database
-from dia_assets.agents.query.llm import NO_MODEL_MESSAGE, ChatFn, litellm_chat
 from dia_assets.agents.query.loop import AgentRun, AgentSettings, AskUser, QueryAgent
 from dia_assets.agents.query.memory import QueryMemory
 from dia_assets.agents.query.policies import PreviousAnswer
 from dia_assets.agents.query.schema import SchemaIndex
-from dia_assets.agents.settings import get_settings
 from dia_assets.contracts.chart import ChartSpec
 from dia_assets.contracts.query_result import Clarification, QueryResult
+from dia_assets.platform.model.base import ChatFn
+from dia_assets.platform.model.errors import NO_MODEL_MESSAGE
+from dia_assets.platform.model.litellm import litellm_chat
+from dia_assets.platform.settings import get_settings
 
 _INDEX_CACHE: dict[tuple[str, float], SchemaIndex] = {}
 

@@ -21,7 +21,7 @@ from dia_assets.agents.query.gate import Gate, privacy_mode
 from dia_assets.agents.query.memory import QueryMemory
 from dia_assets.agents.query.safety import SQLRefused
 from dia_assets.agents.query.schema import SchemaIndex
-from dia_assets.agents.settings import get_settings
+from dia_assets.platform.settings import get_settings
 
 PROMPTS = Path(__file__).resolve().parents[2] / "prompts" / "query_agent.yaml"
 

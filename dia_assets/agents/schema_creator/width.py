@@ -37,6 +37,6 @@ def check_chunk() -> int:
     this many: `DIA_WIDE_CHUNK`, default 1,000. A refined CTAS carrying 7,500 checks beside
     10,000 parses peaked at 3.1 GB; the checks are made first, a chunk per statement, into a
     table of refused rows (`sqlgen.refused_rows_sql`)."""
-    from dia_assets.agents.settings import get_settings
+    from dia_assets.platform.settings import get_settings
 
     return get_settings().wide_chunk

@@ -20,7 +20,7 @@ from dia_assets.agents.schema_creator.failures import one_line
 from dia_assets.agents.schema_creator.generation import recover
 from dia_assets.agents.schema_creator.report_files import mark_stale
 from dia_assets.agents.schema_creator.writer_lock import writer_lock
-from dia_assets.agents.settings import get_settings
+from dia_assets.platform.settings import get_settings
 
 WAIT_ENV = "DIA_WRITER_WAIT_S"
 

@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from dia_assets.agents.settings import get_settings
+from dia_assets.platform.settings import get_settings
 
 Stage = Literal["proxy", "embedding", "light", "strong", "embedding_fallback", "unresolved", "undecided"]
 STAGES: tuple[str, ...] = ("proxy", "embedding", "light", "strong", "embedding_fallback", "unresolved", "undecided")
