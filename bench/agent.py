@@ -35,26 +35,31 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from dia_assets.agents.evaluation.example_warehouses import (  # noqa: E402
+    build_example_warehouse,
+    generated_schema,
+)
 from dia_assets.agents.query import (  # noqa: E402
     AgentSettings,
     InMemoryMemory,
     Item,
     QueryAgent,
     SchemaIndex,
-    litellm_chat,
     load_questions,
     open_database,
 )
 from dia_assets.agents.query.tools import AGENT_TOOLS, tool_specs  # noqa: E402
-from tests.query_fixtures import (  # noqa: E402
-    FAKE_MODEL,
-    build_example_warehouse,
-    call,
-    generated_schema,
-    register_tools,
-)
+from dia_assets.platform.model.litellm import litellm_chat, register_scripted, token_count  # noqa: E402
+from dia_assets.platform.model.scripted import FAKE_MODEL, ScriptedModel, Step, call  # noqa: E402
 
 OVERHEAD_P50_MAX_MS = 150.0
+
+
+def register_tools(steps: list[Step]) -> ScriptedModel:
+    """The scripted agent, served as `fake/*` through the model door."""
+    return register_scripted(ScriptedModel(steps))
+
+
 PROMPT_TOKENS_MAX = 8000
 
 
@@ -190,8 +195,6 @@ def bench_overhead(repeat: int, warehouse: str | None = None) -> dict:
 
 
 def bench_prompt(tables: int = 50) -> dict:
-    import litellm
-
     folder = Path(tempfile.mkdtemp(prefix="dia_bench_schema_"))
     db = open_database(generated_schema(folder / "wide.duckdb", tables=tables))
     index = SchemaIndex.build(db)
@@ -201,10 +204,10 @@ def bench_prompt(tables: int = 50) -> dict:
     agent.answer(question, "wide")
     first = fake.requests[0]["messages"]
     tools = tool_specs(AGENT_TOOLS)
-    linked = litellm.token_counter(model="gpt-4o", messages=first, tools=tools)
+    linked = token_count(first, tools)
     every = QueryAgent(db, index, litellm_chat(FAKE_MODEL),
                        settings=AgentSettings(link_tables=len(index.tables), link_budget_tokens=None))
-    unlinked = litellm.token_counter(model="gpt-4o", messages=every._opening(question, None, []), tools=tools)
+    unlinked = token_count(every._opening(question, None, []), tools)
     db.close()
     shutil.rmtree(folder, ignore_errors=True)
     return {"tables": len(index.tables), "linked_tables": agent._linked,

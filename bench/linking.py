@@ -271,7 +271,7 @@ def index_for(wh: Warehouse) -> tuple[Any, SchemaIndex]:
 
 def measure(wh: Warehouse, questions: list[dict[str, Any]], mapping: dict[str, str] | None = None,
             settings: AgentSettings | None = None) -> dict[str, Any]:
-    import litellm
+    from dia_assets.platform.model.litellm import token_count
 
     db, index = index_for(wh)
     agent = QueryAgent(db, index, _Chat(), settings=settings or AgentSettings(memory_refs=0))
@@ -287,7 +287,7 @@ def measure(wh: Warehouse, questions: list[dict[str, Any]], mapping: dict[str, s
         recalls.append(r)
         by_source.setdefault(q["source"], []).append(r)
         linked_counts.append(len(linked))
-        tokens.append(litellm.token_counter(model="gpt-4o", messages=messages, tools=tools))
+        tokens.append(token_count(messages, tools))
         if hit != needed:
             missed.append({"id": q["id"], "missing": sorted(needed - linked)})
     db.close()

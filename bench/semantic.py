@@ -128,20 +128,16 @@ TASKS: dict[str, list[dict[str, Any]]] = {
 
 def register_oracle(answer: Callable[[Any], Any]) -> None:
     """litellm provider `bench/strong` answering every item with its gold value."""
-    import litellm
-    from litellm import CustomLLM
+    from dia_assets.platform.model.litellm import register_scripted
+    from dia_assets.platform.model.scripted import ScriptedModel
 
-    class Oracle(CustomLLM):
-        def completion(self, *args: Any, **kwargs: Any) -> Any:
-            messages = kwargs.get("messages") or []
-            text = messages[-1]["content"]
-            items = json.loads(text[text.index("<data>") + 7: text.rindex("</data>")])
-            answers = [{"id": it["id"], "answer": answer(it["text"]), "confidence": 1.0} for it in items]
-            return litellm.completion(model="gpt-4o-mini", messages=messages,
-                                      mock_response=json.dumps({"answers": answers}))
+    def respond(messages: list[dict[str, Any]], turn: Any) -> str:
+        text = messages[-1]["content"]
+        items = json.loads(text[text.index("<data>") + 7: text.rindex("</data>")])
+        return json.dumps({"answers": [{"id": it["id"], "answer": answer(it["text"]), "confidence": 1.0}
+                                       for it in items]})
 
-    litellm.custom_provider_map = [{"provider": "bench", "custom_handler": Oracle()}]
-    litellm.utils.custom_llm_setup()
+    register_scripted(ScriptedModel(respond=respond, name="gpt-4o-mini", record=False), "bench")
 
 
 def _sides(report: OperatorReport, con: duckdb.DuckDBPyConnection, gold_of: dict[int, Any],

@@ -28,8 +28,9 @@ from dagster import (
 )
 from pydantic import Field
 
-from dia_assets.agents.query.llm import NO_MODEL_MESSAGE, litellm_chat
 from dia_assets.agents.query.questions import load_questions, markdown_table
+from dia_assets.platform.model.errors import NO_MODEL_MESSAGE
+from dia_assets.platform.model.litellm import litellm_chat
 from dia_assets.query_assets import answered_check, result_metadata, warehouse_location
 from dia_assets.question_outcomes import SINGLE_RUN, answer_each, answered_check_spec
 from dia_assets.resources import LLMResource, WorkspaceResource

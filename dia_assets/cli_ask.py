@@ -63,8 +63,8 @@ def ask(
     quiet: QuietOpt = False,
 ) -> None:
     """Answer QUESTION with verified SQL against the warehouse."""
-    from dia_assets.agents.query.llm import NO_MODEL_MESSAGE
     from dia_assets.agents.query.run import checked_question_id
+    from dia_assets.platform.model.errors import NO_MODEL_MESSAGE
 
     if question_id is not None:
         try:
@@ -81,11 +81,11 @@ def ask(
         fail(f"no warehouse at {target}", "build it first (`dia build DIR` or `make demo`) or pass --warehouse",
              EXIT_USAGE)
 
-    from dia_assets.agents.query.llm import litellm_chat
     from dia_assets.agents.query.memory import open_store_memory
     from dia_assets.agents.query.policies import PreviousAnswer
     from dia_assets.agents.query.run import markdown_table
     from dia_assets.contracts.query_result import Clarification
+    from dia_assets.platform.model.litellm import litellm_chat
 
     session_path = workspace / "queries" / SESSION_FILE
     session = json.loads(session_path.read_text()) if session_path.exists() else {}

@@ -12,9 +12,9 @@ def doctor(
 ) -> None:
     """Print the configured model(s), make one cheap call to each through the model door and
     explain any failure with its fix. Exit 0 when every model answered, 1 otherwise."""
-    from dia_assets.agents.models.doctor import configured
-    from dia_assets.agents.models.doctor import doctor as run_doctor
-    from dia_assets.agents.query.llm import NO_MODEL_MESSAGE
+    from dia_assets.platform.model.doctor import configured
+    from dia_assets.platform.model.doctor import doctor as run_doctor
+    from dia_assets.platform.model.errors import NO_MODEL_MESSAGE
 
     pairs = [("--model", model)] if model else configured()  # a bad setting: exit 2, naming it
     if not pairs:

@@ -49,7 +49,7 @@ def _default_db(questions: Path, fmt: str) -> str | None:
 
 def _no_model_message() -> str:
     try:
-        from dia_assets.agents.query.llm import NO_MODEL_MESSAGE
+        from dia_assets.platform.model.errors import NO_MODEL_MESSAGE
     except Exception:  # the Query Generator is optional for this message
         NO_MODEL_MESSAGE = "No model is configured: set DIA_MODEL to a litellm model name and its API key."  # noqa: N806
     return (f"{NO_MODEL_MESSAGE} To check the evaluation plumbing without a model, run with "

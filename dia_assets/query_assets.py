@@ -37,8 +37,9 @@ from pydantic import Field
 
 from dia_assets.agents.data_folder import ADD_QUESTIONS_HINT, questions_file
 from dia_assets.agents.locations import default_warehouse
-from dia_assets.agents.query.llm import NO_MODEL_MESSAGE, litellm_chat
 from dia_assets.agents.query.questions import load_questions, markdown_table
+from dia_assets.platform.model.errors import NO_MODEL_MESSAGE
+from dia_assets.platform.model.litellm import litellm_chat
 from dia_assets.platform.settings import get_settings
 from dia_assets.platform.warehouse.base import target_dialect
 from dia_assets.question_outcomes import SINGLE_RUN, answer_each, answered_check_spec

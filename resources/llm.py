@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 from dagster import ConfigurableResource
@@ -26,24 +25,8 @@ class LLMResource(ConfigurableResource):
         """Text of the first choice, plus usage: tokens, cost and latency for the trace."""
         if not self.model:
             raise RuntimeError("no model configured: set DIA_MODEL (for example openai/gpt-5)")
-        from dia_assets.agents.models.door import _litellm, completion
+        from dia_assets.platform.model.litellm import complete_text
 
-        litellm = _litellm()
-        started = time.perf_counter()
-
-        response = completion(
-            model=self.model, messages=messages, temperature=self.temperature,
-            timeout=self.timeout_s, **kwargs,
-        )
-        usage = getattr(response, "usage", None)
-        try:
-            cost = float(litellm.completion_cost(completion_response=response))
-        except Exception:  # unknown models have no price
-            cost = 0.0
-        return response.choices[0].message.content or "", {
-            "model": self.model,
-            "prompt_tokens": getattr(usage, "prompt_tokens", 0) or 0,
-            "completion_tokens": getattr(usage, "completion_tokens", 0) or 0,
-            "cost_usd": cost,
-            "latency_s": round(time.perf_counter() - started, 3),
-        }
+        text, usage = complete_text(self.model, messages, temperature=self.temperature, timeout=self.timeout_s,
+                                    **kwargs)
+        return text, usage.as_dict()

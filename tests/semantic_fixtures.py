@@ -5,14 +5,12 @@ provider `fake` (`fake/light`, `fake/strong`): each reads the items from the pro
 from __future__ import annotations
 
 import json
-import os
 import re
 from collections.abc import Callable
 from typing import Any
 
-os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-import litellm  # noqa: E402
-from litellm import CustomLLM  # noqa: E402
+from dia_assets.platform.model.litellm import register_scripted
+from dia_assets.platform.model.scripted import ScriptedModel, Turn
 
 # rule(model, task_text, item) -> (answer, confidence) or None to leave the item out
 Rule = Callable[[str, str, dict[str, Any]], tuple[Any, float] | None]
@@ -25,22 +23,17 @@ def data_items(messages: list[dict[str, Any]]) -> tuple[str, list[dict[str, Any]
     return text[: match.start()], json.loads(match.group(1))
 
 
-class RoutedLLM(CustomLLM):
-    """One handler for every `fake/<name>` model; records (model, item count) per call."""
+class RoutedLLM:
+    """One scripted model for every `fake/<name>` model; records (model, item count) per call."""
 
     def __init__(self, rule: Rule) -> None:
-        super().__init__()
         self.rule = rule
         self.calls: list[tuple[str, int]] = []
         self.prompts: list[str] = []
+        self.model = ScriptedModel(respond=self.answer, record=False)
 
-    async def acompletion(self, *args: Any, **kwargs: Any) -> litellm.ModelResponse:
-        """The model door calls the async path; the script itself is synchronous."""
-        return self.completion(*args, **kwargs)
-
-    def completion(self, *args: Any, **kwargs: Any) -> litellm.ModelResponse:
-        model = str(kwargs.get("model", "")).split("/")[-1]
-        messages = kwargs.get("messages") or []
+    def answer(self, messages: list[dict[str, Any]], turn: Turn) -> str:
+        model = turn.model.split("/")[-1]
         task, items = data_items(messages)
         self.calls.append((model, len(items)))
         self.prompts.append(messages[-1]["content"])
@@ -49,8 +42,7 @@ class RoutedLLM(CustomLLM):
             got = self.rule(model, task, item)
             if got is not None:
                 answers.append({"id": item["id"], "answer": got[0], "confidence": got[1]})
-        return litellm.completion(model="gpt-4o-mini", messages=messages,
-                                  mock_response=json.dumps({"answers": answers}))
+        return json.dumps({"answers": answers})
 
     def count(self, model: str) -> int:
         return sum(1 for m, _ in self.calls if m == model)
@@ -61,6 +53,17 @@ class RoutedLLM(CustomLLM):
 
 def register_rule(rule: Rule) -> RoutedLLM:
     handler = RoutedLLM(rule)
-    litellm.custom_provider_map = [{"provider": "fake", "custom_handler": handler}]
-    litellm.utils.custom_llm_setup()
+    register_scripted(handler.model)
     return handler
+
+
+def register_agent_and_stages(agent: ScriptedModel, stages: RoutedLLM) -> None:
+    """provider `fake`: `fake/scripted` is the agent (tool calls), other `fake/*` models the
+    semantic stages."""
+
+    def route(messages: list[dict[str, Any]], turn: Turn) -> Any:
+        if turn.model.split("/")[-1] == "scripted":
+            return agent.step(messages, turn.tools, turn.model)
+        return stages.answer(messages, turn)
+
+    register_scripted(ScriptedModel(respond=route, record=False))

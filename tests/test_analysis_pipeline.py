@@ -8,9 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
-import litellm
 import pytest
-from litellm import CustomLLM
 
 from dia_assets.agents.analysis import plan
 from dia_assets.agents.analysis.run import answer_with_pipeline
@@ -20,8 +18,8 @@ from dia_assets.agents.query.loop import AgentSettings
 from dia_assets.agents.semantic_ops.models import CascadeConfig
 from dia_assets.contracts.analysis_result import AnalysisResult
 from tests.memory_fixtures import db_url, pg_server  # noqa: F401
-from tests.query_fixtures import FAKE_MODEL, ScriptedToolModel, call
-from tests.semantic_fixtures import RoutedLLM
+from tests.query_fixtures import FAKE_MODEL, ScriptedModel, call
+from tests.semantic_fixtures import RoutedLLM, register_agent_and_stages
 
 REVIEWS = {
     "A": ["great phone, works well", "love it", "solid battery"],
@@ -32,23 +30,6 @@ REVIEWS = {
 DELIVERY = ("late", "delivery", "delayed")
 
 
-class Both(CustomLLM):
-    """provider `fake`: `fake/scripted` is the agent, `fake/light` and `fake/strong` the
-    semantic stages."""
-
-    def __init__(self, agent: ScriptedToolModel, stages: RoutedLLM) -> None:
-        super().__init__()
-        self.agent, self.stages = agent, stages
-
-    async def acompletion(self, *args: Any, **kwargs: Any) -> Any:
-        """The model door calls the async path; the script itself is synchronous."""
-        return self.completion(*args, **kwargs)
-
-    def completion(self, *args: Any, **kwargs: Any) -> Any:
-        model = str(kwargs.get("model", "")).split("/")[-1]
-        return (self.agent if model == "scripted" else self.stages).completion(*args, **kwargs)
-
-
 def stage_rule(model: str, task: str, item: dict) -> tuple[Any, float]:
     text = str(item["text"])
     if "groups" in task:
@@ -57,10 +38,9 @@ def stage_rule(model: str, task: str, item: dict) -> tuple[Any, float]:
     return negative, 0.95
 
 
-def register(steps: list[Any]) -> tuple[ScriptedToolModel, RoutedLLM]:
-    agent, stages = ScriptedToolModel(steps), RoutedLLM(stage_rule)
-    litellm.custom_provider_map = [{"provider": "fake", "custom_handler": Both(agent, stages)}]
-    litellm.utils.custom_llm_setup()
+def register(steps: list[Any]) -> tuple[ScriptedModel, RoutedLLM]:
+    agent, stages = ScriptedModel(steps), RoutedLLM(stage_rule)
+    register_agent_and_stages(agent, stages)
     return agent, stages
 
 
@@ -272,7 +252,7 @@ def test_a_slow_sql_step_is_interrupted(warehouse, embedder) -> None:
         session.close()
 
 
-def _tool_names(agent: ScriptedToolModel) -> list[str]:
+def _tool_names(agent: ScriptedModel) -> list[str]:
     return [t["function"]["name"] for t in agent.requests[0]["tools"] or []]
 
 

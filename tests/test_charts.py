@@ -224,8 +224,8 @@ def test_an_answered_question_gets_its_chart_in_files_answer_and_dagster(tmp_pat
 
 
 def test_the_chart_model_pass_runs_after_an_answer_and_is_traced(tmp_path: Path) -> None:
-    from dia_assets.agents.query.llm import litellm_chat
     from dia_assets.agents.query.run import answer_question
+    from dia_assets.platform.model.litellm import litellm_chat
     from tests.query_fixtures import FAKE_MODEL, build_example_warehouse, call, register_tools
 
     wh = build_example_warehouse(tmp_path / "warehouse.duckdb")

@@ -273,9 +273,9 @@ def test_each_model_line_of_the_readme_reaches_dia_doctor(monkeypatch: pytest.Mo
 
     from typer.testing import CliRunner
 
-    from dia_assets.agents.models.doctor import base_vars, provider_of
-    from dia_assets.agents.models.door import reset_door
     from dia_assets.cli import app
+    from dia_assets.platform.model.doctor import base_vars, provider_of
+    from dia_assets.platform.model.litellm import reset_door
 
     block = next(b for b in fenced_blocks(ROOT / "README.md")
                  if b.not_run and "export" in b.text and "DIA_MODEL=" in b.text)

@@ -11,8 +11,8 @@ import pytest
 from typer.testing import CliRunner
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-from dia_assets.agents.models.door import reset_door  # noqa: E402
 from dia_assets.cli import app  # noqa: E402
+from dia_assets.platform.model.litellm import reset_door  # noqa: E402
 from tests.fake_llm import register  # noqa: E402
 
 PROVIDER_VARS = ("DIA_MODEL", "DIA_SEMANTIC_LIGHT_MODEL", "DIA_SEMANTIC_STRONG_MODEL", "DIA_MODEL_FALLBACKS",

@@ -19,8 +19,9 @@ import litellm  # noqa: E402
 from litellm import CustomLLM  # noqa: E402
 
 from dia_assets.agents.memory.embedder import LiteLLMEmbedder, WordLlamaEmbedder, make_embedder  # noqa: E402
-from dia_assets.agents.models import door as door_module  # noqa: E402
-from dia_assets.agents.models.door import ModelUnavailable, reset_door  # noqa: E402
+from dia_assets.platform.model import litellm as door_module  # noqa: E402
+from dia_assets.platform.model.errors import ModelUnavailable  # noqa: E402
+from dia_assets.platform.model.litellm import reset_door  # noqa: E402
 from tests.fake_llm import RecordingHost, install_door  # noqa: E402
 
 

@@ -17,14 +17,15 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 import litellm  # noqa: E402
 from litellm.litellm_core_utils.get_retry_from_policy import get_num_retries_from_retry_policy  # noqa: E402
 
-from dia_assets.agents.models.door import (  # noqa: E402
+from dia_assets.platform.model.errors import ModelUnavailable, is_network_error  # noqa: E402
+from dia_assets.platform.model.litellm import (  # noqa: E402
     DoorSettings,
     ModelDoor,
     completion,
+    litellm_chat,  # noqa: E402
     reset_door,
     retry_policy,
 )
-from dia_assets.agents.query.llm import ModelUnavailable, is_network_error, litellm_chat  # noqa: E402
 from tests.fake_llm import install_door  # noqa: E402
 from tests.query_fixtures import FAKE_MODEL, call, register_tools  # noqa: E402
 

@@ -160,7 +160,7 @@ def test_errors_are_messages(built: Path, tmp_path: Path) -> None:
 
 
 def test_ask_runs_the_full_agent_and_lineage_follows_the_answer(built: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from dia_assets.agents.query.llm import litellm_chat
+    from dia_assets.platform.model.litellm import litellm_chat
 
     monkeypatch.delenv("DIA_CHART_MODEL", raising=False)
     register_tools([
@@ -204,7 +204,7 @@ def test_without_a_model_ask_says_how_to_set_one(built: Path, monkeypatch: pytes
 
 
 def test_schema_only_privacy_keeps_data_values_from_the_host(built: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from dia_assets.agents.query.llm import litellm_chat
+    from dia_assets.platform.model.litellm import litellm_chat
 
     monkeypatch.setenv("DIA_PRIVACY", "samples")  # the server's mode wins, for the agent inside `ask` too
     register_tools([
@@ -400,7 +400,7 @@ def test_rows_past_the_byte_cap_come_on_the_next_page(built: Path, monkeypatch: 
 
 
 def test_list_answers_and_relationships(built: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from dia_assets.agents.query.llm import litellm_chat
+    from dia_assets.platform.model.litellm import litellm_chat
 
     monkeypatch.delenv("DIA_CHART_MODEL", raising=False)
     ws = tmp_path / "ws"
@@ -444,7 +444,7 @@ def test_list_answers_and_relationships(built: Path, tmp_path: Path, monkeypatch
 
 
 def test_ask_with_a_failing_model_is_an_error(built: Path, tmp_path: Path) -> None:
-    from dia_assets.agents.query.llm import litellm_chat
+    from dia_assets.platform.model.litellm import litellm_chat
 
     def outage(messages: list[dict[str, Any]]) -> Any:
         raise RuntimeError("scripted outage")

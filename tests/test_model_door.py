@@ -15,7 +15,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 import litellm  # noqa: E402
 from litellm import CustomLLM  # noqa: E402
 
-from dia_assets.agents.models.door import DoorSettings, SettingError, completion, reset_door  # noqa: E402
+from dia_assets.platform.model.litellm import DoorSettings, SettingError, completion, reset_door  # noqa: E402
 from tests.fake_llm import RecordingHost, install_door  # noqa: E402
 
 HI = [{"role": "user", "content": "hi"}]

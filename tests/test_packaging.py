@@ -145,6 +145,20 @@ def test_the_rewrite_moves_imports_and_module_paths_but_not_file_names() -> None
     assert rw.bare_imports("import sensors\nimport sensors.jobs as j\n") == ["import sensors"]
 
 
+def test_the_rewrite_follows_modules_moved_into_the_platform() -> None:
+    """A branch written before slice 2 of issue 32 still merges: its settings and model-door
+    imports are rewritten, and the split `query.llm` is listed for a hand edit."""
+    rw = _rewriter()
+    old = "dia_assets.agents."  # spelled apart, or the rewrite run over this file would rewrite the sample too
+    before = (f"from {old}settings import get_settings\n    from {old}models.door import completion\n"
+              f"from {old}models.errors import ModelUnavailable\nfrom {old}settings_extra import x\n")
+    assert rw.rewrite(before) == ("from dia_assets.platform.settings import get_settings\n"
+                                  "    from dia_assets.platform.model.litellm import completion\n"
+                                  "from dia_assets.platform.model.errors import ModelUnavailable\n"
+                                  f"from {old}settings_extra import x\n")
+    assert rw.bare_imports(f"from {old}query.llm import ChatReply\n") == [f"from {old}query.llm import ChatReply"]
+
+
 def test_no_code_imports_the_top_level_folders_by_their_bare_names() -> None:
     """Code merged from elsewhere that still says `from resources ...`: run the rewrite."""
     run = subprocess.run([sys.executable, str(ROOT / "tools" / "rewrite_imports.py"), "--check"],

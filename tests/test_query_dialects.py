@@ -12,10 +12,10 @@ from dia_assets.agents.query import (
     InMemoryMemory,
     StoreMemory,
     answer_question,
-    litellm_chat,
 )
 from dia_assets.agents.query.dialects import PostgresDatabase, open_database
 from dia_assets.agents.query.memory import Item
+from dia_assets.platform.model.litellm import litellm_chat
 from tests.memory_fixtures import db_url, hash_store, pg_server  # noqa: F401 - pytest fixtures
 from tests.query_fixtures import (
     FAKE_MODEL,

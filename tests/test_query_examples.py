@@ -12,10 +12,10 @@ from dia_assets.agents.query import (
     AgentSettings,
     QueryAgent,
     SchemaIndex,
-    litellm_chat,
     load_questions,
     open_database,
 )
+from dia_assets.platform.model.litellm import litellm_chat
 from tests.query_fixtures import FAKE_MODEL, ROOT, build_example_warehouse, register_tools
 
 

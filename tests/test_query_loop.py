@@ -15,9 +15,9 @@ from dia_assets.agents.query import (
     Item,
     PreviousAnswer,
     answer_question,
-    litellm_chat,
 )
 from dia_assets.agents.query.dialects import DuckDBDatabase
+from dia_assets.platform.model.litellm import litellm_chat
 from tests.query_fixtures import (
     FAKE_MODEL,
     PRICE_IN,
@@ -444,7 +444,7 @@ def test_tool_calls_after_the_answer_are_answered_but_not_run(wh: Path) -> None:
 def test_a_failing_model_call_ends_the_loop_with_a_trace(wh: Path, tmp_path: Path) -> None:
     import litellm
 
-    from dia_assets.agents.models.door import reset_door
+    from dia_assets.platform.model.litellm import reset_door
     from tests.fake_llm import install_door
 
     def limited(messages):  # noqa: ANN001, ANN202

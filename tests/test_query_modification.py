@@ -8,7 +8,8 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from dia_assets.agents.query import AgentSettings, InMemoryMemory, answer_question, litellm_chat
+from dia_assets.agents.query import AgentSettings, InMemoryMemory, answer_question
+from dia_assets.platform.model.litellm import litellm_chat
 from tests.query_fixtures import FAKE_MODEL, build_tiny_duckdb, call, register_tools
 
 Q = "Remove the cancelled shifts from the roster."

@@ -237,7 +237,8 @@ def test_verify_result_runs_the_sanity_checks_with_the_question(env: Any) -> Non
 # -- the loop: a sanity failure goes back to the model for repair ------------------------------------
 
 def test_loop_sends_a_grain_failure_back_to_repair(tmp_path: Path) -> None:
-    from dia_assets.agents.query import InMemoryMemory, answer_question, litellm_chat
+    from dia_assets.agents.query import InMemoryMemory, answer_question
+    from dia_assets.platform.model.litellm import litellm_chat
     from tests.query_fixtures import (
         FAKE_MODEL,
         build_example_warehouse,

@@ -140,7 +140,8 @@ def test_catalog_linker_returns_tables_of_matching_labels(built, wstore) -> None
 
 
 def test_query_agent_adds_catalog_tables_to_schema_linking(tmp_path) -> None:
-    from dia_assets.agents.query import answer_question, litellm_chat
+    from dia_assets.agents.query import answer_question
+    from dia_assets.platform.model.litellm import litellm_chat
     from tests.query_fixtures import FAKE_MODEL, build_example_warehouse, call, register_tools
 
     wh = build_example_warehouse(tmp_path / "warehouse.duckdb")

@@ -14,7 +14,6 @@ from typing import Any
 import duckdb
 import litellm
 import pytest
-from litellm import CustomLLM
 from typer.testing import CliRunner
 
 from dia_assets.agents.analysis.caveats import unverified_decisions
@@ -28,8 +27,8 @@ from dia_assets.agents.semantic_ops.models import (
 from dia_assets.agents.semantic_ops.operators import SemanticOps
 from dia_assets.cli_ask import verification_line
 from dia_assets.contracts.query_result import Check, Verification
-from tests.query_fixtures import FAKE_MODEL, ScriptedToolModel, call
-from tests.semantic_fixtures import RoutedLLM, register_rule
+from tests.query_fixtures import FAKE_MODEL, ScriptedModel, call
+from tests.semantic_fixtures import RoutedLLM, register_agent_and_stages, register_rule
 
 DEAD = "openai/gpt-4o-mini"  # pointed at a loopback port nothing listens on
 TEXTS = ["the parcel arrived {} days late", "the courier was {} days behind schedule",
@@ -195,30 +194,13 @@ STEPS = [
 CONTRACT = {"kind": "analytical", "columns": ["n"]}
 
 
-class Both(CustomLLM):
-    """provider `fake`: `fake/scripted` is the agent, other `fake/*` the semantic stages."""
-
-    def __init__(self, agent: ScriptedToolModel, stages: RoutedLLM) -> None:
-        super().__init__()
-        self.agent, self.stages = agent, stages
-
-    async def acompletion(self, *args: Any, **kwargs: Any) -> Any:
-        """The model door calls the async path; the script itself is synchronous."""
-        return self.completion(*args, **kwargs)
-
-    def completion(self, *args: Any, **kwargs: Any) -> Any:
-        model = str(kwargs.get("model", "")).split("/")[-1]
-        return (self.agent if model == "scripted" else self.stages).completion(*args, **kwargs)
-
-
 def negative(model: str, task: str, item: dict) -> tuple[Any, float]:
     return any(w in str(item["text"]) for w in ("late", "useless", "awful", "terrible")), 0.95
 
 
 def register_agent(steps: list[Any]) -> RoutedLLM:
     stages = RoutedLLM(negative)
-    litellm.custom_provider_map = [{"provider": "fake", "custom_handler": Both(ScriptedToolModel(steps), stages)}]
-    litellm.utils.custom_llm_setup()
+    register_agent_and_stages(ScriptedModel(steps), stages)
     return stages
 
 

@@ -7,7 +7,11 @@ Idempotent, so it can be run again after merging branches that still use the old
 
 Rewritten: `from resources... import`, `import sensors.x as y`, and quoted module paths such
 as importlib.import_module("sensors.drift_sensor") when the module exists in the folder (so a
-file name like "sensors.csv" is left alone)."""
+file name like "sensors.csv" is left alone).
+
+Also rewritten: modules that moved into `dia_assets.platform` (MOVED), so a branch written
+before the move still merges; `dia_assets.agents.query.llm`, whose names went to two modules,
+is listed for a hand edit."""
 
 from __future__ import annotations
 
@@ -25,6 +29,18 @@ _FROM = re.compile(rf"^(\s*)from ({_NAMES})(?=[\s.])", re.MULTILINE)
 _IMPORT_AS = re.compile(rf"^(\s*)import ({_NAMES})((?:\.\w+)*\s+as\s)", re.MULTILINE)
 _QUOTED = re.compile(rf"""(["'])({_NAMES})((?:\.\w+)+)\1""")
 
+# modules moved into the platform layer (issue 32, slice 2): old dotted path -> new one
+MOVED = {
+    "dia_assets.agents.settings": "dia_assets.platform.settings",
+    "dia_assets.agents.models.door": "dia_assets.platform.model.litellm",
+    "dia_assets.agents.models.errors": "dia_assets.platform.model.errors",
+    "dia_assets.agents.models.doctor": "dia_assets.platform.model.doctor",
+}
+_MOVED = re.compile(r"\b(" + "|".join(re.escape(k) for k in MOVED) + r")\b")
+# split between platform.model.base (ChatFn, Reply (was ChatReply), ToolCall), .errors
+# (NO_MODEL_MESSAGE, ModelUnavailable) and .litellm (litellm_chat, completion)
+_SPLIT = re.compile(r"^.*\bdia_assets\.agents\.(?:query\.llm|models)\b.*$", re.MULTILINE)
+
 
 def _is_module(folder: str, dotted: str) -> bool:
     """Whether `<folder><dotted>` names a module or package of the folder."""
@@ -37,6 +53,7 @@ def _is_module(folder: str, dotted: str) -> bool:
 
 def rewrite(text: str) -> str:
     """The text with every import of a top-level folder moved under the package."""
+    text = _MOVED.sub(lambda m: MOVED[m[1]], text)
     text = _FROM.sub(rf"\1from {PACKAGE}.\2", text)
     text = _IMPORT_AS.sub(rf"\1import {PACKAGE}.\2\3", text)
     return _QUOTED.sub(
@@ -47,7 +64,8 @@ def rewrite(text: str) -> str:
 def bare_imports(text: str) -> list[str]:
     """`import resources` / `import sensors.x` without `as`: the bound name would change, so
     these are reported for a hand edit rather than rewritten."""
-    return re.findall(rf"^\s*import (?:{_NAMES})\b(?!(?:\.\w+)*\s+as\s).*$", text, re.MULTILINE)
+    bare = re.findall(rf"^\s*import (?:{_NAMES})\b(?!(?:\.\w+)*\s+as\s).*$", text, re.MULTILINE)
+    return bare + [line for line in _SPLIT.findall(_MOVED.sub(lambda m: MOVED[m[1]], text))]
 
 
 def python_files() -> list[Path]:

@@ -10,8 +10,9 @@ import psycopg
 import pytest
 from psycopg.conninfo import conninfo_to_dict
 
-from dia_assets.agents.query import AgentSettings, StoreMemory, answer_question, litellm_chat
+from dia_assets.agents.query import AgentSettings, StoreMemory, answer_question
 from dia_assets.contracts.query_result import QueryResult
+from dia_assets.platform.model.litellm import litellm_chat
 from tests.memory_fixtures import db_url, hash_store, pg_server  # noqa: F401 - pytest fixtures
 from tests.query_fixtures import FAKE_MODEL, build_tiny_duckdb, call, register_tools
 

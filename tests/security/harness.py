@@ -7,16 +7,15 @@ model, and a `staff` table that must keep its rows.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from dia_assets.agents.query import AgentSettings, InMemoryMemory, QueryAgent, SchemaIndex
 from dia_assets.agents.query.dialects import open_database
-from dia_assets.agents.query.llm import ChatReply, ToolCall
 from dia_assets.agents.query.memory import Item
+from dia_assets.platform.model.scripted import ScriptedModel, call
 
 SECRET_FILE_TEXT = "TOPSECRET-FILE-7f3a"
 SECRET_ROW = "TOPSECRET-STAGING-91c2"
@@ -24,31 +23,16 @@ STAFF_ROWS = 4
 ANALYTICAL = {"kind": "analytical", "columns": ["n"]}
 
 
-@dataclass
-class Script:
-    """A ChatFn that replays tool calls and records every request it was sent."""
-
-    steps: list[list[tuple[str, dict[str, Any]]]]
-    requests: list[list[dict[str, Any]]] = field(default_factory=list)
-
-    def __call__(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> ChatReply:
-        self.requests.append(json.loads(json.dumps(messages, default=str)))
-        if not self.steps:
-            return ChatReply(content="done")
-        step = self.steps.pop(0)
-        return ChatReply(content=None, tool_calls=[
-            ToolCall(id=f"c{len(self.requests)}_{i}", name=name, arguments=json.dumps(args))
-            for i, (name, args) in enumerate(step)
-        ])
-
-    def sent(self) -> str:
-        return json.dumps(self.requests, ensure_ascii=False)
+def make_script(steps: list[list[tuple[str, dict[str, Any]]]]) -> ScriptedModel:
+    """A ChatFn that replays one reply of tool calls per step, then "done"; it records every
+    request it was sent (`.sent()` is all of it as one text)."""
+    return ScriptedModel([[call(name, **args) for name, args in step] for step in steps], default="done")
 
 
 @dataclass
 class Outcome:
     events: list[dict[str, Any]]
-    script: Script
+    script: ScriptedModel
     status: str
     result: Any
 
@@ -76,7 +60,7 @@ def run_agent(warehouse: str | Path, steps: list[list[tuple[str, dict[str, Any]]
               timeout_s: float = 2.0, privacy: str | None = None,
               question: str = "How many staff are there?") -> Outcome:
     """One run of the real loop over `warehouse` with a scripted model."""
-    script = Script([*steps, [("ask", {"question": "anything else?"})]])
+    script = make_script([*steps, [("ask", {"question": "anything else?"})]])
     db = open_database(warehouse)
     try:
         index = SchemaIndex.build(db)

@@ -25,8 +25,9 @@ import anyio
 import pytest
 from mcp import Client, MCPError
 
-from dia_assets.agents.query import AgentSettings, InMemoryMemory, answer_question, litellm_chat
+from dia_assets.agents.query import AgentSettings, InMemoryMemory, answer_question
 from dia_assets.agents.query.memory import Item
+from dia_assets.platform.model.litellm import litellm_chat
 from tests.memory_fixtures import HashEmbedder, db_url, pg_server  # noqa: F401 - pytest fixtures
 from tests.query_fixtures import FAKE_MODEL, call, register_tools
 from tests.security.canaries import found, write_folder

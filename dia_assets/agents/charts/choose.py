@@ -381,21 +381,11 @@ def choose_chart(
 
 def litellm_chart_model(model: str, timeout_s: float = 60.0) -> ChartModel:
     """A ChartModel over the project's one model door (retries, cost)."""
-    import time
-
-    from dia_assets.agents.query.llm import _cost, _litellm, completion
+    from dia_assets.platform.model.litellm import complete_text
 
     def call(messages: list[dict[str, Any]]) -> tuple[str, dict[str, Any]]:
-        started = time.perf_counter()
-        response = completion(model=model, messages=messages, temperature=0.0, timeout=timeout_s, drop_params=True)
-        usage = getattr(response, "usage", None)
-        return response.choices[0].message.content or "", {
-            "model": model,
-            "prompt_tokens": getattr(usage, "prompt_tokens", 0) or 0,
-            "completion_tokens": getattr(usage, "completion_tokens", 0) or 0,
-            "cost_usd": _cost(_litellm(), response, model),
-            "latency_s": round(time.perf_counter() - started, 4),
-        }
+        text, usage = complete_text(model, messages, temperature=0.0, timeout=timeout_s, drop_params=True)
+        return text, usage.as_dict()
 
     return call
 

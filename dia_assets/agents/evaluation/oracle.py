@@ -12,11 +12,12 @@ text, and the agent gives up: the run then shows where the agent and the gold di
 
 from __future__ import annotations
 
-import json
-import os
 import threading
 from dataclasses import dataclass, field
 from typing import Any
+
+from dia_assets.platform.model.base import ToolCall
+from dia_assets.platform.model.scripted import ScriptedModel, Turn
 
 PROVIDER = "dia_oracle"
 MODEL = f"{PROVIDER}/gold"
@@ -92,7 +93,7 @@ class _Registry:
 
 
 REGISTRY = _Registry()
-_handler: Any = None
+_handler: _Oracle | None = None
 _setup_lock = threading.Lock()
 
 
@@ -134,60 +135,27 @@ def next_step(messages: list[dict[str, Any]], tool_names: list[str]) -> dict[str
     return "oracle: the gold query was refused; giving up"
 
 
-def _make_handler() -> Any:
-    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-    import litellm
-    from litellm import CustomLLM, ModelResponse
-    from litellm.types.utils import ChatCompletionMessageToolCall, Choices, Function, Message, Usage
+class _Oracle(ScriptedModel):
+    """The gold answers as a scripted model; its tool-call replies count only the arguments'
+    tokens (the figures eval reports have always shown for the oracle)."""
 
-    class OracleLLM(CustomLLM):
-        calls = 0
+    def completion_tokens(self, found: list[ToolCall]) -> int:
+        return sum(len(c.arguments) for c in found) // 4 + 1
 
-        async def acompletion(self, *args: Any, **kwargs: Any) -> ModelResponse:
-            """The model door calls the async path; the script itself is synchronous."""
-            return self.completion(*args, **kwargs)
 
-        def completion(self, *args: Any, **kwargs: Any) -> ModelResponse:
-            messages = kwargs.get("messages") or []
-            tools = (kwargs.get("optional_params") or {}).get("tools") or []
-            names = [t.get("function", {}).get("name", "") for t in tools if isinstance(t, dict)]
-            step = next_step(messages, names)
-            prompt_tokens = sum(len(str(m.get("content") or "")) for m in messages) // 4 + 1
-            if isinstance(step, str):
-                message = Message(content=step, role="assistant")
-                completion_tokens, finish = len(step) // 4 + 1, "stop"
-            else:
-                with _setup_lock:
-                    OracleLLM.calls += 1
-                    n = OracleLLM.calls
-                arguments = json.dumps(step["arguments"])
-                message = Message(content=None, role="assistant", tool_calls=[ChatCompletionMessageToolCall(
-                    id=f"oracle_{n}", type="function", function=Function(name=step["name"], arguments=arguments))])
-                completion_tokens, finish = len(arguments) // 4 + 1, "tool_calls"
-            return ModelResponse(
-                model=MODEL, choices=[Choices(index=0, finish_reason=finish, message=message)],
-                usage=Usage(prompt_tokens=prompt_tokens, completion_tokens=completion_tokens,
-                            total_tokens=prompt_tokens + completion_tokens),
-            )
-
-    del litellm
-    return OracleLLM()
+def _respond(messages: list[dict[str, Any]], turn: Turn) -> dict[str, Any] | str:
+    return next_step(messages, turn.tool_names)
 
 
 def ensure_registered() -> str:
     """Register the oracle provider with litellm (kept alongside other custom providers);
     returns the litellm model name."""
     global _handler
-    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-    import litellm
+    from dia_assets.platform.model.litellm import register_scripted, registered
 
     with _setup_lock:
         if _handler is None:
-            _handler = _make_handler()
-        current = list(getattr(litellm, "custom_provider_map", None) or [])
-        if not any(p.get("provider") == PROVIDER and p.get("custom_handler") is _handler for p in current):
-            current = [p for p in current if p.get("provider") != PROVIDER]
-            current.append({"provider": PROVIDER, "custom_handler": _handler})
-            litellm.custom_provider_map = current
-            litellm.utils.custom_llm_setup()
+            _handler = _Oracle(respond=_respond, name=MODEL, call_prefix="oracle_", record=False)
+        if registered(PROVIDER) is not _handler:
+            register_scripted(_handler, PROVIDER)
     return MODEL

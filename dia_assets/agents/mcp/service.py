@@ -34,10 +34,11 @@ from typing import Any
 
 from dia_assets.agents.locations import default_warehouse, workspace_root
 from dia_assets.agents.mcp.privacy import artifact_view
-from dia_assets.agents.query.llm import NO_MODEL_MESSAGE, ChatFn
 from dia_assets.agents.query.loop import AgentSettings
 from dia_assets.agents.query.run import checked_question_id
 from dia_assets.agents.query.tools import capped_rows, result_bytes
+from dia_assets.platform.model.base import ChatFn
+from dia_assets.platform.model.errors import NO_MODEL_MESSAGE
 from dia_assets.platform.settings import get_settings
 from dia_assets.platform.sql.gate import Gate, privacy_mode, shows_values
 from dia_assets.platform.sql.redaction import schema_words
@@ -198,8 +199,8 @@ class DiaService:
     def ask(self, question: str, question_id: str | None = None) -> dict[str, Any]:
         """The full Query Generator (contract, probes, verification, repair) on one question;
         artifacts (with the chart) in queries/<id>/."""
-        from dia_assets.agents.query.llm import litellm_chat
         from dia_assets.agents.query.run import answer_question
+        from dia_assets.platform.model.litellm import litellm_chat
 
         question = bounded("question", question).strip()
         if not question:

@@ -114,7 +114,7 @@ class LiteLLMEmbedder:
 
     def _embedding_fn(self) -> Callable[..., Any]:
         if self._call is None:
-            from dia_assets.agents.models.door import embedding
+            from dia_assets.platform.model.litellm import embedding
 
             self._call = embedding
         return self._call

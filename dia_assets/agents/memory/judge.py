@@ -61,7 +61,7 @@ def litellm_conflict_judge(model: str | None = None, **completion_kwargs: Any) -
             new_title=new.title,
             new_body=new.body,
         )
-        from dia_assets.agents.models.door import completion
+        from dia_assets.platform.model.litellm import completion
 
         response = completion(
             model=model,

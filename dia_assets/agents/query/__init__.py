@@ -7,7 +7,8 @@ Framework-free: no Dagster imports. Typical use:
                                   model="openai/gpt-5", workspace="dia_workspace")
 
 Modules: contract (shape declaration), tools, safety, verify, policies, loop,
-modification, dialects, schema (schema linking), memory (protocol + adapters), llm, run.
+modification, dialects, schema (schema linking), memory (protocol + adapters), run. The model
+comes through `dia_assets.platform.model` (a `ChatFn`).
 """
 
 from __future__ import annotations
@@ -17,7 +18,6 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from dia_assets.agents.query.dialects import open_database, transpile, transpile_all
-    from dia_assets.agents.query.llm import NO_MODEL_MESSAGE, ChatReply, ToolCall, litellm_chat
     from dia_assets.agents.query.loop import AgentRun, AgentSettings, QueryAgent
     from dia_assets.agents.query.memory import (
         InMemoryMemory,
@@ -42,10 +42,6 @@ _EXPORTS = {
     "open_database": "dia_assets.agents.query.dialects",
     "transpile": "dia_assets.agents.query.dialects",
     "transpile_all": "dia_assets.agents.query.dialects",
-    "NO_MODEL_MESSAGE": "dia_assets.agents.query.llm",
-    "ChatReply": "dia_assets.agents.query.llm",
-    "ToolCall": "dia_assets.agents.query.llm",
-    "litellm_chat": "dia_assets.agents.query.llm",
     "AgentRun": "dia_assets.agents.query.loop",
     "AgentSettings": "dia_assets.agents.query.loop",
     "QueryAgent": "dia_assets.agents.query.loop",
@@ -78,10 +74,8 @@ def __dir__() -> list[str]:
 
 
 __all__ = [
-    "NO_MODEL_MESSAGE",
     "AgentRun",
     "AgentSettings",
-    "ChatReply",
     "InMemoryMemory",
     "Item",
     "Lesson",
@@ -91,9 +85,7 @@ __all__ = [
     "Ref",
     "SchemaIndex",
     "StoreMemory",
-    "ToolCall",
     "answer_question",
-    "litellm_chat",
     "load_questions",
     "open_database",
     "schema_index",

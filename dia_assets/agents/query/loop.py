@@ -26,7 +26,6 @@ from dia_assets.agents.query.contract import (
 from dia_assets.agents.query.dialects import Database, QueryOutput, transpile_all
 from dia_assets.agents.query.lineage import column_lineage
 from dia_assets.agents.query.linking import LinkPlan
-from dia_assets.agents.query.llm import ChatFn, ChatReply, ModelUnavailable, ToolCall
 from dia_assets.agents.query.memory import Lesson, QueryMemory
 from dia_assets.agents.query.modification import run_modification
 from dia_assets.agents.query.policies import (
@@ -61,6 +60,8 @@ from dia_assets.contracts.query_result import (
     Usage,
     Verification,
 )
+from dia_assets.platform.model.base import ChatFn, Reply, ToolCall
+from dia_assets.platform.model.errors import ModelUnavailable
 from dia_assets.platform.sql.gate import Gate, privacy_mode, shows_values
 from dia_assets.platform.sql.redaction import error_kind
 from dia_assets.platform.sql.safety import SQLRefused, clean_sql, normalize_name
@@ -126,12 +127,9 @@ class _State:
 def _tokens(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> int:
     """Prompt tokens as litellm counts them for gpt-4o (the budget's unit); litellm is imported
     on this path anyway, to call the model."""
-    import os
+    from dia_assets.platform.model.litellm import token_count
 
-    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-    import litellm
-
-    return int(litellm.token_counter(model="gpt-4o", messages=messages, tools=tools))
+    return token_count(messages, tools)
 
 
 def preference_probe(sql: str | None, dialect: str, schema: dict[str, dict[str, str]]) -> str | None:
@@ -323,7 +321,7 @@ class QueryAgent:
             self._event("catalog_link", tables=found, added=[t for t in found if t in plan.tables])
         return opening(plan)
 
-    def _call(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], turn: int) -> ChatReply:
+    def _call(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], turn: int) -> Reply:
         t0 = time.perf_counter()
         reply = self.chat(messages, tools)
         elapsed = time.perf_counter() - t0

@@ -14,7 +14,6 @@ from dia_assets.agents.charts.choose import ChartModel, chart_model_from_env
 from dia_assets.agents.charts.hints import workspace_semantic_types
 from dia_assets.agents.charts.render import chart_for_result
 from dia_assets.agents.query.dialects import Database, QueryOutput, open_database
-from dia_assets.agents.query.llm import NO_MODEL_MESSAGE, ChatFn, litellm_chat
 from dia_assets.agents.query.loop import AgentRun, AgentSettings, AskUser, QueryAgent
 from dia_assets.agents.query.memory import QueryMemory
 from dia_assets.agents.query.policies import PreviousAnswer
@@ -27,6 +26,9 @@ from dia_assets.agents.query.questions import (  # noqa: F401 - re-exported
 from dia_assets.agents.query.schema import SchemaIndex
 from dia_assets.contracts.chart import ChartSpec
 from dia_assets.contracts.query_result import Clarification, QueryResult
+from dia_assets.platform.model.base import ChatFn
+from dia_assets.platform.model.errors import NO_MODEL_MESSAGE
+from dia_assets.platform.model.litellm import litellm_chat
 from dia_assets.platform.settings import get_settings
 
 _INDEX_CACHE: dict[tuple[str, float], SchemaIndex] = {}

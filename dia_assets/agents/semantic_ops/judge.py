@@ -1,7 +1,7 @@
 """The model stages of the cascade: one batched litellm call asks a light or strong model
 about many items at once (Data Agents §III-C batching), and answers are checked for shape.
 
-Every call goes through `agents.models.door.completion` (the one model door: a litellm Router)."""
+Every call goes through `platform.model.litellm` (the one model door: a litellm Router)."""
 
 from __future__ import annotations
 
@@ -15,8 +15,8 @@ from typing import Any
 
 import yaml
 
-from dia_assets.agents.models.errors import ModelUnavailable
 from dia_assets.agents.semantic_ops.models import SemanticModelUnavailable, StageUsage
+from dia_assets.platform.model.errors import ModelUnavailable
 
 Complete = Callable[..., Any]
 
@@ -120,20 +120,10 @@ class Judge:
         self.usage = StageUsage(stage=self.stage, model=self.model)
 
     def _call(self, messages: list[dict[str, Any]]) -> tuple[str, dict[str, Any]]:
-        from dia_assets.agents.models.door import _litellm, completion
+        from dia_assets.platform.model.litellm import complete_text
 
-        litellm = _litellm()
-        response = (self.complete or completion)(model=self.model, messages=messages, temperature=0.0)
-        usage = getattr(response, "usage", None)
-        try:
-            cost = float(litellm.completion_cost(completion_response=response))
-        except Exception:  # unknown models have no price
-            cost = 0.0
-        return response.choices[0].message.content or "", {
-            "prompt_tokens": getattr(usage, "prompt_tokens", 0) or 0,
-            "completion_tokens": getattr(usage, "completion_tokens", 0) or 0,
-            "cost_usd": cost,
-        }
+        text, usage = complete_text(self.model, messages, self.complete, temperature=0.0)
+        return text, usage.as_dict()
 
     def ask(self, task: JudgeTask, items: Sequence[tuple[str, Any]]) -> dict[str, Answer]:
         """Answers for as many items as the model answered validly, in batches. An

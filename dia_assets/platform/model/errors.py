@@ -5,6 +5,14 @@ from __future__ import annotations
 
 import os
 
+NO_MODEL_MESSAGE = (
+    "No model is configured, so the Query Generator cannot answer questions. Set DIA_MODEL to "
+    "a litellm model name and the provider's API key, for example "
+    "`export DIA_MODEL=anthropic/claude-sonnet-4-5 ANTHROPIC_API_KEY=...` or "
+    "`export DIA_MODEL=ollama/qwen2.5-coder` for a local model, then check it with `dia doctor`. "
+    "The rest of the pipeline runs without one."
+)
+
 # exception classes (anywhere in the chain) that mean the model's endpoint was not reached or
 # did not answer in time: httpx/httpcore transport errors, the OS's own, the SDKs' timeouts
 _NETWORK = ("TransportError", "ConnectError", "ConnectTimeout", "TimeoutException", "ConnectionError",

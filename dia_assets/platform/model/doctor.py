@@ -8,8 +8,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from dia_assets.agents.models.door import MODEL_VARS
-from dia_assets.agents.models.errors import ModelUnavailable, is_network_error, one_line
+from dia_assets.platform.model.errors import ModelUnavailable, is_network_error, one_line
+from dia_assets.platform.model.litellm import MODEL_VARS, completion, load
 from dia_assets.platform.settings import FIELDS, get_settings, load_settings
 
 # where litellm sends each provider when no base URL is set (its own defaults)
@@ -41,15 +41,9 @@ def endpoint(model: str, env: Mapping[str, str]) -> str | None:
     return next((env[v] for v in base_vars(provider) if env.get(v)), None) or _DEFAULT_BASE.get(provider)
 
 
-def _litellm() -> Any:
-    from dia_assets.agents.models.door import _litellm as door_litellm
-
-    return door_litellm()
-
-
 def preflight(model: str) -> str | None:
     """A problem found without calling: an unknown provider or a missing API key."""
-    litellm = _litellm()
+    litellm = load()
     try:
         litellm.get_llm_provider(model)
     except Exception:
@@ -73,7 +67,7 @@ def explain(err: BaseException, model: str, env: Mapping[str, str]) -> str:
         cause = getattr(err, "cause", "is unreachable").removeprefix("is unreachable: ")
         return f"cannot reach {at}: {cause}; start the server or set {base} to its URL"
     if names & {"AuthenticationError", "PermissionDeniedError"}:
-        keys = ", ".join(k for k in _litellm().validate_environment(model).get("missing_keys", []) if k.endswith("_KEY"))
+        keys = ", ".join(k for k in load().validate_environment(model).get("missing_keys", []) if k.endswith("_KEY"))
         key = keys or f"{provider_of(model).upper()}_API_KEY"
         return f"the key was refused ({one_line(str(err), 120)}); check {key}"
     if names & {"NotFoundError"} or getattr(err, "status_code", None) == 404:
@@ -91,10 +85,8 @@ def check(var: str, model: str, env: Mapping[str, str] | None = None,
     problem = preflight(model)
     if problem:
         return Check(var, model, False, f"{var}={model}: FAILED: {problem}")
-    if complete is None:
-        from dia_assets.agents.models.door import completion as complete
     try:
-        response = complete(model=model, messages=[{"role": "user", "content": "Reply with the word ok."}],
+        response = (complete or completion)(model=model, messages=[{"role": "user", "content": "Reply with the word ok."}],
                             max_tokens=5, temperature=0.0, timeout=30.0, drop_params=True)
     except Exception as err:
         return Check(var, model, False, f"{var}={model}: FAILED: {explain(err, model, env)}")

@@ -1,4 +1,5 @@
-"""The one model door: every model call in DIA goes through a single litellm Router.
+"""The one model door, and the only module that imports litellm (lazily: it takes seconds).
+Every model call in DIA goes through a single litellm Router.
 
 The Router owns retries with backoff, fallbacks, the shared in-flight limit and timeouts; DIA
 keeps no retry loop of its own. What DIA adds is the setting of that Router from the
@@ -15,11 +16,15 @@ import asyncio
 import atexit
 import os
 import threading
+import time
 from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from dia_assets.agents.models.errors import ModelUnavailable, is_network_error, unavailable
+from dia_assets.platform.model.base import ChatFn, Reply, ToolCall
+from dia_assets.platform.model.errors import ModelUnavailable, is_network_error, unavailable
+from dia_assets.platform.model.scripted import ScriptedModel
+from dia_assets.platform.model.usage import Usage
 from dia_assets.platform.settings import FIELDS, SettingsError, get_settings, load_settings
 
 # model settings, each checked and named in its error by dia_assets.platform.settings
@@ -77,8 +82,8 @@ def retry_policy(settings: DoorSettings) -> Any:
     )
 
 
-def _litellm() -> Any:
-    """Import lazily: litellm takes seconds to import and must not fetch its cost map."""
+def load() -> Any:
+    """litellm, imported lazily: litellm takes seconds to import and must not fetch its cost map."""
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     import litellm
 
@@ -108,7 +113,7 @@ class ModelDoor:
     _lock: threading.Lock = field(init=False, default_factory=threading.Lock)
 
     def _build(self) -> Any:
-        _litellm()
+        load()
         from litellm import Router
         from litellm.router import router_arguments
         from litellm.router_config import build_router_config
@@ -255,5 +260,132 @@ def embedding(**kwargs: Any) -> Any:
     return door().embedding(**kwargs)
 
 
-__all__ = ["DoorSettings", "ModelDoor", "ModelUnavailable", "SettingError", "completion", "door", "embedding",
-           "reset_door", "retry_policy"]
+# -- usage and pricing ---------------------------------------------------------------------------
+
+
+def price(response: Any, model: str) -> float:
+    """The call's cost in USD by litellm's cost map: priced as the model asked for (a custom
+    provider's registered name), else as the model the response names, else 0 (unknown)."""
+    litellm = load()
+    for kwargs in ({"model": model}, {}):
+        try:
+            return float(litellm.completion_cost(completion_response=response, **kwargs))
+        except Exception:
+            continue
+    return 0.0
+
+
+def usage_of(response: Any, model: str, started: float) -> Usage:
+    """The usage record of a call that started at `started` (`time.perf_counter()`)."""
+    return Usage.of(response, model, price(response, model), time.perf_counter() - started)
+
+
+def complete_text(model: str, messages: list[dict[str, Any]], complete: Callable[..., Any] | None = None,
+                  **kwargs: Any) -> tuple[str, Usage]:
+    """The first choice's text and the call's usage; `complete` replaces the door (a test's)."""
+    started = time.perf_counter()
+    response = (complete or completion)(model=model, messages=messages, **kwargs)
+    return response.choices[0].message.content or "", usage_of(response, model, started)
+
+
+def litellm_chat(model: str, temperature: float = 0.0, timeout_s: float = 120.0, **extra: Any) -> ChatFn:
+    """A tool-calling `ChatFn` over the door; each reply carries its usage (the Router's retry
+    waits count in the latency)."""
+
+    def chat(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Reply:
+        started = time.perf_counter()
+        # drop_params: some models (reasoning models) reject temperature; litellm drops it for them
+        kwargs: dict[str, Any] = {"temperature": temperature, "timeout": timeout_s, "drop_params": True, **extra}
+        if tools:
+            kwargs["tools"] = tools
+            kwargs["tool_choice"] = "auto"
+        response = completion(model=model, messages=messages, **kwargs)
+        message = response.choices[0].message
+        found = [
+            ToolCall(tc.id or f"call_{i}", tc.function.name, tc.function.arguments or "{}")
+            for i, tc in enumerate(getattr(message, "tool_calls", None) or [])
+        ]
+        return Reply(content=message.content, tool_calls=found, usage=usage_of(response, model, started).as_dict())
+
+    return chat
+
+
+def token_count(messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None,
+                model: str = "gpt-4o") -> int:
+    """Prompt tokens as litellm counts them for `model` (gpt-4o: the prompt budget's unit)."""
+    return int(load().token_counter(model=model, messages=messages, tools=tools))
+
+
+# -- scripted providers ----------------------------------------------------------------------------
+
+
+def register_price(model: str, input_per_token: float, output_per_token: float, provider: str) -> None:
+    """Put `model` in litellm's cost map, so `price` works for a custom provider's model."""
+    load().register_model({model: {
+        "input_cost_per_token": input_per_token, "output_cost_per_token": output_per_token,
+        "cache_creation_input_token_cost": 0.0, "cache_read_input_token_cost": 0.0,
+        "litellm_provider": provider, "mode": "chat", "supports_function_calling": True,
+    }})
+
+
+_REGISTER_LOCK = threading.Lock()
+
+
+def register_scripted(scripted: ScriptedModel, provider: str = "fake") -> ScriptedModel:
+    """Serve `<provider>/<any name>` with `scripted` through litellm (replacing that provider's
+    handler, keeping other providers), so calls go through the door as a real model's would."""
+    litellm = load()
+    handler = _provider(scripted)
+    with _REGISTER_LOCK:
+        current = [p for p in (getattr(litellm, "custom_provider_map", None) or []) if p.get("provider") != provider]
+        litellm.custom_provider_map = [*current, {"provider": provider, "custom_handler": handler}]
+        litellm.utils.custom_llm_setup()
+    return scripted
+
+
+def registered(provider: str) -> ScriptedModel | None:
+    """The scripted model serving `provider`, if one is registered."""
+    for p in getattr(load(), "custom_provider_map", None) or []:
+        if p.get("provider") == provider:
+            return getattr(p.get("custom_handler"), "scripted", None)
+    return None
+
+
+def _provider(scripted: ScriptedModel) -> Any:
+    """A litellm CustomLLM whose replies `scripted` plays."""
+    load()
+    from litellm import CustomLLM, ModelResponse
+    from litellm.types.utils import ChatCompletionMessageToolCall, Choices, Function, Message
+    from litellm.types.utils import Usage as LitellmUsage
+
+    class Scripted(CustomLLM):
+        def __init__(self) -> None:
+            super().__init__()
+            self.scripted = scripted
+
+        async def acompletion(self, *args: Any, **kwargs: Any) -> ModelResponse:
+            """The door calls the async path; the script itself is synchronous."""
+            return self.completion(*args, **kwargs)
+
+        def completion(self, *args: Any, **kwargs: Any) -> ModelResponse:
+            messages = kwargs.get("messages") or []
+            tools = (kwargs.get("optional_params") or {}).get("tools")
+            reply, tokens = scripted.reply(messages, tools, str(kwargs.get("model") or ""))
+            if reply.tool_calls:
+                message = Message(content=None, role="assistant", tool_calls=[ChatCompletionMessageToolCall(
+                    id=c.id, type="function", function=Function(name=c.name, arguments=c.arguments))
+                    for c in reply.tool_calls])
+                finish = "tool_calls"
+            else:
+                message, finish = Message(content=reply.content, role="assistant"), "stop"
+            prompt, out = tokens["prompt_tokens"], tokens["completion_tokens"]
+            return ModelResponse(
+                model=scripted.name, choices=[Choices(index=0, finish_reason=finish, message=message)],
+                usage=LitellmUsage(prompt_tokens=prompt, completion_tokens=out, total_tokens=prompt + out))
+
+    return Scripted()
+
+
+__all__ = ["DoorSettings", "ModelDoor", "ModelUnavailable", "SettingError", "complete_text", "completion",
+           "door", "embedding", "litellm_chat", "load", "price", "register_price", "register_scripted",
+           "registered", "reset_door", "retry_policy", "token_count", "usage_of"]
