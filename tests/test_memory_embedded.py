@@ -193,3 +193,36 @@ def test_wordllama_loads_and_embeds_with_networking_disabled() -> None:
     result = run_python(_OFFLINE, env={**env, "HF_HUB_OFFLINE": "0"}, prefix=prefix)
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == ["wordllama/l2_supercat_256", "256", "256", "True"]
+
+
+def test_two_processes_placing_one_folder_at_once_agree(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """As root, several processes starting on a fresh workspace race to create the same symlink;
+    the loser must use the winner's link, not fail (seen once in CI: FileExistsError)."""
+    from dia_assets.agents.memory import placement
+
+    workspace = tmp_path / "ws"
+    workspace.mkdir(mode=0o700)
+    home = tmp_path / "home"
+    monkeypatch.setattr(placement, "as_root", lambda: True)
+    monkeypatch.setattr(placement, "pgdata_home", lambda: home)
+    requested = workspace / "pgdata"
+    real_symlink = Path.symlink_to
+
+    def racing_symlink(self: Path, target: Path, target_is_directory: bool = False) -> None:
+        real_symlink(self, target, target_is_directory)  # the other process wins the race
+        raise FileExistsError(17, "File exists", str(target), None, str(self))
+
+    monkeypatch.setattr(Path, "symlink_to", racing_symlink)
+    target = placement.place(requested)
+    assert requested.is_symlink() and requested.resolve() == target.resolve()
+    assert target.parent == home
+    # a link made meanwhile to another folder is an error, not silently used
+    requested.unlink()
+
+    def foreign_symlink(self: Path, target: Path, target_is_directory: bool = False) -> None:
+        real_symlink(self, tmp_path, True)
+        raise FileExistsError(17, "File exists", str(target), None, str(self))
+
+    monkeypatch.setattr(Path, "symlink_to", foreign_symlink)
+    with pytest.raises(FileExistsError):
+        placement.place(requested)

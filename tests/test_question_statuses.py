@@ -188,3 +188,15 @@ def test_a_backfill_answers_every_question_in_one_run(questions, tmp_path, monke
         assert AssetKey("after_answers") in data.failed_and_downstream_subset.non_partitioned_asset_keys
         assert len(runs) == 2, [(r.asset_selection, r.status) for r in runs]
         assert (root / "queries" / "payroll_total_per_month" / "answer.md").exists()
+
+
+def test_an_unordered_result_is_previewed_in_one_order_and_an_ordered_one_as_returned():
+    from dia_assets.agents.query.loop import shown_rows
+
+    rows = [("EMER", 49), ("CARD", 66), ("ICU", 24)]
+    unordered = "SELECT department_code, SUM(beds) FROM hospital_wards GROUP BY department_code"
+    previews = {tuple(map(tuple, shown_rows(unordered, "duckdb", order, 2)))
+                for order in (rows, rows[::-1], rows[1:] + rows[:1])}
+    assert previews == {(("CARD", 66), ("EMER", 49))}
+    ordered = unordered + " ORDER BY 2"
+    assert shown_rows(ordered, "duckdb", rows[::-1], 3) == [["ICU", 24], ["CARD", 66], ["EMER", 49]]

@@ -70,7 +70,11 @@ def place(pgdata: Path | str) -> Path:
     target.mkdir(parents=True, exist_ok=True)
     target.chmod(0o700)
     requested.parent.mkdir(parents=True, exist_ok=True)
-    requested.symlink_to(target, target_is_directory=True)
+    try:
+        requested.symlink_to(target, target_is_directory=True)
+    except FileExistsError:  # another process placed it first: fine if it points to the same folder
+        if not (requested.is_symlink() and requested.resolve() == target.resolve()):
+            raise
     _log.info("embedded PostgreSQL data for %s kept in %s (its parents stay private)", requested, target)
     return target
 

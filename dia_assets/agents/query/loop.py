@@ -14,6 +14,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import sqlglot
+
 from dia_assets.agents.lineage.reads import sql_reads
 from dia_assets.agents.query.contract import (
     PARTS,
@@ -130,6 +132,19 @@ def _tokens(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> int:
     from dia_assets.platform.model.litellm import token_count
 
     return token_count(messages, tools)
+
+
+def shown_rows(sql: str | None, dialect: str, rows: list[Any], limit: int) -> list[list[Any]]:
+    """The preview: a result without a top-level ORDER BY comes back in any order (DuckDB groups
+    in parallel), so it is shown sorted; two runs of one answer then show the same rows."""
+    ordered = True
+    if sql:
+        try:
+            ordered = sqlglot.parse_one(sql, read=dialect).args.get("order") is not None
+        except sqlglot.errors.SqlglotError:
+            ordered = True  # unparseable here: keep the engine's order
+    shown = list(rows) if ordered else sorted(rows, key=lambda r: repr(jsonable(list(r))))
+    return [list(jsonable(list(r))) for r in shown[:limit]]
 
 
 def preference_probe(sql: str | None, dialect: str, schema: dict[str, dict[str, str]]) -> str | None:
@@ -708,7 +723,7 @@ class QueryAgent:
             contract=state.contract, verification=state.verification, attempts=state.attempts,
             contract_revisions=state.revisions,
             row_count=out.row_count if out else 0, columns=out.columns if out else [],
-            preview=[list(jsonable(list(r))) for r in out.rows[: s.preview_rows]] if out else [],
+            preview=shown_rows(state.sql, self.db.dialect, out.rows, s.preview_rows) if out else [],
             answer=state.answer,
             lineage=(column_lineage(state.sql, self.index.qualify_schema(), self.db.dialect)
                      if state.sql and out is not None else {}),
