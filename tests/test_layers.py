@@ -22,12 +22,7 @@ sys.modules[_spec.name] = layers
 _spec.loader.exec_module(layers)
 
 KNOWN = {
-    "cycle: agents.evaluation.report <-> agents.evaluation.runner",
-    "cycle: agents.memory.bulk <-> agents.memory.store",
-    "cycle: agents.query.linking <-> agents.query.schema",
-    "cycle: agents.schema_creator.plan <-> agents.schema_creator.sqlgen <-> agents.schema_creator.width",
     "cycle: analysis_assets <-> query_assets",
-    "up: contracts.analysis_result -> agents.analysis.steps (contracts -> agents)",
     "sibling: agents.adaptation.snapshot -> agents.interpreter.discover (adaptation -> interpreter)",
     "sibling: agents.analysis.agent -> agents.query.loop (analysis -> query)",
     "sibling: agents.analysis.agent -> agents.query.memory (analysis -> query)",
