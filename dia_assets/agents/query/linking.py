@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, Protocol
 
-from dia_assets.agents.interpreter.key_names import (
+from dia_assets.platform.key_names import (
     abbreviates,
     abbreviates_run,
     column_prefix,

@@ -13,7 +13,6 @@ from itertools import product
 import sqlglot
 from sqlglot import exp
 
-from dia_assets.agents.interpreter.naming import quote_ident as q
 from dia_assets.agents.schema_creator.layout import PROVENANCE, REJECT_EXTRA
 from dia_assets.agents.schema_creator.plan import is_text_type
 from dia_assets.agents.value_parsing import (
@@ -24,6 +23,7 @@ from dia_assets.agents.value_parsing import (
     sql_str,
 )
 from dia_assets.contracts.manifest import Manifest, ManifestColumn, ManifestTable
+from dia_assets.platform.naming import quote_ident as q
 
 
 def raw_view(table: ManifestTable) -> str:
