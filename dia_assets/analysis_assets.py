@@ -63,8 +63,8 @@ def _vector_index_and_catalog(context: AssetExecutionContext, memory: MemoryReso
     """pgvector in the shared memory and the catalog's nodes for this warehouse, when reachable."""
     try:
         from dia_assets.agents.catalog.store import CatalogStore
-        from dia_assets.agents.memory.fingerprint import database_fingerprint
         from dia_assets.agents.semantic_ops.vectors import PgVectorIndex
+        from dia_assets.platform.warehouse.fingerprint import database_fingerprint
 
         store = memory.store()
         nodes = {n.id: n for n in CatalogStore(store).nodes(database_fingerprint(warehouse))}
@@ -157,7 +157,7 @@ def answer_partition(context: AssetExecutionContext, config: AnalysisConfig, wor
     link = None
     if store is not None and catalog:
         from dia_assets.agents.catalog.linking import catalog_linker
-        from dia_assets.agents.memory.fingerprint import database_fingerprint
+        from dia_assets.platform.warehouse.fingerprint import database_fingerprint
 
         link = catalog_linker(store, database_fingerprint(warehouse))
     result, _ = answer_with_pipeline(

@@ -334,8 +334,8 @@ def test_pipelines_not_offered_without_samples_privacy(warehouse, tmp_path, monk
 def _store_catalog(store: Any, warehouse: Path) -> None:
     """A small catalog for the sales/reviews warehouse, under its fingerprint."""
     from dia_assets.agents.catalog.store import CatalogStore
-    from dia_assets.agents.memory.fingerprint import database_fingerprint
     from dia_assets.contracts.semantic_catalog import CatalogNode, SemanticCatalog
+    from dia_assets.platform.warehouse.fingerprint import database_fingerprint
 
     nodes = [
         CatalogNode(id="domain:shop", level="domain", label="shop", description="shop"),

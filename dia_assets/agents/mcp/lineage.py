@@ -1,5 +1,5 @@
 """Column lineage for the MCP `lineage` tool, from what exists today: an answer's result
-columns -> warehouse columns (agents/query/lineage.py, sqlglot over the answer's SQL), and
+columns -> warehouse columns (platform/sql/lineage.py, sqlglot over the answer's SQL), and
 warehouse columns -> source files and columns (agents/schema_creator/lineage.py, written to
 `schema/lineage.json` by every build).
 
@@ -13,7 +13,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from dia_assets.agents.query.lineage import column_lineage
+from dia_assets.platform.sql.lineage import column_lineage
 
 
 def warehouse_lineage(workspace: Path) -> dict[str, dict[str, list[dict[str, str]]]]:

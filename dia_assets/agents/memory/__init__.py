@@ -26,7 +26,6 @@ if TYPE_CHECKING:
         WordLlamaEmbedder,
         make_embedder,
     )
-    from dia_assets.agents.memory.fingerprint import database_fingerprint, fingerprint_from_columns
     from dia_assets.agents.memory.migrations import EmbeddingMismatch
     from dia_assets.agents.memory.models import (
         Evidence,
@@ -51,6 +50,10 @@ if TYPE_CHECKING:
         duckdb_probe_runner,
         probe_confirms,
     )
+    from dia_assets.platform.warehouse.fingerprint import (
+        database_fingerprint,
+        fingerprint_from_columns,
+    )
 
 # Each name is imported from its module on first use (PEP 562), so importing one
 # submodule (the Dagster code location, a run worker) does not import them all.
@@ -63,8 +66,8 @@ _EXPORTS = {
     "LiteLLMEmbedder": "dia_assets.agents.memory.embedder",
     "WordLlamaEmbedder": "dia_assets.agents.memory.embedder",
     "make_embedder": "dia_assets.agents.memory.embedder",
-    "database_fingerprint": "dia_assets.agents.memory.fingerprint",
-    "fingerprint_from_columns": "dia_assets.agents.memory.fingerprint",
+    "database_fingerprint": "dia_assets.platform.warehouse.fingerprint",
+    "fingerprint_from_columns": "dia_assets.platform.warehouse.fingerprint",
     "EmbeddingMismatch": "dia_assets.agents.memory.migrations",
     "Evidence": "dia_assets.agents.memory.models",
     "ImportReport": "dia_assets.agents.memory.models",

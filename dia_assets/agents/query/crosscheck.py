@@ -20,7 +20,7 @@ from typing import Any
 import sqlglot
 from sqlglot import exp
 
-from dia_assets.agents.evaluation.metrics import normalize_rows
+from dia_assets.platform.sql.rows import normalize_rows
 
 
 @dataclass

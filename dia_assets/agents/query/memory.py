@@ -165,8 +165,8 @@ class StoreMemory:
 
 def warehouse_fingerprint(warehouse: str) -> str:
     """The memory scope of a warehouse: a DuckDB file, or a PostgreSQL URL."""
-    from dia_assets.agents.memory import database_fingerprint
     from dia_assets.platform.warehouse.base import target_dialect
+    from dia_assets.platform.warehouse.fingerprint import database_fingerprint
 
     text = str(warehouse)
     if not target_dialect(text).file_based:
