@@ -13,7 +13,6 @@ from typing import Any
 from dia_assets.agents.analysis.agent import OnDemandPipelineAgent
 from dia_assets.agents.analysis.session import AnalysisSession
 from dia_assets.agents.analysis.steps import PipelineError
-from dia_assets.agents.memory.embedder import Embedder, make_embedder
 from dia_assets.agents.query.loop import AgentRun, QueryAgent
 from dia_assets.agents.query.run import answer_question, checked_question_id, slug
 from dia_assets.agents.semantic_ops.models import CascadeConfig
@@ -21,6 +20,7 @@ from dia_assets.agents.semantic_ops.vectors import VectorIndex
 from dia_assets.contracts.analysis_result import AnalysisResult
 from dia_assets.contracts.query_result import QueryResult
 from dia_assets.contracts.semantic_catalog import CatalogNode
+from dia_assets.platform.embeddings import Embedder, make_embedder
 from dia_assets.platform.settings import get_settings
 from dia_assets.platform.sql.gate import privacy_mode
 from dia_assets.platform.warehouse.base import target_dialect

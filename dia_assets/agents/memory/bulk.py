@@ -15,10 +15,10 @@ import psycopg
 
 from dia_assets.agents.memory import migrations
 from dia_assets.agents.memory.conflicts import content_hash
-from dia_assets.agents.memory.embedder import Embedder
 from dia_assets.agents.memory.migrations import SCHEMA
 from dia_assets.agents.memory.models import ImportReport, NewMemory
 from dia_assets.agents.memory.store import BULK_LOCK, MemoryStore, write_event
+from dia_assets.platform.embeddings import Embedder
 
 COPY_COLUMNS = (
     "tier, kind, title, body, probe_sql, question, evidence, notes, scope, "

@@ -28,7 +28,6 @@ from dia_assets.agents.memory.conflicts import (
     is_candidate_conflict,
 )
 from dia_assets.agents.memory.connection import ConnectionTarget
-from dia_assets.agents.memory.embedder import Embedder, make_embedder
 from dia_assets.agents.memory.migrations import SCHEMA
 from dia_assets.agents.memory.models import (
     ConflictRecord,
@@ -51,6 +50,7 @@ from dia_assets.agents.memory.retrieval import (
     hybrid_query,
 )
 from dia_assets.agents.memory.verify import ProbeRunner, SupportsProbe, as_runner, check
+from dia_assets.platform.embeddings import Embedder, make_embedder
 
 T = TypeVar("T")
 
