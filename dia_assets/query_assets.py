@@ -38,6 +38,7 @@ from pydantic import Field
 from dia_assets.agents.data_folder import ADD_QUESTIONS_HINT, questions_file
 from dia_assets.agents.locations import default_warehouse
 from dia_assets.agents.query.questions import load_questions, markdown_table
+from dia_assets.platform import markdown
 from dia_assets.platform.model.errors import NO_MODEL_MESSAGE
 from dia_assets.platform.model.litellm import litellm_chat
 from dia_assets.platform.settings import get_settings
@@ -216,10 +217,8 @@ def answered_check(result: "QueryResult", asset_key: AssetKey = QUERY_RESULT_KEY
 
 
 def result_metadata(result: "QueryResult") -> dict[str, Any]:
-    checks = "\n".join(
-        ["| check | passed | detail |", "|---|---|---|"]
-        + [f"| {c.name} | {'yes' if c.passed else 'NO'} | {c.detail.replace('|', '/')} |" for c in result.verification.checks]
-    )
+    checks = markdown.table(["check", "passed", "detail"],
+                            [[c.name, "yes" if c.passed else "NO", c.detail] for c in result.verification.checks])
     meta: dict[str, Any] = {
         "status": result.status,
         "question": result.question,

@@ -40,13 +40,14 @@ from dagster_duckdb import DuckDBResource
 from dia_assets.agents.schema_creator import build as sc
 from dia_assets.agents.schema_creator import validate as v
 from dia_assets.agents.schema_creator.lineage import table_lineage
-from dia_assets.agents.schema_creator.markdown import cell, decisions_markdown, er_markdown
+from dia_assets.agents.schema_creator.markdown import decisions_markdown, er_markdown
 from dia_assets.agents.schema_creator.state import stale_reason
 from dia_assets.agents.schema_creator.table_stats import TableStats, installed_stats
 from dia_assets.contracts.artifact import write_atomic
 from dia_assets.contracts.interpretation import Interpretation
 from dia_assets.contracts.manifest import Manifest, ManifestTable
 from dia_assets.contracts.report import ValidationReport
+from dia_assets.platform import markdown
 from dia_assets.platform.warehouse.base import build_dialect
 from dia_assets.resources.warehouse import warehouse_target
 from dia_assets.resources.workspace import WorkspaceResource
@@ -359,10 +360,8 @@ def _details(items: list) -> str:
     if not items:
         return "nothing to check"
     fields = [f for f in type(items[0]).model_fields if f not in ("sql", "passed")]
-    lines = ["| passed | " + " | ".join(fields) + " |", "|---" * (len(fields) + 1) + "|"]
-    for i in items:
-        lines.append(f"| {'yes' if i.passed else 'NO'} | " + " | ".join(cell(_value(getattr(i, f))) for f in fields) + " |")
-    return "\n".join(lines)
+    return markdown.table(["passed", *fields],
+                          [["yes" if i.passed else "NO", *(_value(getattr(i, f)) for f in fields)] for i in items])
 
 
 def check_result(key: AssetCheckKey, report: ValidationReport, table: str | None, tables: Sequence[str],
@@ -438,8 +437,8 @@ def validation_report_asset(deps: Sequence[AssetKey] = (WAREHOUSE,)) -> AssetsDe
             "accepted": report.accepted,
             "stale": bool(report.stale_reason),
             "stale_overrides": len(report.stale_overrides),
-            "axes": MetadataValue.md("\n".join(["| axis | passed | summary |", "|---|---|---|"] + [
-                f"| {k} | {'yes' if a.passed else 'NO'} | {cell(a.summary)} |" for k, a in report.axes.items()])),
+            "axes": MetadataValue.md(markdown.table(["axis", "passed", "summary"], [
+                [k, "yes" if a.passed else "NO", a.summary] for k, a in report.axes.items()])),
             "report": MetadataValue.md(md),
             "path/report_json": MetadataValue.path(str(workspace.path("validation", "report.json"))),
             "path/report_md": MetadataValue.path(str(workspace.path("validation", "report.md"))),
