@@ -76,7 +76,7 @@ def raw_asset_key(source_path: str) -> AssetKey:  # noqa: ARG001 - every file is
 
 
 def _manifest(workspace: WorkspaceResource) -> Manifest:
-    return Manifest.read(workspace.path("schema", "manifest.json"))
+    return Manifest.read(workspace.tree.manifest)
 
 
 @asset(deps=["interpretation"], group_name=GROUP, kinds={"python"}, code_version="1",
@@ -84,7 +84,7 @@ def _manifest(workspace: WorkspaceResource) -> Manifest:
        "keys and how each column is parsed, from the interpretation plus the expert's overrides.")
 def schema_manifest(context: AssetExecutionContext, workspace: WorkspaceResource, duckdb: DuckDBResource) -> MaterializeResult:
     """Plan the schema from interpretation.json plus the expert's overrides."""
-    interp = Interpretation.read(workspace.path("interpretation.json"))
+    interp = Interpretation.read(workspace.tree.interpretation)
     target = warehouse_target(duckdb)
     dialect = build_dialect(target).name
     try:
@@ -128,7 +128,7 @@ def report_stale(context: AssetExecutionContext, workspace: WorkspaceResource) -
         "stale": True,
         "stale_reason": MetadataValue.md(f"**STALE / FAILED**: {reason}"),
         "report": MetadataValue.md(sc.report_markdown(report) if report else "no report yet"),
-        "path/report_md": MetadataValue.path(str(workspace.path("validation", "report.md"))),
+        "path/report_md": MetadataValue.path(str(workspace.tree.report_md)),
     }))
 
 
@@ -167,12 +167,12 @@ def _build(context: AssetExecutionContext, config: WarehouseConfig, workspace: W
     """Load staging, refined and reject tables beside the warehouse, validate, then swap in.
     A build that is not accepted keeps the previous warehouse and fails the step."""
     manifest = _manifest(workspace)
-    interp_path = workspace.path("interpretation.json")
+    interp_path = workspace.tree.interpretation
     interp = Interpretation.read(interp_path) if interp_path.exists() else None
     # The report is written here too, so a load that fails a blocking check (and so never
     # reaches `validation_report`) still leaves the expert a report saying why.
     target = warehouse_target(duckdb)
-    load_path = workspace.path("schema", "load_result.json")
+    load_path = workspace.tree.load_result
     try:
         with run_writer(context, workspace.root_path, LOAD, target) as attempt:
             loaded, report = sc.load_and_validate(
@@ -187,15 +187,15 @@ def _build(context: AssetExecutionContext, config: WarehouseConfig, workspace: W
         raise Failure(
             description=f"the new build is not accepted, so the previous warehouse stays in place; "
             f"the build is kept at {report.rejected_build}. {sc.summary(report)}",
-            metadata={"report": MetadataValue.path(str(workspace.path("validation", "report.md"))),
+            metadata={"report": MetadataValue.path(str(workspace.tree.report_md)),
                       VERDICT_KEY: "not_accepted"},
         )
     common = {
         "accepted": report.accepted,
         "path/warehouse": MetadataValue.path(loaded.warehouse),
         "path/load_result": MetadataValue.path(str(load_path)),
-        "path/load_sql": MetadataValue.path(str(workspace.path("schema", "load.sql"))),
-        "path/lineage": MetadataValue.path(str(workspace.path("schema", "lineage.json"))),
+        "path/load_sql": MetadataValue.path(str(workspace.tree.load)),
+        "path/lineage": MetadataValue.path(str(workspace.tree.schema_lineage)),
     }
     return manifest, {"loaded": loaded, "common": common, "report": report}, interp
 
@@ -429,7 +429,7 @@ def validation_report_asset(deps: Sequence[AssetKey] = (WAREHOUSE,)) -> AssetsDe
            "column coverage, keys, rejects and test queries; `accepted` only when every check passes.")
     def validation_report(workspace: WorkspaceResource, duckdb: DuckDBResource) -> MaterializeResult:
         manifest = _manifest(workspace)
-        interp_path = workspace.path("interpretation.json")
+        interp_path = workspace.tree.interpretation
         interp = Interpretation.read(interp_path) if interp_path.exists() else None
         report = sc.shared_report(manifest, warehouse_target(duckdb), workspace.root_path, interp)
         md = sc.report_markdown(report)
@@ -440,8 +440,8 @@ def validation_report_asset(deps: Sequence[AssetKey] = (WAREHOUSE,)) -> AssetsDe
             "axes": MetadataValue.md(markdown.table(["axis", "passed", "summary"], [
                 [k, "yes" if a.passed else "NO", a.summary] for k, a in report.axes.items()])),
             "report": MetadataValue.md(md),
-            "path/report_json": MetadataValue.path(str(workspace.path("validation", "report.json"))),
-            "path/report_md": MetadataValue.path(str(workspace.path("validation", "report.md"))),
+            "path/report_json": MetadataValue.path(str(workspace.tree.report)),
+            "path/report_md": MetadataValue.path(str(workspace.tree.report_md)),
         })
 
     return validation_report

@@ -25,6 +25,7 @@ from dia_assets.platform.settings import get_settings
 from dia_assets.platform.sql.gate import privacy_mode
 from dia_assets.platform.warehouse.base import target_dialect
 from dia_assets.platform.warehouse.duckdb import DUCKDB
+from dia_assets.platform.workspace import Workspace
 
 
 def pipelines_unavailable(warehouse: str | Path, privacy: str | None = None, allow_writes: bool = False,
@@ -96,7 +97,7 @@ def answer(
             from dia_assets.agents.analysis.run import write_analysis
 
             qid = kwargs.get("question_id")
-            folder = Path(workspace) / "analysis" / (checked_question_id(qid) if qid else slug(question))
+            folder = Workspace(workspace).analysis(checked_question_id(qid) if qid else slug(question)).folder
             write_analysis(analysis, agent.session, run.trace, folder)
         return result, run, analysis
     finally:

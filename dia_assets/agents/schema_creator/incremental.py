@@ -40,12 +40,11 @@ from dia_assets.agents.schema_creator.validate import decide, validate
 from dia_assets.contracts.interpretation import Interpretation
 from dia_assets.contracts.manifest import Manifest, ManifestTable
 from dia_assets.contracts.report import ReloadRecord, RetiredTable, ValidationReport
-
-INSTALLED = ("schema", "installed_manifest.json")
+from dia_assets.platform.workspace import Workspace
 
 
 def installed_manifest_path(workspace: str | Path) -> Path:
-    return Path(workspace).joinpath(*INSTALLED)
+    return Workspace(workspace).installed_manifest
 
 
 def record_installed(manifest: Manifest, workspace: str | Path) -> None:
