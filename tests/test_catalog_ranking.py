@@ -193,7 +193,7 @@ def test_lexical_links_and_alignment() -> None:
 
 
 def test_abbreviations_written_out() -> None:
-    from dia_assets.agents.interpreter.key_names import SchemaNames
+    from dia_assets.platform.key_names import SchemaNames
 
     names = SchemaNames([])
     assert abbreviations()["qty"] == ("quantity",)

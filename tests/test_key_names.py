@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from dia_assets.agents.interpreter.key_names import (
+from dia_assets.contracts.interpretation import Column, Source
+from dia_assets.platform.key_names import (
     SchemaNames,
     abbreviates,
     abbreviates_run,
@@ -13,7 +14,6 @@ from dia_assets.agents.interpreter.key_names import (
     id_like,
     key_suffix,
 )
-from dia_assets.contracts.interpretation import Column, Source
 
 
 def _source(name: str, *columns: str) -> Source:

@@ -30,7 +30,7 @@ from functools import lru_cache
 from typing import Any
 
 from dia_assets.agents.catalog.lexicon import abbreviations, lexicon
-from dia_assets.agents.interpreter.key_names import SchemaNames, id_like
+from dia_assets.platform.key_names import SchemaNames, id_like
 
 # semantic types whose values say what they are, whatever the column's name
 DESCRIPTIVE_TYPES = frozenset({

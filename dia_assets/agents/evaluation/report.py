@@ -21,6 +21,8 @@ from dia_assets.agents.evaluation.models import (
 )
 from dia_assets.platform.markdown import cell
 
+SUMMARY, REPORT = "summary.json", "report.md"  # the files write_reports leaves in a run folder
+
 
 def _pct(value: float | None) -> float | None:
     return None if value is None else round(100.0 * value, 2)
@@ -171,8 +173,6 @@ def _predictions_section(info: dict[str, Any] | None) -> list[str]:
 
 
 def write_reports(summary: dict[str, Any], records: Sequence[InstanceRecord], out_dir: str | Path) -> None:
-    from dia_assets.agents.evaluation.runner import REPORT, SUMMARY
-
     out = Path(out_dir)
     (out / SUMMARY).write_text(json.dumps(summary, indent=2, default=str), encoding="utf-8")
     (out / REPORT).write_text(render_markdown(summary, records), encoding="utf-8")

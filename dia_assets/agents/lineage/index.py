@@ -8,7 +8,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from dia_assets.agents.interpreter.naming import quote_ident as q
 from dia_assets.agents.lineage.reads import sql_reads
 from dia_assets.contracts.interpretation import Interpretation
 from dia_assets.contracts.lineage import (
@@ -21,6 +20,7 @@ from dia_assets.contracts.lineage import (
 )
 from dia_assets.contracts.manifest import Manifest, ManifestTable
 from dia_assets.contracts.query_result import QueryResult
+from dia_assets.platform.naming import quote_ident as q
 from dia_assets.platform.warehouse.base import target_dialect
 from dia_assets.platform.workspace import Workspace
 
