@@ -163,7 +163,7 @@ def answer_partition(context: AssetExecutionContext, config: AnalysisConfig, wor
     result, _ = answer_with_pipeline(
         question, warehouse, question_id=qid,
         chat=litellm_chat(llm.model, temperature=llm.temperature, timeout_s=llm.timeout_s),
-        workspace=workspace.root_path, manifest_path=workspace.root_path / "schema" / "manifest.json",
+        workspace=workspace.root_path, manifest_path=workspace.files.manifest,
         settings=AgentSettings(max_attempts=config.max_attempts, max_turns=config.max_turns),
         cascade=cascade, embedder=memory.embeddings.get_embedder(), vector_index=vectors, catalog=catalog,
         catalog_link=link)

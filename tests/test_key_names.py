@@ -1,4 +1,4 @@
-"""What key-column names say (`interpreter/key_names.py`): conventions of real schemas, each a
+"""What key-column names say (`platform/key_names.py`): conventions of real schemas, each a
 case of evidence and a case where the evidence must not be found."""
 
 from __future__ import annotations

@@ -19,6 +19,7 @@ from dia_assets.agents.evaluation.models import (
     InstanceRecord,
     RunConfig,
 )
+from dia_assets.platform.markdown import cell
 
 SUMMARY, REPORT = "summary.json", "report.md"  # the files write_reports leaves in a run folder
 
@@ -142,7 +143,7 @@ def render_markdown(summary: dict[str, Any], records: Sequence[InstanceRecord]) 
     if failed:
         lines += ["## Failed instances", "", "| id | class | detail | soft-F1 |", "|---|---|---|---|"]
         for r in failed:
-            detail = (r.failure_detail or "").replace("|", "\\|").replace("\n", " ")[:160]
+            detail = cell((r.failure_detail or "")[:160])
             lines.append(f"| {r.id} | {r.failure_class} | {detail} | {r.soft_f1:.2f} |")
         lines.append("")
     if summary["broken_instances"]:

@@ -29,7 +29,6 @@ from dia_assets.agents.memory.conflicts import (
     is_candidate_conflict,
 )
 from dia_assets.agents.memory.connection import ConnectionTarget
-from dia_assets.agents.memory.embedder import Embedder, make_embedder
 from dia_assets.agents.memory.events import write_event
 from dia_assets.agents.memory.migrations import BULK_LOCK, SCHEMA
 from dia_assets.agents.memory.models import (
@@ -53,6 +52,7 @@ from dia_assets.agents.memory.retrieval import (
     hybrid_query,
 )
 from dia_assets.agents.memory.verify import ProbeRunner, SupportsProbe, as_runner, check
+from dia_assets.platform.embeddings import Embedder, make_embedder
 
 T = TypeVar("T")
 

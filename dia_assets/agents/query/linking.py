@@ -329,7 +329,7 @@ def _english() -> tuple[tuple[str, ...], frozenset[str]]:
     try:
         from tokenizers import Tokenizer
 
-        from dia_assets.agents.memory.embedder import wordllama_files
+        from dia_assets.platform.embeddings import wordllama_files
 
         vocab = Tokenizer.from_file(str(wordllama_files()[1])).get_vocab()
     except Exception:  # no tokenizer: abbreviations are read through columns only

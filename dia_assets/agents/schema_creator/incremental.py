@@ -40,12 +40,11 @@ from dia_assets.contracts.interpretation import Interpretation
 from dia_assets.contracts.manifest import Manifest, ManifestTable
 from dia_assets.contracts.report import ReloadRecord, RetiredTable, ValidationReport
 from dia_assets.platform.naming import quote_ident as q
-
-INSTALLED = ("schema", "installed_manifest.json")
+from dia_assets.platform.workspace import Workspace
 
 
 def installed_manifest_path(workspace: str | Path) -> Path:
-    return Path(workspace).joinpath(*INSTALLED)
+    return Workspace(workspace).installed_manifest
 
 
 def record_installed(manifest: Manifest, workspace: str | Path) -> None:
