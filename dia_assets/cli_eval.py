@@ -164,8 +164,8 @@ def eval(  # noqa: A001 - the command is `dia eval`
     db = db or _default_db(questions, fmt)
     if not db:
         fail("no database: pass --db (a SQLite/DuckDB file, a folder of databases or a postgresql:// URL). "
-             "For the bundled sample build the warehouse first (`dia build`, or "
-             "`python -m dia_assets.agents.evaluation.sample dia_workspace/warehouse.duckdb` for a stand-in).",
+             "For the bundled sample build the warehouse first: "
+             "`dia build examples/data --overrides examples/data/overrides.yaml`.",
              code=EXIT_USAGE)
     out = out or workspace_root() / "eval"
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")

@@ -118,6 +118,6 @@ def write_defog(root: Path) -> Path:
 @pytest.fixture(scope="session")
 def sample_wh(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The bundled sample's stand-in warehouse (canonical spellings, deduplicated)."""
-    from dia_assets.agents.evaluation.sample import build_sample_warehouse
+    from tests.eval_stand_in import build_sample_warehouse
 
     return build_sample_warehouse(tmp_path_factory.mktemp("eval_sample") / "warehouse.duckdb")

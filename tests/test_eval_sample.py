@@ -14,9 +14,9 @@ from typer.testing import CliRunner
 from dia_assets.agents.evaluation.datasets import load_instances
 from dia_assets.agents.evaluation.metrics import results_match
 from dia_assets.agents.evaluation.runner import read_records, run_eval
-from dia_assets.agents.evaluation.sample import build_sample_warehouse, check_gold
 from dia_assets.agents.evaluation.solvers import OracleSolver
 from tests.eval_fixtures import SAMPLE, sample_wh  # noqa: F401 - fixture
+from tests.eval_stand_in import build_sample_warehouse, check_gold
 
 TABLES = {"staff", "shifts", "shifts_assignments", "hospital_departments", "hospital_wards", "payroll"}
 

@@ -1,4 +1,4 @@
-"""The bundled sample (`examples/eval/questions.jsonl`) and a stand-in for its warehouse.
+"""A stand-in for the bundled sample's warehouse (`examples/eval/questions.jsonl`), for tests.
 
 `build_sample_warehouse` loads `examples/data` into DuckDB the way the Schema Creator's refined
 tables look with `examples/data/overrides.yaml` applied (same table and column names, typed
@@ -14,7 +14,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[3]
+ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "examples" / "data"
 SAMPLE_QUESTIONS = ROOT / "examples" / "eval" / "questions.jsonl"
 
@@ -117,7 +117,7 @@ def check_gold(questions: str | Path, warehouse: str | Path, timeout_s: float = 
     return out
 
 
-if __name__ == "__main__":  # python -m dia_assets.agents.evaluation.sample OUT.duckdb
+if __name__ == "__main__":  # python -m tests.eval_stand_in OUT.duckdb
     import sys
 
     target = Path(sys.argv[1] if len(sys.argv) > 1 else "dia_workspace/warehouse.duckdb")
