@@ -108,3 +108,22 @@ def test_replanning_reads_the_stored_reads_not_the_names_in_the_sql(tmp_path: Pa
     old = {"cte": named_reads(cte), "star": named_reads(star)}
     assert replan_partitions(old, {"customers": None}) == ["cte"]
     assert replan_partitions(old, {"products": {"price"}}) == []
+
+
+def test_falling_quality_reanswers_the_failures_with_fresh_memory(tmp_path: Path):
+    from dia_assets.agents.adaptation.answer_quality import QualityVerdict
+    from dia_assets.agents.adaptation.react import quality_diagnosis, react_to_quality
+
+    verdict = QualityVerdict(degraded=True, recent_success=0.5, baseline_success=1.0, recent_verified=None,
+                             baseline_verified=None, failed_partitions=["q1", "q2"], reason="success rate 50% vs 100%")
+    assert react_to_quality(verdict, 7) == [
+        RunJob("replan", f"quality-7-{q}", {"dia/trigger": "quality", "dia/fresh_memory": "true"}, partition=q)
+        for q in ("q1", "q2")]
+    assert react_to_quality(verdict.model_copy(update={"degraded": False}), 7) == []
+    assert "no drift recorded" in quality_diagnosis(verdict, tmp_path)
+    (tmp_path / "drift").mkdir()
+    (tmp_path / "drift" / "1.json").write_text(_report(Change(kind="duplicate_rows_grew", source="orders"),
+                                                      Change(kind="null_rate_jump", source="orders", column="amount"))
+                                              .model_dump_json())
+    text = quality_diagnosis(verdict, tmp_path)
+    assert "- duplicate_rows_grew orders.*\n- null_rate_jump orders.amount\n" in text and "- q2\n" in text

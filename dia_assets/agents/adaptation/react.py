@@ -9,6 +9,9 @@ check evaluations, so every rule here is testable on plain values:
   rebuilt the warehouse successfully (`rebuild_schema=False`);
 - key break (kinds.KEY_KINDS): `key_validity` fails on the source's table and a review line asks
   an expert to decide the key (review/drift_review.md).
+
+Falling answer quality (answer_quality.assess) re-answers the failed questions with fresh memory
+(`react_to_quality`; sensors/quality_sensor.py translates).
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal
 
+from dia_assets.agents.adaptation.answer_quality import QualityVerdict
 from dia_assets.agents.adaptation.drift import Change, DriftReport
 from dia_assets.agents.adaptation.kinds import KEY_KINDS
 from dia_assets.agents.adaptation.replan import Reads, replan_partitions
@@ -100,3 +104,28 @@ def append_review(lines: list[ReviewLine], workspace: Path, drift_file: Path) ->
     with out.open("a", encoding="utf-8") as fh:
         fh.write("\n".join(text) + "\n")
     return out
+
+
+def react_to_quality(verdict: QualityVerdict, newest: int) -> list[Reaction]:
+    """Re-answer each failed question of a degraded verdict, recalling memory afresh. `newest`:
+    the storage id of the newest answer looked at (one run per question and look)."""
+    if not verdict.degraded:
+        return []
+    return [RunJob("replan", f"quality-{newest}-{p}", {"dia/trigger": "quality", "dia/fresh_memory": "true"},
+                   partition=p) for p in verdict.failed_partitions]
+
+
+def quality_diagnosis(verdict: QualityVerdict, workspace: Path) -> str:
+    """Which tables changed lately and which questions failed: where to look first."""
+    lines = ["# Answer quality fell", "", verdict.reason, "", "## Failed questions", ""]
+    lines += [f"- {p}" for p in verdict.failed_partitions] or ["- none"]
+    drift = sorted(Workspace(workspace).drift_dir.glob("*.json"))
+    lines += ["", "## Latest drift", ""]
+    if drift:
+        report = DriftReport.model_validate_json(drift[-1].read_text(encoding="utf-8"))
+        lines += [f"- {c.kind} {c.source}.{c.column or '*'}" for c in report.changes]
+    else:
+        lines.append("- no drift recorded: the data did not change; suspect the model or memory")
+    lines += ["", "Lessons whose probes no longer hold are refused at recall time and show in each "
+              "question's trace.json (memory_used)."]
+    return "\n".join(lines) + "\n"
