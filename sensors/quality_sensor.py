@@ -1,8 +1,8 @@
-"""Watch answer quality in the Dagster instance and replan when it falls."""
+"""Watch answer quality in the Dagster instance and replan when it falls (the decision and the
+reaction are agents/adaptation's; this sensor reads the instance and translates)."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from dagster import (
@@ -16,7 +16,8 @@ from dagster import (
     sensor,
 )
 
-from dia_assets.agents.adaptation.answer_quality import AnswerRecord, QualityVerdict, assess
+from dia_assets.agents.adaptation.answer_quality import AnswerRecord, assess
+from dia_assets.agents.adaptation.react import RunJob, quality_diagnosis, react_to_quality
 from dia_assets.platform.workspace import Workspace
 from dia_assets.resources.workspace import default_workspace
 from dia_assets.sensors.jobs import replan_job
@@ -41,22 +42,6 @@ def recent_answers(instance: DagsterInstance, limit: int) -> tuple[list[AnswerRe
     return records, newest
 
 
-def diagnosis(verdict: QualityVerdict, workspace: Path) -> str:
-    """Which tables changed lately and which questions failed: where to look first."""
-    lines = ["# Answer quality fell", "", verdict.reason, "", "## Failed questions", ""]
-    lines += [f"- {p}" for p in verdict.failed_partitions] or ["- none"]
-    drift = sorted(Workspace(workspace).drift_dir.glob("*.json"))
-    lines += ["", "## Latest drift", ""]
-    if drift:
-        report = json.loads(drift[-1].read_text())
-        lines += [f"- {c['kind']} {c['source']}.{c.get('column') or '*'}" for c in report["changes"]]
-    else:
-        lines.append("- no drift recorded: the data did not change; suspect the model or memory")
-    lines += ["", "Lessons whose probes no longer hold are refused at recall time and show in each "
-              "question's trace.json (memory_used)."]
-    return "\n".join(lines) + "\n"
-
-
 @sensor(job=replan_job, minimum_interval_seconds=60, default_status=DefaultSensorStatus.RUNNING,
         description="Answer success or verification rate below its trailing baseline re-answers the failures.")
 def quality_sensor(context: SensorEvaluationContext) -> SensorResult | SkipReason:
@@ -71,13 +56,10 @@ def quality_sensor(context: SensorEvaluationContext) -> SensorResult | SkipReaso
     workspace = Path(default_workspace())
     out = Workspace(workspace).diagnosis_dir / f"quality-{newest}.md"
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(diagnosis(verdict, workspace), encoding="utf-8")
+    out.write_text(quality_diagnosis(verdict, workspace), encoding="utf-8")
     context.log.warning(f"answer quality fell ({verdict.reason}); diagnosis in {out}")
     return SensorResult(
-        run_requests=[
-            RunRequest(partition_key=p, run_key=f"quality-{newest}-{p}",
-                       tags={"dia/trigger": "quality", "dia/fresh_memory": "true"})
-            for p in verdict.failed_partitions
-        ],
+        run_requests=[RunRequest(partition_key=r.partition, run_key=r.run_key, tags=dict(r.tags))
+                      for r in react_to_quality(verdict, newest) if isinstance(r, RunJob)],
         cursor=str(newest),
     )

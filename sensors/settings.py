@@ -7,15 +7,8 @@ from dia_assets.platform.settings import get_settings
 
 
 def drift_thresholds() -> DriftThresholds:
-    s = get_settings()
-    return DriftThresholds(
-        null_rate_jump=s.drift_null_jump,
-        psi=s.drift_psi,
-        fk_coverage_drop=s.drift_fk_drop,
-        psi_min_rows=s.drift_psi_min_rows,
-        small_relative_change=s.drift_small_change,
-        chi_square_p=s.drift_chi2_p,
-    )
+    """The DIA_DRIFT_* settings, read per tick."""
+    return DriftThresholds.from_settings(get_settings())
 
 
 # read when the definitions load: a bad value stops the import with one line naming it

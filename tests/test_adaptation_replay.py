@@ -226,3 +226,53 @@ def test_replay_of_real_source_changes(tmp_path: Path, monkeypatch: pytest.Monke
     # and `dia status` says so
     shown = CliRunner().invoke(app, ["status", "--workspace", str(ws)])
     assert shown.exit_code == 1 and "accepted: false" in shown.output and "STALE:" in shown.output
+
+
+# Answers whose SQL names a table it does not read, or reads a column it does not name: the
+# reads the query agent records (sqlglot scopes over the warehouse schema) tell them apart, the
+# name match replanning used before slice 5 of issue 32 did not.
+READS_QUERIES = {
+    "star": "SELECT * FROM customers WHERE customer_id < 3",  # reads city without naming it
+    "alias_cte": "WITH customers AS (SELECT customer_id AS city FROM orders) "  # a CTE named like a table,
+                 "SELECT city, count(*) FROM customers GROUP BY city",  # its column aliased like the drifting one
+    "joined": "SELECT c.city, sum(o.quantity) FROM orders o JOIN customers c ON c.customer_id = o.customer_id "
+              "GROUP BY 1",
+    "volume": "SELECT sum(quantity) FROM orders",
+}
+
+
+def test_replanning_follows_the_reads_each_answer_recorded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """A drift re-answers the questions whose stored `QueryResult.reads` include the drifting
+    column: `SELECT *` over the table does, a CTE named like the table does not."""
+    from dia_assets.agents.lineage.index import schema_of, workspace_manifest
+    from dia_assets.contracts.query_result import QueryResult
+    from dia_assets.platform.sql.reads import sql_reads
+
+    data, ws = tmp_path / "data", tmp_path / "ws"
+    data.mkdir()
+    monkeypatch.setenv("DIA_DATA_DIR", str(data))
+    monkeypatch.setenv("DIA_WORKSPACE", str(ws))
+    monkeypatch.setenv("DIA_SETTLE_S", "0")
+    monkeypatch.delenv("DIA_WAREHOUSE", raising=False)
+    replay = Replay(data, ws)
+    (data / "customers.csv").write_text(_customers())
+    (data / "orders.csv").write_text(_orders())
+    step = replay.step()
+    assert step["build"] is True and step["report"]["accepted"]
+    schema = schema_of(workspace_manifest(ws))  # the warehouse's columns, as the query agent qualifies with
+    for qid, sql in READS_QUERIES.items():
+        folder = ws / "queries" / qid
+        folder.mkdir(parents=True)
+        (folder / "query.sql").write_text(sql)
+        QueryResult(question_id=qid, question=qid, status="answered", sql=sql,
+                    reads=sql_reads(sql, schema)).write(folder / "result.json")
+    assert QueryResult.read(ws / "queries" / "star" / "result.json").reads["customers"] == [
+        "city", "customer_id", "first_name", "last_name"]
+    replay.instance.add_dynamic_partitions("questions", sorted(READS_QUERIES))
+
+    (data / "customers.csv").write_text(_customers(blank_city=True))
+    step = replay.step()
+    assert step["build"] is True
+    assert ("null_rate_jump", "customers", "city") in step["drift"]
+    assert {source for _, source, _ in step["drift"]} == {"customers"}
+    assert step["runs"] == [("quality_check_job", ""), ("query_job", "joined"), ("query_job", "star")]

@@ -4,31 +4,40 @@ from __future__ import annotations
 
 import bisect
 import math
-from typing import Literal
 
 from pydantic import BaseModel
 
+from dia_assets.agents.adaptation.kinds import SCHEMA_KINDS, TABLE_KINDS, ChangeKind
 from dia_assets.contracts.interpretation import Column, Interpretation, Source
 from dia_assets.contracts.policy import HIGH
+from dia_assets.platform.settings import Settings, get_settings
 
 DRIFT_VERSION = 1
-ChangeKind = Literal[
-    "source_added", "source_removed", "column_added", "column_removed", "column_renamed",
-    "type_changed", "null_rate_jump", "distribution_shift", "primary_key_broken", "fk_coverage_drop",
-    "duplicate_rows_grew",
-]
-SCHEMA_KINDS = {"source_added", "source_removed", "column_added", "column_removed", "column_renamed", "type_changed"}
+__all__ = ["ChangeKind", "Change", "DriftReport", "DriftThresholds", "compare"]
+
+
+def _default(field: str):  # noqa: ANN202
+    """A threshold's default is the setting's (platform/settings.py): written once."""
+    return Settings.model_fields[field].default
 
 
 class DriftThresholds(BaseModel):
-    """Documented defaults; override through the sensor's config."""
+    """The detectors' thresholds; `from_settings` reads the DIA_DRIFT_* settings (kinds.py says
+    which kind each tunes)."""
 
-    null_rate_jump: float = 0.10  # absolute change in null fraction
-    psi: float = 0.20  # population stability index; 0.1-0.2 is a moderate shift
-    fk_coverage_drop: float = 0.02
-    psi_min_rows: int = 50  # below this on either side PSI is noise: the small-table tests apply
-    small_relative_change: float = 0.25  # small tables: |change| of mean, min or max / scale
-    chi_square_p: float = 0.01  # small tables: categories differ when the chi-square p-value is below this
+    null_rate_jump: float = _default("drift_null_jump")  # absolute change in null fraction
+    psi: float = _default("drift_psi")  # population stability index; 0.1-0.2 is a moderate shift
+    fk_coverage_drop: float = _default("drift_fk_drop")
+    psi_min_rows: int = _default("drift_psi_min_rows")  # below this on either side PSI is noise: small-table tests
+    small_relative_change: float = _default("drift_small_change")  # small tables: |change| of mean, min or max / scale
+    chi_square_p: float = _default("drift_chi2_p")  # small tables: categories differ when the p-value is below this
+
+    @classmethod
+    def from_settings(cls, settings: Settings | None = None) -> DriftThresholds:
+        s = settings or get_settings()
+        return cls(null_rate_jump=s.drift_null_jump, psi=s.drift_psi, fk_coverage_drop=s.drift_fk_drop,
+                   psi_min_rows=s.drift_psi_min_rows, small_relative_change=s.drift_small_change,
+                   chi_square_p=s.drift_chi2_p)
 
 
 class Change(BaseModel):
@@ -65,7 +74,7 @@ class DriftReport(BaseModel):
         """Source -> affected columns; None means the whole source."""
         out: dict[str, set[str] | None] = {}
         for c in self.changes:
-            if c.column is None or c.kind in ("primary_key_broken", "duplicate_rows_grew"):
+            if c.column is None or c.kind in TABLE_KINDS:
                 out[c.source] = None
             elif out.get(c.source, set()) is not None:
                 cols = out.setdefault(c.source, set())
@@ -167,9 +176,6 @@ EPS = 1e-4
 
 def _psi(p: list[float], q: list[float]) -> float:
     return sum((b - a) * math.log((b + EPS) / (a + EPS)) for a, b in zip(p, q, strict=True))
-
-
-MIN_ROWS = 50  # fewer rows than this make PSI noise (DriftThresholds.psi_min_rows)
 
 
 def column_psi(a: Column, b: Column, rows_a: int, rows_b: int) -> float | None:
