@@ -31,6 +31,8 @@ def _model_library() -> None:
 
 
 def _answering() -> None:
+    import pandas  # noqa: F401 - each answer's result.parquet (written through pandas)
+    import psycopg  # noqa: F401 - the shared memory's driver (imported by its first connection)
     import pyarrow.parquet  # noqa: F401 - each answer's result.parquet
 
     import dia_assets.agents.analysis.auto  # noqa: F401 - query_result's agent (semantic operators, scipy)
@@ -41,9 +43,11 @@ def _answering() -> None:
 
 def _catalog_words() -> None:
     from dia_assets.agents.catalog.lexicon import abbreviations, lexicon
+    from dia_assets.agents.query.linking import english_words
 
     lexicon()
     abbreviations()
+    english_words()  # schema linking's English words, read off WordLlama's tokenizer (plain tuples)
 
 
 STEPS: tuple[tuple[str, Callable[[], None]], ...] = (
