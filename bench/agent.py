@@ -51,6 +51,7 @@ from dia_assets.agents.query import (  # noqa: E402
 from dia_assets.agents.query.tools import AGENT_TOOLS, tool_specs  # noqa: E402
 from dia_assets.platform.model.litellm import litellm_chat, register_scripted, token_count  # noqa: E402
 from dia_assets.platform.model.scripted import FAKE_MODEL, ScriptedModel, Step, call  # noqa: E402
+from dia_assets.platform.workspace import Workspace  # noqa: E402
 
 OVERHEAD_P50_MAX_MS = 150.0
 
@@ -161,8 +162,8 @@ def script(qid: str, question: str) -> list:
 def bench_overhead(repeat: int, warehouse: str | None = None) -> dict:
     folder = Path(tempfile.mkdtemp(prefix="dia_bench_agent_"))
     # --warehouse: e.g. dia_workspace/warehouse.duckdb built by the Schema Creator
-    wh = Path(warehouse) if warehouse else build_example_warehouse(folder / "warehouse.duckdb")
-    manifest = SchemaIndex.load_manifest(wh.parent / "schema" / "manifest.json")
+    wh = Path(warehouse) if warehouse else build_example_warehouse(Workspace(folder).warehouse)
+    manifest = SchemaIndex.load_manifest(Workspace(wh.parent).manifest)
     db = open_database(wh)
     t0 = time.perf_counter()
     index = SchemaIndex.build(db, manifest=manifest)

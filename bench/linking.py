@@ -82,13 +82,14 @@ def dataset_names(datasets: Path) -> list[str]:
 def build_parts(workdir: Path, datasets: Path) -> list[tuple[str, Path, Any, str]]:
     """Each dataset built by the Schema Creator once per workdir: (name, warehouse, manifest, prefix)."""
     from dia_assets.agents.schema_creator.build import run
+    from dia_assets.platform.workspace import Workspace
 
     parts = [(name, datasets / name / "raw", None, f"{name}_") for name in dataset_names(datasets)]
     parts.append(("hospital", ROOT / "examples" / "data", ROOT / "examples" / "data" / "overrides.yaml", ""))
     out = []
     for name, raw, overrides, prefix in parts:
         part = workdir / f"{name}.duckdb"
-        manifest_path = workdir / f"{name}_ws" / "schema" / "manifest.json"
+        manifest_path = Workspace(workdir / f"{name}_ws").manifest
         if not (part.exists() and manifest_path.exists()):
             run(raw, workdir / f"{name}_ws", warehouse=str(part), overrides_seed=overrides)
         out.append((name, part, SchemaIndex.load_manifest(manifest_path), prefix))

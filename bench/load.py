@@ -85,6 +85,7 @@ def _load_and_validate(interp_path: Path, ws: Path) -> dict:
     """What the `warehouse` asset runs, timed by parts."""
     from dia_assets.agents.schema_creator.build import load_and_validate, write_plan
     from dia_assets.contracts.interpretation import Interpretation
+    from dia_assets.platform.workspace import Workspace
 
     interp = Interpretation.read(interp_path)
     steps: dict[str, float] = {}
@@ -95,7 +96,7 @@ def _load_and_validate(interp_path: Path, ws: Path) -> dict:
     def hook(step: str) -> None:
         steps.setdefault(step.split(":")[0], time.perf_counter() - start)
 
-    loaded, report = load_and_validate(manifest, str(ws / "warehouse.duckdb"), ws, interp, hook)
+    loaded, report = load_and_validate(manifest, str(Workspace(ws).warehouse), ws, interp, hook)
     total = time.perf_counter() - start
     table = loaded.tables["orders"]
     return {"total": total, "steps": steps, "refined": table.refined, "rejected": table.rejected,
@@ -105,11 +106,13 @@ def _load_and_validate(interp_path: Path, ws: Path) -> dict:
 def measure(rows: int, tmp: Path, log, repeat: int = 1) -> dict:  # noqa: ANN001
     """Baseline and ours alternately, `repeat` times each and the baseline once more at the
     end (so neither side profits from a warm cache alone); the best of each counts."""
+    from dia_assets.platform.workspace import Workspace
+
     data = tmp / f"rows_{rows}" / "data"
     data.mkdir(parents=True)
     csv_path = data / "orders.csv"
     make_csv(csv_path, rows)
-    interp_path = data.parent / "interpretation.json"
+    interp_path = Workspace(data.parent).interpretation
     interpret_s, _ = in_child(_interpret, data, interp_path)
     baselines, runs = [], []
     for _ in range(max(1, repeat)):

@@ -53,9 +53,9 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 import duckdb  # noqa: E402
 
-from dia_assets.agents.memory.embedder import WordLlamaEmbedder  # noqa: E402
 from dia_assets.agents.semantic_ops.models import CascadeConfig, OperatorReport  # noqa: E402
 from dia_assets.agents.semantic_ops.operators import SemanticOps  # noqa: E402
+from dia_assets.platform.embeddings import WordLlamaEmbedder  # noqa: E402
 
 HELD_OUT = "debates"
 SEEDS_MET_SHARE = 0.9  # per side: met on >= 9 of 10 seeds

@@ -299,8 +299,10 @@ def main() -> int:  # noqa: PLR0915 - one measurement, in order
                                           session_env(cli_ws, base / "cli_home", EXAMPLE), base / "cli_build.log")
         detail["cli_build_exit"] = rc
         answers = base / "oracle_answers.json"
-        answers.write_text(json.dumps(gold_answers(GOLD, cli_ws / "warehouse.duckdb")), encoding="utf-8")
-        figures["eval_s"], rc = _dia(["eval", str(GOLD), "--db", str(cli_ws / "warehouse.duckdb"), "--model", "oracle",
+        from dia_assets.platform.workspace import Workspace
+
+        answers.write_text(json.dumps(gold_answers(GOLD, Workspace(cli_ws).warehouse)), encoding="utf-8")
+        figures["eval_s"], rc = _dia(["eval", str(GOLD), "--db", str(Workspace(cli_ws).warehouse), "--model", "oracle",
                                       "--output", str(base / "eval")], plain, base / "eval.log")
         detail["eval_exit"] = rc
         summary = base / "eval" / "summary.json"

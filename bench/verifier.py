@@ -169,7 +169,7 @@ def evaluate(questions: list[dict[str, Any]], targets: dict[str, Target], seed: 
     dropped: dict[str, int] = defaultdict(int)
     kept_ids: list[str] = []
     nl_false_alarms = emb_false_alarms = 0
-    from dia_assets.agents.memory.embedder import make_embedder
+    from dia_assets.platform.embeddings import make_embedder
 
     embedder = make_embedder("wordllama")
     for q in questions:

@@ -42,13 +42,14 @@ def _build(data: Path, ws: Path) -> dict:
     import duckdb
 
     from dia_assets.agents.schema_creator.build import run
+    from dia_assets.platform.workspace import Workspace
 
     steps: dict[str, float] = {}
     start = time.perf_counter()
     result = run(data, ws, hook=lambda step: steps.setdefault(step.split(":")[0], time.perf_counter() - start))
     total = time.perf_counter() - start
     parts = result.manifest.table("wide").parts or ["wide"]  # a keyed table over DIA_WIDE_SPLIT is split
-    with duckdb.connect(str(ws / "warehouse.duckdb"), read_only=True) as con:
+    with duckdb.connect(str(Workspace(ws).warehouse), read_only=True) as con:
         names = {r[0] for part in parts for r in con.execute(f"DESCRIBE {part}").fetchall()}
         columns = len(names)
         rows = {con.execute(f"SELECT count(*) FROM {part}").fetchone()[0] for part in parts}

@@ -63,8 +63,8 @@ def _vector_index_and_catalog(context: AssetExecutionContext, memory: MemoryReso
     """pgvector in the shared memory and the catalog's nodes for this warehouse, when reachable."""
     try:
         from dia_assets.agents.catalog.store import CatalogStore
-        from dia_assets.agents.memory.fingerprint import database_fingerprint
         from dia_assets.agents.semantic_ops.vectors import PgVectorIndex
+        from dia_assets.platform.warehouse.fingerprint import database_fingerprint
 
         store = memory.store()
         nodes = {n.id: n for n in CatalogStore(store).nodes(database_fingerprint(warehouse))}
@@ -157,13 +157,13 @@ def answer_partition(context: AssetExecutionContext, config: AnalysisConfig, wor
     link = None
     if store is not None and catalog:
         from dia_assets.agents.catalog.linking import catalog_linker
-        from dia_assets.agents.memory.fingerprint import database_fingerprint
+        from dia_assets.platform.warehouse.fingerprint import database_fingerprint
 
         link = catalog_linker(store, database_fingerprint(warehouse))
     result, _ = answer_with_pipeline(
         question, warehouse, question_id=qid,
         chat=litellm_chat(llm.model, temperature=llm.temperature, timeout_s=llm.timeout_s),
-        workspace=workspace.root_path, manifest_path=workspace.root_path / "schema" / "manifest.json",
+        workspace=workspace.root_path, manifest_path=workspace.files.manifest,
         settings=AgentSettings(max_attempts=config.max_attempts, max_turns=config.max_turns),
         cascade=cascade, embedder=memory.embeddings.get_embedder(), vector_index=vectors, catalog=catalog,
         catalog_link=link)

@@ -22,6 +22,7 @@ from dia_assets.cli_common import (
     use_workspace,
 )
 from dia_assets.cli_errors import DiaGroup
+from dia_assets.platform.workspace import Workspace
 
 app = typer.Typer(help="DIA: raw enterprise files to a validated, queryable database.", no_args_is_help=True,
                   cls=DiaGroup)
@@ -94,8 +95,8 @@ def interpret(
     if not data_dir.is_dir():
         fail(f"{data_dir} is not a folder", "pass the folder that holds the raw files", EXIT_USAGE)
     ws = use_workspace(workspace)
-    json_path = output or ws / "interpretation.json"
-    md_path = md_out or (json_path.with_suffix(".md") if output else ws / "interpretation.md")
+    json_path = output or Workspace(ws).interpretation
+    md_path = md_out or (json_path.with_suffix(".md") if output else Workspace(ws).interpretation_md)
     complete, model = _llm()
     interp = interpret_to_files(
         data_dir, json_path, md_path, complete=complete, model=model,
@@ -155,7 +156,7 @@ def build(
         echo_json(report.model_dump(mode="json"))
     else:
         typer.echo(summary(report))
-        typer.echo(f"report: {ws / 'validation' / 'report.md'}")
+        typer.echo(f"report: {Workspace(ws).report_md}")
     raise typer.Exit(0 if report.accepted else 1)
 
 

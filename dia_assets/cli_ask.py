@@ -27,8 +27,7 @@ from dia_assets.cli_common import (
 from dia_assets.contracts.query_result import Verification
 from dia_assets.platform.settings import get_settings
 from dia_assets.platform.warehouse.base import target_dialect
-
-SESSION_FILE = "_session.json"
+from dia_assets.platform.workspace import Workspace
 
 
 def _catalog_link(target: str, store: object) -> object:
@@ -87,7 +86,7 @@ def ask(
     from dia_assets.contracts.query_result import Clarification
     from dia_assets.platform.model.litellm import litellm_chat
 
-    session_path = workspace / "queries" / SESSION_FILE
+    session_path = Workspace(workspace).session
     session = json.loads(session_path.read_text()) if session_path.exists() else {}
     previous = None
     if follow_up:
@@ -115,7 +114,7 @@ def ask(
     try:
         result, _, analysis = answer(
             question, target, pipelines=pipeline, model=model, question_id=question_id, chat=litellm_chat(model),
-            memory=store, manifest_path=workspace / "schema" / "manifest.json", workspace=workspace,
+            memory=store, manifest_path=Workspace(workspace).manifest, workspace=workspace,
             ask_user=ask_user if interactive else None, allow_writes=allow_writes,
             previous=previous, clarifications=known, catalog_link=_catalog_link(target, store),
             catalog=None if store is None or not target_dialect(target).file_based else catalog_for(target, store),

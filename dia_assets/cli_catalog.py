@@ -24,7 +24,7 @@ def _current_scope(scopes: list[str]) -> str | None:
     """The current warehouse's scope when the catalog has it, else every scope."""
     from pathlib import Path
 
-    from dia_assets.agents.memory.fingerprint import database_fingerprint
+    from dia_assets.platform.warehouse.fingerprint import database_fingerprint
 
     target = default_warehouse()
     if Path(target).exists():

@@ -9,6 +9,7 @@ import typer
 
 from dia_assets.agents.locations import default_warehouse
 from dia_assets.cli_common import EXIT_USAGE, JsonOpt, WorkspaceOpt, echo_json, fail, use_workspace
+from dia_assets.platform.workspace import Workspace
 
 
 def lineage(
@@ -41,7 +42,7 @@ def lineage(
             answer = next((a for a in index.answers if a.question_id == question), None)
             if answer is None:
                 known = ", ".join(a.question_id for a in index.answers) or "none"
-                fail(f"no saved answer {question!r} under {ws / 'queries'} (saved: {known})",
+                fail(f"no saved answer {question!r} under {Workspace(ws).queries_dir} (saved: {known})",
                      "pass one of the saved ids, or answer it first with `dia ask --id ID`")
             typer.echo(answer.model_dump_json(indent=2) if as_json else render.question_report(index, answer))
             return

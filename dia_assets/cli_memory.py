@@ -12,6 +12,7 @@ from dia_assets.agents.memory.connection import default_pgdata
 from dia_assets.agents.memory.models import Kind, MemoryItem, Status, Tier
 from dia_assets.cli_common import EXIT_USAGE, JsonOpt, WorkspaceOpt, echo_json, fail, use_workspace
 from dia_assets.platform.settings import get_settings
+from dia_assets.platform.workspace import Workspace
 
 if TYPE_CHECKING:
     from dia_assets.agents.memory.retrieval import MemoryFilter
@@ -192,7 +193,7 @@ def export(
     """Write lessons.md for expert review."""
     from dia_assets.agents.memory.export import export_lessons
 
-    path = out or use_workspace(workspace) / "memory" / "lessons.md"
+    path = out or Workspace(use_workspace(workspace)).lessons
     with _open() as store:
         export_lessons(store, path)
     typer.echo(f"wrote {path}")

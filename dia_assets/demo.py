@@ -9,6 +9,7 @@ from dagster import DagsterInstance
 
 from dia_assets.agents.interpreter.render import summary
 from dia_assets.contracts.interpretation import Interpretation
+from dia_assets.platform.workspace import Workspace
 
 Say = Callable[[str], None]
 # Step-by-step events stay in the Dagster instance (`make ui`); the terminal gets warnings.
@@ -54,7 +55,8 @@ def _demo(data_dir: Path, workspace: Path, say: Say) -> int:
     seed_overrides(data_dir, workspace, say)
     say(f"recorded {record_raw_files(instance, data_dir)} raw files (data version = content hash)")
     defs = build_defs(workspace)
-    if not (workspace / "schema" / "manifest.json").exists():
+    files = Workspace(workspace)
+    if not files.manifest.exists():
         # The tables are assets read from the manifest (as `make ui` will load them): plan
         # first, so build_job materializes warehouse/<table> rather than a single `warehouse`.
         say("planning the schema first: the warehouse tables become assets")
@@ -64,11 +66,10 @@ def _demo(data_dir: Path, workspace: Path, say: Say) -> int:
     ok = _run_job(defs, "build_job", instance, say)
     # the catalog follows a build in a run of its own (its automation condition, under `make ui`)
     ok = _run_job(defs, "catalog_job", instance, say) and ok
-    if (workspace / "interpretation.json").exists():
+    if files.interpretation.exists():
         print("\n== Data Interpreter ==")
-        print(summary(Interpretation.read(workspace / "interpretation.json")))
-    report = workspace / "validation" / "report.md"
-    if report.exists():
+        print(summary(Interpretation.read(files.interpretation)))
+    if files.report_md.exists():
         print("\n== Schema Creator ==")
         print(_report_summary(workspace))
     for extra in _extra_steps():
@@ -85,7 +86,7 @@ def seed_overrides(data_dir: Path, workspace: Path, say: Say) -> None:
     Creator writes the template."""
     from dia_assets.agents.data_folder import overrides_seed
 
-    target = workspace / "review" / "interpretation_overrides.yaml"
+    target = Workspace(workspace).overrides
     seed = overrides_seed(data_dir)
     if not target.exists() and seed is not None:
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -97,12 +98,12 @@ def _report_summary(workspace: Path) -> str:
     from dia_assets.agents.schema_creator.build import summary
     from dia_assets.contracts.report import ValidationReport
 
-    return summary(ValidationReport.read(workspace / "validation" / "report.json"))
+    return summary(ValidationReport.read(Workspace(workspace).report))
 
 
 def _memory_step(defs, instance: DagsterInstance, workspace: Path, say: Say) -> bool:  # noqa: ANN001
     ok = _run_job(defs, "memory_job", instance, say)
-    lessons = workspace / "memory" / "lessons.md"
+    lessons = Workspace(workspace).lessons
     if ok and lessons.exists():
         print(f"\n== Shared memory ==\nlessons for review: {lessons}")
     return ok

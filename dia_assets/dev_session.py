@@ -25,6 +25,7 @@ from pathlib import Path
 
 from dia_assets.devserver import BOOT, _default_signals, _group, shutdown
 from dia_assets.instance import DAGSTER_YAML
+from dia_assets.platform.workspace import Workspace
 
 ROOT = Path(__file__).resolve().parents[1]
 ACTIVE = {"QUEUED", "NOT_STARTED", "STARTING", "STARTED", "CANCELING"}
@@ -177,7 +178,7 @@ def dev_session(workspace: Path, home: Path, log: Path, data_dir: Path | None = 
             wait_until_settled(session, timeout_s)
         yield session
     finally:
-        shutdown(proc, workspace / "pgdata", grace_s=15)
+        shutdown(proc, Workspace(workspace).pgdata, grace_s=15)
         left = _group(proc.pid)
         if left:
             raise RuntimeError(f"processes left after stopping dagster dev: {[p.pid for p in left]}")

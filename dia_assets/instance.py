@@ -14,6 +14,7 @@ import os
 from pathlib import Path
 
 from dia_assets.platform.settings import get_settings
+from dia_assets.platform.workspace import Workspace
 
 # keep in step with the Makefile's $(DAGSTER_HOME)/dagster.yaml rule
 DAGSTER_YAML = """telemetry:
@@ -42,7 +43,7 @@ def dagster_home(workspace: str | Path) -> tuple[Path, str]:
         return Path(os.environ["DAGSTER_HOME"]), "DAGSTER_HOME"
     if get_settings().dagster_home:
         return get_settings().dagster_home.expanduser().absolute(), "DIA_DAGSTER_HOME"
-    return (Path(workspace) / ".dagster").absolute(), "default"
+    return Workspace(workspace).dagster_home.absolute(), "default"
 
 
 def use_persistent_instance(workspace: str | Path) -> Path:

@@ -169,7 +169,7 @@ def _interpret(context: AssetExecutionContext, workspace: WorkspaceResource, llm
     from dia_assets.agents.interpreter.run import interpret_to_files
     from dia_assets.agents.schema_creator.build import expert_files, previous_interpretation
 
-    json_path, md_path = workspace.path("interpretation.json"), workspace.path("interpretation.md")
+    json_path, md_path = workspace.tree.interpretation, workspace.tree.interpretation_md
     complete = (lambda messages: llm.complete(messages)[0]) if llm.enabled else None
     interp = interpret_to_files(
         workspace.data_path, json_path, md_path, complete=complete, model=llm.model,

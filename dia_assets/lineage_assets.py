@@ -20,8 +20,8 @@ def lineage_report(context: AssetExecutionContext, workspace: WorkspaceResource,
     from dia_assets.agents.lineage.index import build_index
 
     index = build_index(workspace.root_path, warehouse_target(duckdb))
-    json_path = index.write(workspace.path("lineage", "lineage.json"))
-    md_path = workspace.path("lineage", "report.md")
+    json_path = index.write(workspace.tree.lineage_index)
+    md_path = workspace.tree.lineage_report
     write_atomic(md_path, render.index_report(index))
     context.log.info(f"lineage of {len(index.tables)} table(s) and {len(index.answers)} answer(s)")
     metadata: dict[str, object] = {

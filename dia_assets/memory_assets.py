@@ -68,7 +68,7 @@ def memory_lessons_asset(
         from dia_assets.agents.memory.maintenance import run_maintenance
 
         report = run_maintenance(store)
-        path = export_lessons(store, workspace.path("memory", "lessons.md"))
+        path = export_lessons(store, workspace.tree.lessons)
         context.log.info(f"memory: {len(report.changes)} changes; lessons exported to {path}")
         return MaterializeResult(
             metadata={

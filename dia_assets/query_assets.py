@@ -38,10 +38,12 @@ from pydantic import Field
 from dia_assets.agents.data_folder import ADD_QUESTIONS_HINT, questions_file
 from dia_assets.agents.locations import default_warehouse
 from dia_assets.agents.query.questions import load_questions, markdown_table
+from dia_assets.platform import markdown
 from dia_assets.platform.model.errors import NO_MODEL_MESSAGE
 from dia_assets.platform.model.litellm import litellm_chat
 from dia_assets.platform.settings import get_settings
 from dia_assets.platform.warehouse.base import target_dialect
+from dia_assets.platform.workspace import Workspace
 from dia_assets.question_outcomes import SINGLE_RUN, answer_each, answered_check_spec
 from dia_assets.resources import LLMResource, WorkspaceResource
 from dia_assets.resources.memory import MemoryResource
@@ -139,7 +141,7 @@ def materialize_question(
         raise Failure(f"no question with id {qid!r} in the questions file")
     question = questions[qid]["question"]
     follows = questions[qid].get("follows")
-    folder = workspace.path("queries", qid, "x").parent
+    folder = workspace.tree.query(qid).folder
     if not llm.enabled:
         context.log.warning(NO_MODEL_MESSAGE)
         result = write_artifacts(no_model_result(qid, question), None, None, folder)
@@ -176,7 +178,7 @@ def materialize_question(
         question, warehouse, question_id=qid, model=llm.model,
         chat=litellm_chat(llm.model, temperature=llm.temperature, timeout_s=llm.timeout_s),
         memory=memory,
-        manifest_path=workspace.root_path / "schema" / "manifest.json",
+        manifest_path=workspace.files.manifest,
         workspace=workspace.root_path, allow_writes=config.allow_writes, previous=previous,
         settings=AgentSettings(max_attempts=config.max_attempts, max_turns=config.max_turns),
         catalog_link=link, catalog=catalog,
@@ -216,10 +218,8 @@ def answered_check(result: "QueryResult", asset_key: AssetKey = QUERY_RESULT_KEY
 
 
 def result_metadata(result: "QueryResult") -> dict[str, Any]:
-    checks = "\n".join(
-        ["| check | passed | detail |", "|---|---|---|"]
-        + [f"| {c.name} | {'yes' if c.passed else 'NO'} | {c.detail.replace('|', '/')} |" for c in result.verification.checks]
-    )
+    checks = markdown.table(["check", "passed", "detail"],
+                            [[c.name, "yes" if c.passed else "NO", c.detail] for c in result.verification.checks])
     meta: dict[str, Any] = {
         "status": result.status,
         "question": result.question,
@@ -327,7 +327,7 @@ def demo_questions_step(defs: Any, instance: DagsterInstance, workspace: Path, s
         run = job.execute_in_process(instance=instance, partition_key=key, raise_on_error=False,
                                    run_config={"loggers": {"console": {"config": {"log_level": "WARNING"}}}})
         ok = run.success and ok
-        path = Path(workspace) / "queries" / key / "result.json"
+        path = Workspace(workspace).query(key).result
         if path.exists():
             result = QueryResult.read(path)
             print(f"{key}: {result.status}, {result.row_count} rows, {result.attempts} attempt(s), "

@@ -40,13 +40,14 @@ from dagster_duckdb import DuckDBResource
 from dia_assets.agents.schema_creator import build as sc
 from dia_assets.agents.schema_creator import validate as v
 from dia_assets.agents.schema_creator.lineage import table_lineage
-from dia_assets.agents.schema_creator.markdown import cell, decisions_markdown, er_markdown
+from dia_assets.agents.schema_creator.markdown import decisions_markdown, er_markdown
 from dia_assets.agents.schema_creator.state import stale_reason
 from dia_assets.agents.schema_creator.table_stats import TableStats, installed_stats
 from dia_assets.contracts.artifact import write_atomic
 from dia_assets.contracts.interpretation import Interpretation
 from dia_assets.contracts.manifest import Manifest, ManifestTable
 from dia_assets.contracts.report import ValidationReport
+from dia_assets.platform import markdown
 from dia_assets.platform.warehouse.base import build_dialect
 from dia_assets.resources.warehouse import warehouse_target
 from dia_assets.resources.workspace import WorkspaceResource
@@ -75,7 +76,7 @@ def raw_asset_key(source_path: str) -> AssetKey:  # noqa: ARG001 - every file is
 
 
 def _manifest(workspace: WorkspaceResource) -> Manifest:
-    return Manifest.read(workspace.path("schema", "manifest.json"))
+    return Manifest.read(workspace.tree.manifest)
 
 
 @asset(deps=["interpretation"], group_name=GROUP, kinds={"python"}, code_version="1",
@@ -83,7 +84,7 @@ def _manifest(workspace: WorkspaceResource) -> Manifest:
        "keys and how each column is parsed, from the interpretation plus the expert's overrides.")
 def schema_manifest(context: AssetExecutionContext, workspace: WorkspaceResource, duckdb: DuckDBResource) -> MaterializeResult:
     """Plan the schema from interpretation.json plus the expert's overrides."""
-    interp = Interpretation.read(workspace.path("interpretation.json"))
+    interp = Interpretation.read(workspace.tree.interpretation)
     target = warehouse_target(duckdb)
     dialect = build_dialect(target).name
     try:
@@ -127,7 +128,7 @@ def report_stale(context: AssetExecutionContext, workspace: WorkspaceResource) -
         "stale": True,
         "stale_reason": MetadataValue.md(f"**STALE / FAILED**: {reason}"),
         "report": MetadataValue.md(sc.report_markdown(report) if report else "no report yet"),
-        "path/report_md": MetadataValue.path(str(workspace.path("validation", "report.md"))),
+        "path/report_md": MetadataValue.path(str(workspace.tree.report_md)),
     }))
 
 
@@ -166,12 +167,12 @@ def _build(context: AssetExecutionContext, config: WarehouseConfig, workspace: W
     """Load staging, refined and reject tables beside the warehouse, validate, then swap in.
     A build that is not accepted keeps the previous warehouse and fails the step."""
     manifest = _manifest(workspace)
-    interp_path = workspace.path("interpretation.json")
+    interp_path = workspace.tree.interpretation
     interp = Interpretation.read(interp_path) if interp_path.exists() else None
     # The report is written here too, so a load that fails a blocking check (and so never
     # reaches `validation_report`) still leaves the expert a report saying why.
     target = warehouse_target(duckdb)
-    load_path = workspace.path("schema", "load_result.json")
+    load_path = workspace.tree.load_result
     try:
         with run_writer(context, workspace.root_path, LOAD, target) as attempt:
             loaded, report = sc.load_and_validate(
@@ -186,15 +187,15 @@ def _build(context: AssetExecutionContext, config: WarehouseConfig, workspace: W
         raise Failure(
             description=f"the new build is not accepted, so the previous warehouse stays in place; "
             f"the build is kept at {report.rejected_build}. {sc.summary(report)}",
-            metadata={"report": MetadataValue.path(str(workspace.path("validation", "report.md"))),
+            metadata={"report": MetadataValue.path(str(workspace.tree.report_md)),
                       VERDICT_KEY: "not_accepted"},
         )
     common = {
         "accepted": report.accepted,
         "path/warehouse": MetadataValue.path(loaded.warehouse),
         "path/load_result": MetadataValue.path(str(load_path)),
-        "path/load_sql": MetadataValue.path(str(workspace.path("schema", "load.sql"))),
-        "path/lineage": MetadataValue.path(str(workspace.path("schema", "lineage.json"))),
+        "path/load_sql": MetadataValue.path(str(workspace.tree.load)),
+        "path/lineage": MetadataValue.path(str(workspace.tree.schema_lineage)),
     }
     return manifest, {"loaded": loaded, "common": common, "report": report}, interp
 
@@ -359,10 +360,8 @@ def _details(items: list) -> str:
     if not items:
         return "nothing to check"
     fields = [f for f in type(items[0]).model_fields if f not in ("sql", "passed")]
-    lines = ["| passed | " + " | ".join(fields) + " |", "|---" * (len(fields) + 1) + "|"]
-    for i in items:
-        lines.append(f"| {'yes' if i.passed else 'NO'} | " + " | ".join(cell(_value(getattr(i, f))) for f in fields) + " |")
-    return "\n".join(lines)
+    return markdown.table(["passed", *fields],
+                          [["yes" if i.passed else "NO", *(_value(getattr(i, f)) for f in fields)] for i in items])
 
 
 def check_result(key: AssetCheckKey, report: ValidationReport, table: str | None, tables: Sequence[str],
@@ -430,7 +429,7 @@ def validation_report_asset(deps: Sequence[AssetKey] = (WAREHOUSE,)) -> AssetsDe
            "column coverage, keys, rejects and test queries; `accepted` only when every check passes.")
     def validation_report(workspace: WorkspaceResource, duckdb: DuckDBResource) -> MaterializeResult:
         manifest = _manifest(workspace)
-        interp_path = workspace.path("interpretation.json")
+        interp_path = workspace.tree.interpretation
         interp = Interpretation.read(interp_path) if interp_path.exists() else None
         report = sc.shared_report(manifest, warehouse_target(duckdb), workspace.root_path, interp)
         md = sc.report_markdown(report)
@@ -438,11 +437,11 @@ def validation_report_asset(deps: Sequence[AssetKey] = (WAREHOUSE,)) -> AssetsDe
             "accepted": report.accepted,
             "stale": bool(report.stale_reason),
             "stale_overrides": len(report.stale_overrides),
-            "axes": MetadataValue.md("\n".join(["| axis | passed | summary |", "|---|---|---|"] + [
-                f"| {k} | {'yes' if a.passed else 'NO'} | {cell(a.summary)} |" for k, a in report.axes.items()])),
+            "axes": MetadataValue.md(markdown.table(["axis", "passed", "summary"], [
+                [k, "yes" if a.passed else "NO", a.summary] for k, a in report.axes.items()])),
             "report": MetadataValue.md(md),
-            "path/report_json": MetadataValue.path(str(workspace.path("validation", "report.json"))),
-            "path/report_md": MetadataValue.path(str(workspace.path("validation", "report.md"))),
+            "path/report_json": MetadataValue.path(str(workspace.tree.report)),
+            "path/report_md": MetadataValue.path(str(workspace.tree.report_md)),
         })
 
     return validation_report

@@ -29,6 +29,7 @@ from dia_assets.contracts.interpretation import Interpretation
 from dia_assets.contracts.manifest import Manifest, ManifestTable
 from dia_assets.platform.settings import get_settings
 from dia_assets.platform.warehouse.base import target_dialect
+from dia_assets.platform.workspace import Workspace
 
 WAREHOUSE_GROUP = "warehouse"
 WAREHOUSE = AssetKey("warehouse")
@@ -49,7 +50,7 @@ def raw_partition(source_path: str) -> str:
 def manifest_tables(workspace: str | Path) -> list[ManifestTable]:
     """Tables of `<workspace>/schema/manifest.json`, or none when there is no readable manifest
     (said in the log: the graph then loads with the single `warehouse` asset)."""
-    path = Path(workspace) / "schema" / "manifest.json"
+    path = Workspace(workspace).manifest
     if not path.exists():
         return []
     try:
@@ -71,7 +72,7 @@ def definition_stats(workspace: str | Path, tables: list[ManifestTable]) -> dict
 
 
 def read_interpretation(workspace: str | Path) -> Interpretation | None:
-    path = Path(workspace) / "interpretation.json"
+    path = Workspace(workspace).interpretation
     try:
         return Interpretation.read(path) if path.exists() else None
     except Exception as exc:  # statistics are an aid; the schema still shows without them

@@ -12,11 +12,11 @@ from pydantic import Field
 if TYPE_CHECKING:  # numpy and the embedder are imported when a step embeds, not at load
     import numpy as np
 
-    from dia_assets.agents.memory.embedder import Embedder
+    from dia_assets.platform.embeddings import Embedder
 
 
 def _default_model() -> str:
-    from dia_assets.agents.memory.embedder import default_embedding_model
+    from dia_assets.platform.embeddings import default_embedding_model
 
     return default_embedding_model()
 
@@ -24,7 +24,7 @@ def _default_model() -> str:
 @lru_cache(maxsize=4)
 def _embedder(model: str, dim: int | None) -> Embedder:
     """One loaded model per process, shared by every resource instance that names it."""
-    from dia_assets.agents.memory.embedder import make_embedder
+    from dia_assets.platform.embeddings import make_embedder
 
     return make_embedder(model, dim=dim)
 

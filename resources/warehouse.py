@@ -10,6 +10,7 @@ from dagster_duckdb import DuckDBResource
 
 from dia_assets.platform.settings import get_settings
 from dia_assets.platform.warehouse.base import target_dialect
+from dia_assets.platform.workspace import Workspace
 from dia_assets.resources.workspace import default_workspace
 
 
@@ -17,7 +18,7 @@ def default_duckdb_path(workspace: str | None = None) -> str:
     env = get_settings().warehouse
     if env and target_dialect(env).file_based:
         return str(Path(env).resolve())
-    return str((Path(workspace or default_workspace()) / "warehouse.duckdb").resolve())
+    return str(Workspace(workspace or default_workspace()).warehouse.resolve())
 
 
 def duckdb_resource(workspace: str | None = None) -> DuckDBResource:

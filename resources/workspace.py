@@ -8,6 +8,7 @@ from dagster import ConfigurableResource
 from pydantic import Field
 
 from dia_assets.agents import locations
+from dia_assets.platform.workspace import Workspace
 
 
 def default_workspace() -> str:
@@ -33,6 +34,17 @@ class WorkspaceResource(ConfigurableResource):
     @property
     def data_path(self) -> Path:
         return Path(self.data_dir).resolve()
+
+    @property
+    def tree(self) -> Workspace:
+        """The workspace tree (platform/workspace.py); like `path`, a file's parent folder is
+        created when its path is asked for, so a step can write it."""
+        return Workspace(self.root_path, create=True)
+
+    @property
+    def files(self) -> Workspace:
+        """The workspace tree without creating anything (for a step that only reads)."""
+        return Workspace(self.root_path)
 
     def path(self, *parts: str) -> Path:
         """An artifact path inside the workspace; parent folders are created."""

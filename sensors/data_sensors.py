@@ -30,6 +30,7 @@ from dia_assets.interpretation_assets import (
     raw_partition_key,
     raw_partitions,
 )
+from dia_assets.platform.workspace import Workspace
 from dia_assets.resources.workspace import default_data_dir, default_workspace
 from dia_assets.sensors.jobs import build_job, schema_job
 from dia_assets.sensors.run_outcome import REQUEST_TAG, run_outcome
@@ -172,7 +173,7 @@ def overrides_job(workspace: Path, overrides: Path) -> str:
 
     decisions = file_decisions(overrides)
     try:
-        groups = Interpretation.read(workspace / "interpretation.json").file_groups if decisions else []
+        groups = Interpretation.read(Workspace(workspace).interpretation).file_groups if decisions else []
     except (OSError, ValueError):  # no readable interpretation: the build makes one
         return build_job.name
     return build_job.name if undone_decisions(groups, decisions) else schema_job.name
@@ -184,7 +185,7 @@ def overrides_job(workspace: Path, overrides: Path) -> str:
         "(from a new interpretation when it decides whether files are one table).")
 def review_gate_sensor(context: SensorEvaluationContext) -> SensorResult | SkipReason:
     workspace = Path(default_workspace())
-    path = workspace / "review" / "interpretation_overrides.yaml"
+    path = Workspace(workspace).overrides
     current = overrides_fingerprint(path)
     if current is None:
         return SkipReason(f"{path} does not exist yet")

@@ -43,6 +43,7 @@ from dia_assets.agents.adaptation.drift import DriftReport, compare
 from dia_assets.agents.adaptation.replan import affected_partitions
 from dia_assets.agents.interpreter.discover import content_hash
 from dia_assets.contracts.interpretation import Interpretation
+from dia_assets.platform.workspace import Workspace
 from dia_assets.resources.workspace import default_workspace
 from dia_assets.sensors.jobs import build_job, quality_check_job, replan_job, schema_job
 from dia_assets.sensors.settings import SENSOR_INTERVAL_S, drift_thresholds
@@ -54,7 +55,7 @@ FINISHED = {DagsterRunStatus.SUCCESS, DagsterRunStatus.FAILURE, DagsterRunStatus
 
 def saved_queries(workspace: Path) -> dict[str, str]:
     """question id -> the SQL its last answer used."""
-    root = workspace / "queries"
+    root = Workspace(workspace).queries_dir
     return {p.parent.name: p.read_text(encoding="utf-8") for p in sorted(root.glob("*/query.sql"))}
 
 
@@ -123,7 +124,7 @@ def failed_key_checks(report: DriftReport, workspace: Path, loaded: set[AssetKey
     """key_validity fails on each affected table (or `warehouse`), with the offending rows of the
     last validation when it found them (the rejected build's report)."""
     offending = []
-    path = workspace / "validation" / "report.json"
+    path = Workspace(workspace).report
     if path.exists():
         data = json.loads(path.read_text(encoding="utf-8"))
         offending = [k for k in data.get("key_validity", []) if not k.get("passed", True)]
@@ -138,7 +139,7 @@ def failed_key_checks(report: DriftReport, workspace: Path, loaded: set[AssetKey
 
 def write_review_item(report: DriftReport, workspace: Path, drift_file: Path) -> Path:
     """Append the key breaks to review/drift_review.md: an expert decides the key."""
-    out = workspace / "review" / "drift_review.md"
+    out = Workspace(workspace).drift_review
     out.parent.mkdir(parents=True, exist_ok=True)
     lines = [] if out.exists() else ["# Drift to review\n\nKeys the new data breaks. The previous key stays "
                                      "(key_validity fails) until you set `primary_key` or a foreign key in "
@@ -155,8 +156,7 @@ def write_review_item(report: DriftReport, workspace: Path, drift_file: Path) ->
         description="Schema drift, distribution drift and key breakage between interpretations.")
 def drift_sensor(context: SensorEvaluationContext) -> SensorResult | SkipReason:
     workspace = Path(default_workspace())
-    current_path = workspace / "interpretation.json"
-    previous_path = workspace / "history" / "interpretation.previous.json"
+    current_path, previous_path = Workspace(workspace).interpretation, Workspace(workspace).previous_interpretation
     if not current_path.exists():
         return SkipReason("no interpretation yet")
     version = content_hash(current_path)  # generated_at has one-second resolution
@@ -180,7 +180,7 @@ def drift_sensor(context: SensorEvaluationContext) -> SensorResult | SkipReason:
     if not report.any:
         shutil.copyfile(current_path, previous_path)
         return SensorResult(cursor=version)
-    out = workspace / "drift" / f"{current.generated_at.replace(':', '-')}-{version[:8]}.json"
+    out = Workspace(workspace).drift_dir / f"{current.generated_at.replace(':', '-')}-{version[:8]}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(report.model_dump_json(indent=2), encoding="utf-8")
     questions = set(context.instance.get_dynamic_partitions(replan_job.partitions_def.name))

@@ -17,6 +17,7 @@ from dagster import (
 )
 
 from dia_assets.agents.adaptation.answer_quality import AnswerRecord, QualityVerdict, assess
+from dia_assets.platform.workspace import Workspace
 from dia_assets.resources.workspace import default_workspace
 from dia_assets.sensors.jobs import replan_job
 from dia_assets.sensors.settings import QUALITY_BASELINE, QUALITY_MARGIN, QUALITY_WINDOW
@@ -44,7 +45,7 @@ def diagnosis(verdict: QualityVerdict, workspace: Path) -> str:
     """Which tables changed lately and which questions failed: where to look first."""
     lines = ["# Answer quality fell", "", verdict.reason, "", "## Failed questions", ""]
     lines += [f"- {p}" for p in verdict.failed_partitions] or ["- none"]
-    drift = sorted((workspace / "drift").glob("*.json"))
+    drift = sorted(Workspace(workspace).drift_dir.glob("*.json"))
     lines += ["", "## Latest drift", ""]
     if drift:
         report = json.loads(drift[-1].read_text())
@@ -68,7 +69,7 @@ def quality_sensor(context: SensorEvaluationContext) -> SensorResult | SkipReaso
     if not verdict.degraded:
         return SensorResult(cursor=str(newest))
     workspace = Path(default_workspace())
-    out = workspace / "diagnosis" / f"quality-{newest}.md"
+    out = Workspace(workspace).diagnosis_dir / f"quality-{newest}.md"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(diagnosis(verdict, workspace), encoding="utf-8")
     context.log.warning(f"answer quality fell ({verdict.reason}); diagnosis in {out}")

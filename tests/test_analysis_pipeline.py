@@ -12,11 +12,11 @@ import pytest
 
 from dia_assets.agents.analysis import plan
 from dia_assets.agents.analysis.run import answer_with_pipeline
-from dia_assets.agents.analysis.steps import Step
-from dia_assets.agents.memory.embedder import WordLlamaEmbedder
 from dia_assets.agents.query.loop import AgentSettings
 from dia_assets.agents.semantic_ops.models import CascadeConfig
 from dia_assets.contracts.analysis_result import AnalysisResult
+from dia_assets.contracts.analysis_steps import Step
+from dia_assets.platform.embeddings import WordLlamaEmbedder
 from tests.memory_fixtures import db_url, pg_server  # noqa: F401
 from tests.query_fixtures import FAKE_MODEL, ScriptedModel, call
 from tests.semantic_fixtures import RoutedLLM, register_agent_and_stages
@@ -334,8 +334,8 @@ def test_pipelines_not_offered_without_samples_privacy(warehouse, tmp_path, monk
 def _store_catalog(store: Any, warehouse: Path) -> None:
     """A small catalog for the sales/reviews warehouse, under its fingerprint."""
     from dia_assets.agents.catalog.store import CatalogStore
-    from dia_assets.agents.memory.fingerprint import database_fingerprint
     from dia_assets.contracts.semantic_catalog import CatalogNode, SemanticCatalog
+    from dia_assets.platform.warehouse.fingerprint import database_fingerprint
 
     nodes = [
         CatalogNode(id="domain:shop", level="domain", label="shop", description="shop"),

@@ -20,9 +20,10 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from dia_assets.agents.interpreter import interpret, limits
+from dia_assets.agents.interpreter import interpret
 from dia_assets.agents.interpreter.readers import read_json_source
 from dia_assets.contracts.interpretation import Interpretation
+from dia_assets.platform import limits
 from tests.conftest import EXAMPLES
 
 THREADS = 4

@@ -18,7 +18,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 import litellm  # noqa: E402
 from litellm import CustomLLM  # noqa: E402
 
-from dia_assets.agents.memory.embedder import LiteLLMEmbedder, WordLlamaEmbedder, make_embedder  # noqa: E402
+from dia_assets.platform.embeddings import LiteLLMEmbedder, WordLlamaEmbedder, make_embedder  # noqa: E402
 from dia_assets.platform.model import litellm as door_module  # noqa: E402
 from dia_assets.platform.model.errors import ModelUnavailable  # noqa: E402
 from dia_assets.platform.model.litellm import reset_door  # noqa: E402

@@ -15,7 +15,6 @@ from dia_assets.agents.evaluation.metrics import (
     clean_abnormal,
     execution_match,
     measure_time_ratio,
-    normalize_value,
     percentile,
     results_match,
     soft_f1,
@@ -23,6 +22,7 @@ from dia_assets.agents.evaluation.metrics import (
     ves,
     ves_reward,
 )
+from dia_assets.platform.sql.rows import normalize_value
 
 GOLD = [(1, "a"), (2, "b")]
 

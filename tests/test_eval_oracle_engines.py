@@ -17,6 +17,7 @@ from dia_assets.agents.evaluation.datasets import load_instances, transpile_gold
 from dia_assets.agents.evaluation.engines import copy_to_postgres, copy_to_sqlite
 from dia_assets.agents.evaluation.runner import read_records, run_eval
 from dia_assets.agents.evaluation.solvers import AgentSolver
+from dia_assets.agents.query.loop import AgentSettings
 from tests.eval_fixtures import SAMPLE, sample_wh  # noqa: F401 - fixture
 from tests.memory_fixtures import fresh_database_url, pg_server  # noqa: F401 - fixture
 
@@ -37,7 +38,10 @@ def test_oracle_answers_every_bundled_question(engine: str, sample_wh: Path, tmp
     db = {"duckdb": lambda: str(sample_wh), "sqlite": lambda: _sqlite(sample_wh, tmp_path),
           "postgres": lambda: _postgres(sample_wh, request)}[engine]()
     instances = load_instances(SAMPLE)
-    summary = run_eval(instances, db, AgentSolver("oracle"), tmp_path / "out", workers=2, ves_iterations=0)
+    # timeouts: correctness, not speed, is tested; the stand-in warehouse has no keys, so SQLite runs
+    # m12's join as a nested loop (17 s at load 20, past the 30 s default at load 15-20)
+    solver = AgentSolver("oracle", settings=AgentSettings(timeout_s=180.0, transpile_to=()), timeout_s=180.0)
+    summary = run_eval(instances, db, solver, tmp_path / "out", workers=2, ves_iterations=0, timeout_s=180.0)
     refused = {r.id: (r.prediction.error if r.prediction else r.broken_reason)
                for r in read_records(tmp_path / "out").values() if r.status != "correct"}
     assert refused == {}

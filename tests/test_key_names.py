@@ -1,11 +1,12 @@
-"""What key-column names say (`interpreter/key_names.py`): conventions of real schemas, each a
+"""What key-column names say (`platform/key_names.py`): conventions of real schemas, each a
 case of evidence and a case where the evidence must not be found."""
 
 from __future__ import annotations
 
 import pytest
 
-from dia_assets.agents.interpreter.key_names import (
+from dia_assets.contracts.interpretation import Column, Source
+from dia_assets.platform.key_names import (
     SchemaNames,
     abbreviates,
     abbreviates_run,
@@ -13,7 +14,6 @@ from dia_assets.agents.interpreter.key_names import (
     id_like,
     key_suffix,
 )
-from dia_assets.contracts.interpretation import Column, Source
 
 
 def _source(name: str, *columns: str) -> Source:

@@ -719,7 +719,7 @@ print("ok")
 def test_a_duckdb_fingerprint_is_read_once_per_state_of_the_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """One answer asks for its warehouse's fingerprint several times (memory scope, catalog nodes,
     catalog linker): the file is read once while it is unchanged, and again after a schema change."""
-    from dia_assets.agents.memory import fingerprint
+    from dia_assets.platform.warehouse import fingerprint
 
     db = tmp_path / "w.duckdb"
     con = duckdb.connect(str(db))

@@ -173,7 +173,7 @@ def _refuse(*args, **kwargs):
 socket.socket.connect = _refuse
 socket.create_connection = _refuse
 socket.getaddrinfo = _refuse
-from dia_assets.agents.memory.embedder import WordLlamaEmbedder
+from dia_assets.platform.embeddings import WordLlamaEmbedder
 e = WordLlamaEmbedder()
 v = e.embed(["count schools with COUNT(DISTINCT pk)", "count entities through a join with distinct keys",
              "the weather in Paris is mild"])

@@ -17,8 +17,6 @@ import pytest
 from typer.testing import CliRunner
 
 from dia_assets.agents.analysis.caveats import unverified_decisions
-from dia_assets.agents.analysis.steps import Step, StepRecord
-from dia_assets.agents.memory.embedder import WordLlamaEmbedder
 from dia_assets.agents.semantic_ops.models import (
     CascadeConfig,
     SemanticModelMissing,
@@ -26,7 +24,9 @@ from dia_assets.agents.semantic_ops.models import (
 )
 from dia_assets.agents.semantic_ops.operators import SemanticOps
 from dia_assets.cli_ask import verification_line
+from dia_assets.contracts.analysis_steps import Step, StepRecord
 from dia_assets.contracts.query_result import Check, Verification
+from dia_assets.platform.embeddings import WordLlamaEmbedder
 from tests.query_fixtures import FAKE_MODEL, ScriptedModel, call
 from tests.semantic_fixtures import RoutedLLM, register_agent_and_stages, register_rule
 

@@ -9,12 +9,12 @@ import duckdb
 import numpy as np
 import pytest
 
-from dia_assets.agents.memory.embedder import WordLlamaEmbedder
 from dia_assets.agents.semantic_ops import calibrate
 from dia_assets.agents.semantic_ops.judge import JudgeTask, parse_answers
 from dia_assets.agents.semantic_ops.models import CascadeConfig, OperatorReport, SemanticOpError
 from dia_assets.agents.semantic_ops.operators import SemanticOps, kmeans
 from dia_assets.agents.semantic_ops.vectors import InProcessIndex, PgVectorIndex
+from dia_assets.platform.embeddings import WordLlamaEmbedder
 from tests.memory_fixtures import db_url, pg_server  # noqa: F401
 from tests.semantic_fixtures import register_rule
 

@@ -35,6 +35,8 @@ MOVED = {
     "dia_assets.agents.models.door": "dia_assets.platform.model.litellm",
     "dia_assets.agents.models.errors": "dia_assets.platform.model.errors",
     "dia_assets.agents.models.doctor": "dia_assets.platform.model.doctor",
+    # slice 4
+    "dia_assets.agents.memory.embedder": "dia_assets.platform.embeddings",
 }
 _MOVED = re.compile(r"\b(" + "|".join(re.escape(k) for k in MOVED) + r")\b")
 # split between platform.model.base (ChatFn, Reply (was ChatReply), ToolCall), .errors

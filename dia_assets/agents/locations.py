@@ -7,6 +7,7 @@ import os
 from pathlib import Path
 
 from dia_assets.platform.settings import get_settings
+from dia_assets.platform.workspace import Workspace
 
 
 def workspace_root() -> Path:
@@ -22,7 +23,7 @@ def data_dir() -> Path:
 def default_warehouse(workspace: str | Path | None = None) -> str:
     """`DIA_WAREHOUSE` (a DuckDB or SQLite file, or a PostgreSQL URL), else
     `<workspace>/warehouse.duckdb`."""
-    return get_settings().warehouse or str(Path(workspace or workspace_root()) / "warehouse.duckdb")
+    return get_settings().warehouse or str(Workspace(workspace or workspace_root()).warehouse)
 
 
 # Temporary folders of the interpreter and the loader carry their owner's pid, so the next

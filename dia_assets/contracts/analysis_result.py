@@ -7,7 +7,7 @@ from typing import Any
 
 from pydantic import Field
 
-from dia_assets.agents.analysis.steps import StepRecord
+from dia_assets.contracts.analysis_steps import StepRecord
 from dia_assets.contracts.artifact import Artifact
 from dia_assets.contracts.query_result import QueryResult
 

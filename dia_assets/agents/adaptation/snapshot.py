@@ -9,6 +9,7 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from dia_assets.agents.interpreter.discover import content_hash, discover
+from dia_assets.platform.workspace import Workspace
 
 
 class FolderChange(BaseModel):
@@ -56,7 +57,7 @@ def interpreted_snapshot(workspace: Path, data_dir: Path) -> dict[str, str]:
     """Relative path -> sha256 of the files the workspace's interpretation was made from: what
     is built. A sensor starting without a cursor compares the folder with this, so it does not
     rebuild what `make demo` just built. Empty when there is no interpretation of this folder."""
-    path = workspace / "interpretation.json"
+    path = Workspace(workspace).interpretation
     if not path.exists():
         return {}
     from dia_assets.contracts.interpretation import Interpretation

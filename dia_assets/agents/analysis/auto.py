@@ -13,7 +13,6 @@ from typing import Any
 from dia_assets.agents.analysis.agent import OnDemandPipelineAgent
 from dia_assets.agents.analysis.session import AnalysisSession
 from dia_assets.agents.analysis.steps import PipelineError
-from dia_assets.agents.memory.embedder import Embedder, make_embedder
 from dia_assets.agents.query.loop import AgentRun, QueryAgent
 from dia_assets.agents.query.run import answer_question, checked_question_id, slug
 from dia_assets.agents.semantic_ops.models import CascadeConfig
@@ -21,10 +20,12 @@ from dia_assets.agents.semantic_ops.vectors import VectorIndex
 from dia_assets.contracts.analysis_result import AnalysisResult
 from dia_assets.contracts.query_result import QueryResult
 from dia_assets.contracts.semantic_catalog import CatalogNode
+from dia_assets.platform.embeddings import Embedder, make_embedder
 from dia_assets.platform.settings import get_settings
 from dia_assets.platform.sql.gate import privacy_mode
 from dia_assets.platform.warehouse.base import target_dialect
 from dia_assets.platform.warehouse.duckdb import DUCKDB
+from dia_assets.platform.workspace import Workspace
 
 
 def pipelines_unavailable(warehouse: str | Path, privacy: str | None = None, allow_writes: bool = False,
@@ -96,7 +97,7 @@ def answer(
             from dia_assets.agents.analysis.run import write_analysis
 
             qid = kwargs.get("question_id")
-            folder = Path(workspace) / "analysis" / (checked_question_id(qid) if qid else slug(question))
+            folder = Workspace(workspace).analysis(checked_question_id(qid) if qid else slug(question)).folder
             write_analysis(analysis, agent.session, run.trace, folder)
         return result, run, analysis
     finally:

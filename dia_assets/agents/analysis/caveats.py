@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from dia_assets.agents.analysis.steps import StepRecord
+from dia_assets.contracts.analysis_steps import StepRecord
 
 # stages whose decisions the strong model made (the reference) or that decided nothing
 _NOT_A_WEAK_DECISION = ("strong", "undecided", "unresolved")

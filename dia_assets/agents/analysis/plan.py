@@ -9,7 +9,7 @@ from collections.abc import Callable
 import sqlglot
 from sqlglot import exp
 
-from dia_assets.agents.analysis.steps import ROW_WISE, Step
+from dia_assets.contracts.analysis_steps import ROW_WISE, Step
 
 Selectivity = Callable[[Step], float]
 

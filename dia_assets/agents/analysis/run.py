@@ -10,7 +10,6 @@ from typing import Any
 
 from dia_assets.agents.analysis.agent import PipelineAgent
 from dia_assets.agents.analysis.session import AnalysisSession
-from dia_assets.agents.memory.embedder import Embedder, make_embedder
 from dia_assets.agents.query.loop import AgentSettings
 from dia_assets.agents.query.memory import QueryMemory
 from dia_assets.agents.query.run import no_model_result, slug, write_artifacts
@@ -19,9 +18,11 @@ from dia_assets.agents.semantic_ops.models import CascadeConfig
 from dia_assets.agents.semantic_ops.vectors import VectorIndex
 from dia_assets.contracts.analysis_result import AnalysisResult
 from dia_assets.contracts.semantic_catalog import CatalogNode
+from dia_assets.platform.embeddings import Embedder, make_embedder
 from dia_assets.platform.model.base import ChatFn
 from dia_assets.platform.model.litellm import litellm_chat
 from dia_assets.platform.settings import get_settings
+from dia_assets.platform.workspace import AnalysisFiles, Workspace
 
 
 def answer_with_pipeline(
@@ -44,14 +45,14 @@ def answer_with_pipeline(
     catalog_link: Any = None,
 ) -> tuple[AnalysisResult, Any]:
     qid = question_id or slug(question)
-    folder = Path(workspace) / "analysis" / qid if workspace else None
+    folder = Workspace(workspace).analysis(qid).folder if workspace else None
     if chat is None:
         model = model or get_settings().model
         if not model:
             result = AnalysisResult(query=no_model_result(qid, question))
             if folder is not None:
                 folder.mkdir(parents=True, exist_ok=True)
-                result.write(folder / "analysis.json")
+                result.write(AnalysisFiles(folder).result)
             return result, None
         chat = litellm_chat(model)
     session = AnalysisSession(warehouse, embedder or make_embedder(), cascade, vector_index, catalog)
@@ -75,9 +76,9 @@ def answer_with_pipeline(
 def write_analysis(result: AnalysisResult, session: AnalysisSession, trace: dict[str, Any], folder: Path) -> None:
     """analysis.json, pipeline.json and steps.duckdb (every step table with its provenance)."""
     folder.mkdir(parents=True, exist_ok=True)
-    steps_db = session.export(folder / "steps.duckdb")
+    files = AnalysisFiles(folder)
+    steps_db = session.export(files.steps)
     result.artifacts = {**result.query.artifacts, "steps_duckdb": str(steps_db),
-                        "analysis_json": str(folder / "analysis.json")}
-    result.write(folder / "analysis.json")
-    (folder / "pipeline.json").write_text(json.dumps(trace.get("pipeline", []), indent=1, default=str),
-                                          encoding="utf-8")
+                        "analysis_json": str(files.result)}
+    result.write(files.result)
+    files.pipeline.write_text(json.dumps(trace.get("pipeline", []), indent=1, default=str), encoding="utf-8")

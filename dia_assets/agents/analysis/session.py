@@ -17,9 +17,8 @@ import sqlglot
 from sqlglot import exp
 
 from dia_assets.agents.analysis import plan
-from dia_assets.agents.analysis.steps import ROW_WISE, SEMANTIC_OPS, PipelineError, Step, StepRecord
+from dia_assets.agents.analysis.steps import PipelineError
 from dia_assets.agents.catalog.estimate import HIGH, LOW, UNKNOWN, Estimate, estimate_filter
-from dia_assets.agents.memory.embedder import Embedder
 from dia_assets.agents.query.schema import ColumnInfo, SchemaIndex, TableInfo
 from dia_assets.agents.semantic_ops.models import (
     CascadeConfig,
@@ -29,7 +28,9 @@ from dia_assets.agents.semantic_ops.models import (
 from dia_assets.agents.semantic_ops.operators import SemanticOps
 from dia_assets.agents.semantic_ops.tables import qcol
 from dia_assets.agents.semantic_ops.vectors import InProcessIndex, VectorIndex
+from dia_assets.contracts.analysis_steps import ROW_WISE, SEMANTIC_OPS, Step, StepRecord
 from dia_assets.contracts.semantic_catalog import CatalogNode
+from dia_assets.platform.embeddings import Embedder
 from dia_assets.platform.sql.gate import Gate, schema_of, shows_values
 from dia_assets.platform.sql.safety import SQLRefused
 from dia_assets.platform.warehouse.duckdb import DuckDBDatabase, duckdb_config

@@ -6,7 +6,7 @@ name, and an identifier column holds nothing a plain question asks about. So the
 built from what the column holds, not from how the schema spells it:
 
 - its name, humanised, with the table's learned column prefix set aside (`c_acctbal` ->
-  `acctbal`, see `interpreter/key_names.py`) and glued words split (`totalprice` -> `total
+  `acctbal`, see `platform/key_names.py`) and glued words split (`totalprice` -> `total
   price`, `receiptdate` -> `receipt date`, with the embedding model's own vocabulary and
   WordNet's words as the word list);
 - the entity it describes (the table's name, singular);
@@ -30,7 +30,7 @@ from functools import lru_cache
 from typing import Any
 
 from dia_assets.agents.catalog.lexicon import abbreviations, lexicon
-from dia_assets.agents.interpreter.key_names import SchemaNames, id_like
+from dia_assets.platform.key_names import SchemaNames, id_like
 
 # semantic types whose values say what they are, whatever the column's name
 DESCRIPTIVE_TYPES = frozenset({
@@ -69,7 +69,7 @@ def vocabulary() -> frozenset[str]:
     try:
         from tokenizers import Tokenizer
 
-        from dia_assets.agents.memory.embedder import wordllama_files
+        from dia_assets.platform.embeddings import wordllama_files
 
         vocab = Tokenizer.from_file(str(wordllama_files()[1])).get_vocab()
     except Exception:  # no tokenizer: WordNet's words only, the text is still built

@@ -9,8 +9,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dia_assets.agents.memory.embedder import Embedder
 from dia_assets.contracts.semantic_catalog import CatalogNode
+from dia_assets.platform.embeddings import Embedder
 
 # cosine similarities (WordLlama) mapped to "matches": below LOW none, above HIGH all
 LOW, HIGH = 0.15, 0.55

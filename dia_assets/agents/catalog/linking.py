@@ -7,8 +7,8 @@ from collections.abc import Callable
 from typing import Any
 
 from dia_assets.agents.catalog.store import CatalogStore
-from dia_assets.agents.memory.fingerprint import database_fingerprint
 from dia_assets.agents.memory.store import MemoryStore
+from dia_assets.platform.warehouse.fingerprint import database_fingerprint
 
 
 def catalog_linker(store: MemoryStore, scope: str, k: int = 8) -> Callable[[str], list[str]]:

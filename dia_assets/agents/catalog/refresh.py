@@ -8,12 +8,13 @@ from pathlib import Path
 
 from dia_assets.agents.catalog.build import DomainNamer, build_catalog
 from dia_assets.agents.catalog.store import CatalogStore
-from dia_assets.agents.memory.fingerprint import database_fingerprint
 from dia_assets.agents.memory.store import MemoryStore
 from dia_assets.agents.schema_creator.table_stats import warehouse_stats
 from dia_assets.contracts.interpretation import Interpretation
 from dia_assets.contracts.manifest import Manifest
 from dia_assets.contracts.semantic_catalog import SemanticCatalog
+from dia_assets.platform.warehouse.fingerprint import database_fingerprint
+from dia_assets.platform.workspace import Workspace
 
 
 class CatalogInputsMissing(FileNotFoundError):
@@ -21,13 +22,13 @@ class CatalogInputsMissing(FileNotFoundError):
 
 
 def catalog_path(workspace: str | Path) -> Path:
-    return Path(workspace) / "catalog" / "semantic_catalog.json"
+    return Workspace(workspace).catalog
 
 
 def refresh_catalog(workspace: str | Path, warehouse: str, store: MemoryStore,
                     namer: DomainNamer | None = None) -> SemanticCatalog:
-    ws = Path(workspace)
-    interp_path, manifest_path = ws / "interpretation.json", ws / "schema" / "manifest.json"
+    ws = Workspace(workspace)
+    interp_path, manifest_path = ws.interpretation, ws.manifest
     for path, step in ((interp_path, "dia interpret"), (manifest_path, "dia build")):
         if not path.exists():
             raise CatalogInputsMissing(f"{path} does not exist yet: run `{step}` first")
@@ -38,7 +39,7 @@ def refresh_catalog(workspace: str | Path, warehouse: str, store: MemoryStore,
     stats = warehouse_stats(warehouse, [t.name for t in manifest.tables])
     catalog, vectors = build_catalog(interp, manifest, store.embedder, scope, namer, stats=stats)
     CatalogStore(store).replace(catalog, vectors)
-    catalog.write(catalog_path(ws))
+    catalog.write(catalog_path(ws.root))
     return catalog
 
 

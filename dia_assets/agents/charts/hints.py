@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from dia_assets.contracts.manifest import Manifest
+from dia_assets.platform.workspace import Workspace
 
 
 def semantic_types(lineage: Mapping[str, list[str]], manifest: Manifest | None) -> dict[str, str]:
@@ -31,7 +32,7 @@ def semantic_types(lineage: Mapping[str, list[str]], manifest: Manifest | None) 
 
 def workspace_semantic_types(lineage: Mapping[str, list[str]], workspace: str | Path) -> dict[str, str]:
     """`semantic_types` over the workspace's schema/manifest.json (none when it is missing or unreadable)."""
-    path = Path(workspace) / "schema" / "manifest.json"
+    path = Workspace(workspace).manifest
     try:
         manifest = Manifest.read(path) if path.exists() else None
     except (OSError, ValueError):

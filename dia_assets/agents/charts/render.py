@@ -23,6 +23,7 @@ from dia_assets.agents.charts import names, order
 from dia_assets.agents.charts.choose import SINGLE, colour_field
 from dia_assets.agents.jsonable import jsonable
 from dia_assets.contracts.chart import ChartSpec
+from dia_assets.platform.workspace import QueryFiles
 
 WIDTH, HEIGHT = 480, 300
 MAX_POINTS = 5000  # lines and scatters beyond this are cut (and the spec says so)
@@ -285,8 +286,9 @@ def render_chart(spec: ChartSpec, columns: Sequence[str], rows: Sequence[Sequenc
 
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
-    for stale in ("chart.png", "chart.svg"):
-        (folder / stale).unlink(missing_ok=True)
+    files_at = QueryFiles(folder)
+    for stale in (files_at.chart_png, files_at.chart_svg):
+        stale.unlink(missing_ok=True)
     warnings = list(spec.warnings)
     files: dict[str, str] = {}
     vl = vega_lite(spec, columns, rows)
@@ -296,16 +298,16 @@ def render_chart(spec: ChartSpec, columns: Sequence[str], rows: Sequence[Sequenc
     if vl is not None:
         svg = with_tooltip(vlc.vegalite_to_svg(vl), spec.title)
         png = vlc.vegalite_to_png(vl, scale=1.0)
-        (folder / "chart.svg").write_text(svg, encoding="utf-8")
-        (folder / "chart.png").write_bytes(png)
-        files = {"png": str(folder / "chart.png"), "svg": str(folder / "chart.svg")}
+        files_at.chart_svg.write_text(svg, encoding="utf-8")
+        files_at.chart_png.write_bytes(png)
+        files = {"png": str(files_at.chart_png), "svg": str(files_at.chart_svg)}
         ink = ink_fraction(png, enough=MIN_INK)
         if ink < MIN_INK:
             warnings.append(f"the rendered chart is blank ({ink:.4f} of its pixels inked)")
     drawn = title_lines(spec.title or " ") if vl is not None else []
     done = spec.model_copy(update={"files": files, "rows_plotted": plotted, "warnings": warnings,
                                    "title_lines": drawn})
-    done.write(folder / "chart.json")
+    done.write(files_at.chart)
     return done
 
 

@@ -16,6 +16,7 @@ from dia_assets.agents.charts.hints import workspace_semantic_types
 from dia_assets.agents.charts.render import render_chart, write_chart_file
 from dia_assets.contracts.chart import ChartSpec
 from dia_assets.contracts.query_result import QueryResult
+from dia_assets.platform.workspace import QueryFiles, Workspace
 
 
 class StoredAnswerError(LookupError):
@@ -23,7 +24,7 @@ class StoredAnswerError(LookupError):
 
 
 def saved_ids(workspace: Path) -> list[str]:
-    return sorted(p.parent.name for p in (workspace / "queries").glob("*/result.json"))
+    return [p.parent.name for p in Workspace(workspace).saved_answers()]
 
 
 def stored_rows(folder: Path, result: QueryResult) -> tuple[list[str], list[tuple[Any, ...]]]:
@@ -31,7 +32,7 @@ def stored_rows(folder: Path, result: QueryResult) -> tuple[list[str], list[tupl
     dates stay dates, decimals decimals)."""
     import duckdb
 
-    path = folder / "result.parquet"
+    path = QueryFiles(folder).parquet
     if not path.exists():
         raise StoredAnswerError(f"answer {folder.name!r} has no stored rows ({path} is missing; status "
                                 f"{result.status})")
@@ -54,11 +55,12 @@ def chart_stored(workspace: str | Path, question_id: str, output: str | Path | N
     from dia_assets.agents.query.run import checked_question_id, render_answer
 
     ws = Path(workspace)
-    folder = ws / "queries" / checked_question_id(question_id)
-    if not (folder / "result.json").exists():
+    files = Workspace(ws).query(checked_question_id(question_id))
+    folder = files.folder
+    if not files.result.exists():
         known = ", ".join(saved_ids(ws)) or "none"
-        raise StoredAnswerError(f"no saved answer {question_id!r} under {ws / 'queries'} (saved: {known})")
-    result = QueryResult.read(folder / "result.json")
+        raise StoredAnswerError(f"no saved answer {question_id!r} under {Workspace(ws).queries_dir} (saved: {known})")
+    result = QueryResult.read(files.result)
     columns, rows = stored_rows(folder, result)
     spec = choose_chart(result.question, columns, rows, model=None, privacy=result.privacy, sql=result.sql,
                         semantic_types=workspace_semantic_types(result.lineage, ws))
@@ -69,8 +71,8 @@ def chart_stored(workspace: str | Path, question_id: str, output: str | Path | N
     result.chart = done
     for kind in ("png", "svg"):
         result.artifacts.pop(f"chart_{kind}", None)
-    result.artifacts.update({"chart_json": str(folder / "chart.json")}
+    result.artifacts.update({"chart_json": str(files.chart)}
                             | {f"chart_{k}": v for k, v in done.files.items()})
-    (folder / "answer.md").write_text(render_answer(result), encoding="utf-8")
-    result.write(folder / "result.json")
+    files.answer.write_text(render_answer(result), encoding="utf-8")
+    result.write(files.result)
     return done

@@ -19,7 +19,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from dia_assets.agents.evaluation.metrics import normalize_rows
+from dia_assets.platform.sql.rows import normalize_rows
 
 MAX_MAPPINGS = 5000
 

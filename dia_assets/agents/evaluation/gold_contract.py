@@ -19,7 +19,7 @@ from typing import Any
 import sqlglot
 from sqlglot import exp
 
-from dia_assets.agents.query.predicates import (
+from dia_assets.platform.sql.predicates import (
     conjuncts,
     literal_filter,
     literal_value,

@@ -22,7 +22,7 @@ from typing import Any
 import sqlglot
 from sqlglot import exp
 
-from dia_assets.agents.query.predicates import literal_filter
+from dia_assets.platform.sql.predicates import literal_filter
 
 CLASSES = ("dropped_filter", "constant_or_comparison", "wrong_join_key", "group_by", "wrong_aggregate",
            "dropped_distinct", "flipped_order", "limit_off_by_one", "fanout_join", "join_type")

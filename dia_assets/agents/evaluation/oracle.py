@@ -52,7 +52,7 @@ def not_null_columns(sql: str, dialect: str) -> list[str]:
     import sqlglot
     from sqlglot import exp
 
-    from dia_assets.agents.query.predicates import negated
+    from dia_assets.platform.sql.predicates import negated
 
     try:
         tree = sqlglot.parse_one(sql, read=dialect)

@@ -19,6 +19,9 @@ from dia_assets.agents.evaluation.models import (
     InstanceRecord,
     RunConfig,
 )
+from dia_assets.platform.markdown import cell
+
+SUMMARY, REPORT = "summary.json", "report.md"  # the files write_reports leaves in a run folder
 
 
 def _pct(value: float | None) -> float | None:
@@ -140,7 +143,7 @@ def render_markdown(summary: dict[str, Any], records: Sequence[InstanceRecord]) 
     if failed:
         lines += ["## Failed instances", "", "| id | class | detail | soft-F1 |", "|---|---|---|---|"]
         for r in failed:
-            detail = (r.failure_detail or "").replace("|", "\\|").replace("\n", " ")[:160]
+            detail = cell((r.failure_detail or "")[:160])
             lines.append(f"| {r.id} | {r.failure_class} | {detail} | {r.soft_f1:.2f} |")
         lines.append("")
     if summary["broken_instances"]:
@@ -170,8 +173,6 @@ def _predictions_section(info: dict[str, Any] | None) -> list[str]:
 
 
 def write_reports(summary: dict[str, Any], records: Sequence[InstanceRecord], out_dir: str | Path) -> None:
-    from dia_assets.agents.evaluation.runner import REPORT, SUMMARY
-
     out = Path(out_dir)
     (out / SUMMARY).write_text(json.dumps(summary, indent=2, default=str), encoding="utf-8")
     (out / REPORT).write_text(render_markdown(summary, records), encoding="utf-8")

@@ -37,10 +37,11 @@ from dia_assets.agents.evaluation.models import (
     Prediction,
     RunConfig,
 )
+from dia_assets.agents.evaluation.report import summarize, write_reports
 from dia_assets.agents.evaluation.solvers import Solver
 from dia_assets.agents.jsonable import jsonable
 
-RESULTS, RUN, SUMMARY, REPORT = "results.jsonl", "run.json", "summary.json", "report.md"
+RESULTS, RUN = "results.jsonl", "run.json"
 PREVIEW_ROWS = 5
 
 Progress = Callable[[int, int, InstanceRecord | None], None]
@@ -212,8 +213,6 @@ def run_eval(
     """Score every instance not yet in `out_dir`, then write the summary and the report.
     `summary_extra` is merged into the summary (and shown in the report: e.g. how a predictions
     file matched the question set). Returns the summary (see `report.summarize`)."""
-    from dia_assets.agents.evaluation.report import summarize, write_reports
-
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     resolver = db if isinstance(db, DatabaseResolver) else DatabaseResolver(db)

@@ -20,7 +20,7 @@ from pathlib import Path
 import duckdb
 import pyarrow as pa
 
-from dia_assets.agents.interpreter.naming import quote_ident
+from dia_assets.platform.naming import quote_ident
 
 # A quoted field may hold newlines; one still open after this many lines is taken as unclosed.
 MAX_RECORD_LINES = 1_000

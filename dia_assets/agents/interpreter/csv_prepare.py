@@ -17,7 +17,6 @@ from dia_assets.agents.interpreter.dialect import Dialect, measure, newline_of, 
 from dia_assets.agents.interpreter.discover import TextScan, scan_text
 from dia_assets.agents.interpreter.encodings import Detection, legacy_encoding
 from dia_assets.agents.interpreter.final_record import CutRecord, cut_final_record, without_cut
-from dia_assets.agents.interpreter.naming import snake_case, unique_names
 from dia_assets.agents.interpreter.rewrite import (
     TextStats,
     binary_offset,
@@ -27,6 +26,7 @@ from dia_assets.agents.interpreter.rewrite import (
     sample_text,
 )
 from dia_assets.contracts.interpretation import DeclaredColumn
+from dia_assets.platform.naming import snake_case, unique_names
 
 SAMPLE_BYTES = 1 << 16
 MAX_SAMPLE_BYTES = 1 << 26

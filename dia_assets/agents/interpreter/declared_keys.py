@@ -11,7 +11,6 @@ import duckdb
 
 from dia_assets.agents.interpreter import partitions
 from dia_assets.agents.interpreter.declared import bare_name
-from dia_assets.agents.interpreter.naming import quote_ident, snake_case
 from dia_assets.contracts.interpretation import (
     ForeignKey,
     Interpretation,
@@ -20,6 +19,7 @@ from dia_assets.contracts.interpretation import (
     Source,
     SourceRef,
 )
+from dia_assets.platform.naming import quote_ident, snake_case
 
 
 def apply_declared(

@@ -18,9 +18,9 @@ from pathlib import Path
 
 import duckdb
 
-from dia_assets.agents.interpreter.naming import quote_ident
 from dia_assets.agents.interpreter.rewrite import TextStats, decode_line
 from dia_assets.contracts.interpretation import QualityIssue
+from dia_assets.platform.naming import quote_ident
 
 BLOCK = 1 << 16
 DELIMITED = {".csv", ".tsv", ".txt", ".dat", ".tbl"}

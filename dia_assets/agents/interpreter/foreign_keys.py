@@ -40,8 +40,6 @@ from dataclasses import dataclass, field
 
 import duckdb
 
-from dia_assets.agents.interpreter.key_names import NameEvidence, SchemaNames, extension_of, id_like
-from dia_assets.agents.interpreter.naming import quote_ident
 from dia_assets.agents.interpreter.table_info import (
     INT_TYPES,
     TableInfo,
@@ -50,6 +48,8 @@ from dia_assets.agents.interpreter.table_info import (
 from dia_assets.agents.value_parsing import parse_expression, present
 from dia_assets.contracts.interpretation import Column, ForeignKey, Source, SourceRef
 from dia_assets.contracts.policy import HIGH, REPORTED
+from dia_assets.platform.key_names import NameEvidence, SchemaNames, extension_of, id_like
+from dia_assets.platform.naming import quote_ident
 
 ALTERNATIVE_CAP = round(HIGH - 0.05, 2)  # a column's second-best parent stays below HIGH
 MIN_NAME = 0.4  # name evidence a candidate needs before it is measured

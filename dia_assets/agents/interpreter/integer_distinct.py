@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import duckdb
 
-from dia_assets.agents.interpreter.naming import quote_ident
+from dia_assets.platform.naming import quote_ident
 
 BIGINT_MIN, BIGINT_MAX = -(2**63), 2**63 - 1
 BITMAP_MAX_BITS = 1 << 26  # 8 MB per aggregate state; DuckDB refuses much wider ranges

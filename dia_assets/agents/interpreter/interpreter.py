@@ -10,7 +10,7 @@ from pathlib import Path
 
 import duckdb
 
-from dia_assets.agents.interpreter import foreign_keys, keys, limits, one_table, quality
+from dia_assets.agents.interpreter import foreign_keys, keys, one_table, quality
 from dia_assets.agents.interpreter.compressed import compression
 from dia_assets.agents.interpreter.declared_keys import apply_declared
 from dia_assets.agents.interpreter.discover import RawFile, TextScan, discover, hash_and_scan
@@ -21,7 +21,6 @@ from dia_assets.agents.interpreter.names import (
     schema_file_issues,
     source_name,
 )
-from dia_assets.agents.interpreter.naming import quote_ident
 from dia_assets.agents.interpreter.profile import SourceProfile, profile_table
 from dia_assets.agents.interpreter.readers import LoadedSource, read_source, scratch_dir
 from dia_assets.agents.interpreter.scanned_read import read_on_clean_guess
@@ -33,6 +32,8 @@ from dia_assets.contracts.interpretation import (
     QualityIssue,
     Source,
 )
+from dia_assets.platform import limits
+from dia_assets.platform.naming import quote_ident
 
 log = logging.getLogger("dia.interpreter")
 Progress = Callable[[str], None]

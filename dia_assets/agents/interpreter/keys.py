@@ -30,7 +30,6 @@ import itertools
 import duckdb
 
 from dia_assets.agents.interpreter import partitions
-from dia_assets.agents.interpreter.naming import quote_ident
 from dia_assets.agents.interpreter.semantic import id_like_name
 from dia_assets.agents.interpreter.table_info import (
     INT_TYPES,
@@ -42,6 +41,7 @@ from dia_assets.agents.interpreter.table_info import (
 )
 from dia_assets.contracts.interpretation import Column, ForeignKey, FoundKeys, KeyCandidate, Source
 from dia_assets.contracts.policy import HIGH
+from dia_assets.platform.naming import quote_ident
 
 __all__ = ["NOT_KEYABLE", "find_keys", "restore_found_keys", "revise_keys"]
 

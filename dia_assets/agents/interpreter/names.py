@@ -12,8 +12,8 @@ from pathlib import Path
 from dia_assets.agents.interpreter.compressed import data_stem
 from dia_assets.agents.interpreter.declared import schema_file_problems
 from dia_assets.agents.interpreter.discover import RawFile
-from dia_assets.agents.interpreter.naming import snake_case
 from dia_assets.contracts.interpretation import QualityIssue
+from dia_assets.platform.naming import snake_case
 
 
 def source_name(root: Path, path: Path, used: set[str]) -> tuple[str, QualityIssue | None]:

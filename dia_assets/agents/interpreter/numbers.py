@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import duckdb
 
-from dia_assets.agents.interpreter.naming import quote_ident
 from dia_assets.contracts.interpretation import QualityIssue, Source
+from dia_assets.platform.naming import quote_ident
 
 NON_FINITE_WORDS = ("nan", "+nan", "-nan", "inf", "+inf", "-inf", "infinity", "+infinity", "-infinity")
 NUMERIC = ("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "DECIMAL", "DOUBLE", "FLOAT", "REAL")

@@ -40,7 +40,6 @@ import duckdb
 
 from dia_assets.agents.interpreter import quality
 from dia_assets.agents.interpreter.compressed import data_stem
-from dia_assets.agents.interpreter.naming import quote_ident, snake_case
 from dia_assets.agents.interpreter.profile import profile_table
 from dia_assets.agents.interpreter.scanned_read import forget_read
 from dia_assets.agents.interpreter.table_info import TableInfo
@@ -54,6 +53,7 @@ from dia_assets.contracts.interpretation import (
     Source,
     SourceFile,
 )
+from dia_assets.platform.naming import quote_ident, snake_case
 
 # Snake-case stems: a part file names no table (its folder does), a batch names its table first.
 _PART = re.compile(r"(?:part|chunk|batch)_?\d+(?:_.*)?|c_\d+(?:_\d+)*")  # c_: a stem of digits (naming.snake_case)

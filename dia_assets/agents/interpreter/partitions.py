@@ -34,7 +34,6 @@ from dataclasses import dataclass
 
 import duckdb
 
-from dia_assets.agents.interpreter.naming import quote_ident
 from dia_assets.agents.interpreter.table_info import TableInfo, complete
 from dia_assets.agents.value_parsing import parse_expression, present
 from dia_assets.contracts.interpretation import (
@@ -43,6 +42,7 @@ from dia_assets.contracts.interpretation import (
     RangePartition,
     Source,
 )
+from dia_assets.platform.naming import quote_ident
 
 PERIODS = ("year", "month", "day")  # coarsest first
 MIN_BLOCKS = 3  # two blocks are as likely a file appended twice

@@ -18,7 +18,6 @@ import duckdb
 from dia_assets.agents.interpreter import profile_wide
 from dia_assets.agents.interpreter.integer_distinct import distinct_integer_texts
 from dia_assets.agents.interpreter.keys import NOT_KEYABLE
-from dia_assets.agents.interpreter.naming import quote_ident
 from dia_assets.agents.interpreter.numbers import NON_FINITE_WORDS, NUMERIC, non_finite_text_sql
 from dia_assets.agents.interpreter.sample import SAMPLE_ROWS, draw_sample
 from dia_assets.agents.interpreter.semantic import (
@@ -38,6 +37,7 @@ from dia_assets.agents.value_parsing import (
     sql_str,
 )
 from dia_assets.contracts.interpretation import Column, ValueFormat
+from dia_assets.platform.naming import quote_ident
 
 TOP_K = 10
 # Columns per pass-B query: one per query on long tables (measured: 12 columns of 1M rows

@@ -12,9 +12,9 @@ from collections.abc import Iterator
 
 import duckdb
 
-from dia_assets.agents.interpreter.naming import quote_ident
 from dia_assets.agents.interpreter.semantic import shape_sql
 from dia_assets.agents.value_parsing import present
+from dia_assets.platform.naming import quote_ident
 
 WIDE_COLUMNS = 200  # from this width on, passes B and C run unpivoted
 CELLS = 2_000_000

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import duckdb
 
-from dia_assets.agents.interpreter.naming import quote_ident
 from dia_assets.agents.interpreter.numbers import non_finite_issues
 from dia_assets.agents.interpreter.partitions import issue as partition_issue
 from dia_assets.agents.interpreter.profile import SourceProfile
 from dia_assets.agents.value_parsing import present, sql_str
 from dia_assets.contracts.interpretation import ForeignKey, QualityIssue, Source
 from dia_assets.contracts.policy import HIGH
+from dia_assets.platform.naming import quote_ident
 
 # The kinds `column_issues` reports: issues about a source's rows as profiled, which a new
 # profile of the same rows (a union of files, `one_table.py`) replaces.

@@ -43,7 +43,6 @@ from dia_assets.agents.interpreter.json_keys import (
     duplicate_issue,
     loads_noting_repeats,
 )
-from dia_assets.agents.interpreter.naming import quote_ident, snake_case, unique_names
 from dia_assets.agents.interpreter.parse_checks import (
     confidence,
     encoding_issues,
@@ -61,6 +60,7 @@ from dia_assets.agents.interpreter.rewrite import (
 from dia_assets.agents.locations import temp_prefix
 from dia_assets.agents.value_parsing import sql_str
 from dia_assets.contracts.interpretation import DeclaredTable, ParseInfo, QualityIssue, SourceRef
+from dia_assets.platform.naming import quote_ident, snake_case, unique_names
 from dia_assets.platform.settings import get_settings
 
 # DuckDB keeps a whole line in one buffer. The first read leaves `max_line_size` unset: any

@@ -4,56 +4,44 @@ from __future__ import annotations
 
 from dia_assets.contracts.interpretation import Interpretation, Source
 from dia_assets.contracts.policy import HIGH
-
-
-def _cell(text: object) -> str:
-    return str(text).replace("|", "\\|").replace("\n", " ")
+from dia_assets.platform.markdown import table
 
 
 def sources_table(interp: Interpretation) -> str:
-    lines = ["| source | file | format | rows | columns | primary key | status |", "|---|---|---|---:|---:|---|---|"]
+    rows = []
     for s in interp.sources:
         pk = f"({', '.join(s.primary_key.columns)}) {s.primary_key.confidence:.2f}" if s.primary_key else "-"
         status = "ok" if s.parse.ok else "error: " + "; ".join(s.parse.errors)
         files = " + ".join(f.path for f in s.file_list())
-        lines.append(f"| {s.name} | {_cell(files)} | {s.format} | {s.row_count} | {len(s.columns)} | {pk} | {_cell(status)} |")
-    return "\n".join(lines)
+        rows.append([s.name, files, s.format, s.row_count, len(s.columns), pk, status])
+    return table(["source", "file", "format", "rows", "columns", "primary key", "status"], rows,
+                 right={"rows", "columns"})
 
 
 def foreign_keys_table(interp: Interpretation) -> str:
-    lines = ["| from | to | coverage | orphans | confidence | evidence |", "|---|---|---:|---:|---:|---|"]
-    for fk in interp.foreign_keys:
-        lines.append(
-            f"| {fk.from_.source}.{'/'.join(fk.from_.columns)} | {fk.to.source}.{'/'.join(fk.to.columns)} "
-            f"| {fk.coverage:.3f} | {fk.orphan_count} | {fk.confidence:.2f} | {_cell('; '.join(fk.evidence))} |"
-        )
-    return "\n".join(lines)
+    return table(["from", "to", "coverage", "orphans", "confidence", "evidence"], [
+        [f"{fk.from_.source}.{'/'.join(fk.from_.columns)}", f"{fk.to.source}.{'/'.join(fk.to.columns)}",
+         f"{fk.coverage:.3f}", fk.orphan_count, f"{fk.confidence:.2f}", "; ".join(fk.evidence)]
+        for fk in interp.foreign_keys], right={"coverage", "orphans", "confidence"})
 
 
 def quality_issues_table(interp: Interpretation) -> str:
     """Every quality issue, one row each, with the action the expert may take."""
     if not interp.quality_issues:
         return "No quality issues."
-    lines = ["| source | column | kind | severity | count | message | suggested action |", "|---|---|---|---|---:|---|---|"]
-    for q in interp.quality_issues:
-        lines.append(f"| {_cell(q.source)} | {_cell(q.column or '-')} | {q.kind} | {q.severity} | {q.count} "
-                     f"| {_cell(q.message)} | {_cell(q.suggested_action)} |")
-    return "\n".join(lines)
+    return table(["source", "column", "kind", "severity", "count", "message", "suggested action"], [
+        [q.source, q.column or "-", q.kind, q.severity, q.count, q.message, q.suggested_action]
+        for q in interp.quality_issues], right={"count"})
 
 
 def _columns_table(src: Source) -> str:
-    lines = [
-        "| column | semantic | SQL type | nulls | blanks | null tokens | distinct | unparseable | examples |",
-        "|---|---|---|---:|---:|---:|---:|---:|---|",
-    ]
-    for c in src.columns:
-        label = c.name if c.name == c.original_name else f"{c.name} (`{_cell(c.original_name)}`)"
-        lines.append(
-            f"| {label} | {c.semantic_type} | {c.inferred_type} | {c.null_count} | {c.blank_count} "
-            f"| {c.null_token_count} | {c.distinct_count} | {c.unparseable_count} "
-            f"| {_cell(', '.join(str(e) for e in c.examples[:3]))[:80]} |"
-        )
-    return "\n".join(lines)
+    """One row per column; the examples are data (the first 80 characters of three)."""
+    return table(
+        ["column", "semantic", "SQL type", "nulls", "blanks", "null tokens", "distinct", "unparseable", "examples"],
+        [[c.name if c.name == c.original_name else f"{c.name} (`{c.original_name}`)", c.semantic_type,
+          c.inferred_type, c.null_count, c.blank_count, c.null_token_count, c.distinct_count, c.unparseable_count,
+          ", ".join(str(e) for e in c.examples[:3])[:80]] for c in src.columns],
+        right={"nulls", "blanks", "null tokens", "distinct", "unparseable"})
 
 
 def to_markdown(interp: Interpretation) -> str:
@@ -66,15 +54,13 @@ def to_markdown(interp: Interpretation) -> str:
         "## Foreign keys", "", f"Confidence >= {HIGH} is acted on without review.", "",
         foreign_keys_table(interp), "",
         "## Quality issues", "",
-        "| source | column | kind | count | message | suggested action |", "|---|---|---|---:|---|---|",
+        table(["source", "column", "kind", "count", "message", "suggested action"], [
+            [q.source, q.column or "", q.kind, q.count, q.message, q.suggested_action]
+            for q in interp.quality_issues], right={"count"}),
     ]
-    for q in interp.quality_issues:
-        out.append(f"| {q.source} | {q.column or ''} | {q.kind} | {q.count} | {_cell(q.message)} | {_cell(q.suggested_action)} |")
     if interp.file_groups:
-        out += ["", "## Files that may be one table", "", "| table | files | read as | status | why |",
-                "|---|---|---|---|---|"]
-        out += [f"| {g.name} | {_cell(', '.join(g.files))} | {', '.join(g.sources)} | {g.status} | {_cell(g.reason)} |"
-                for g in interp.file_groups]
+        out += ["", "## Files that may be one table", "", table(["table", "files", "read as", "status", "why"], [
+            [g.name, ", ".join(g.files), ", ".join(g.sources), g.status, g.reason] for g in interp.file_groups])]
     if interp.join_paths:
         out += ["", "## Join paths", ""]
         out += [f"- {' -> '.join(p.sources)}: `{' AND '.join(p.joins)}`" for p in interp.join_paths if len(p.sources) > 2]

@@ -19,8 +19,8 @@ import duckdb
 
 from dia_assets.agents.interpreter.compressed import compression
 from dia_assets.agents.interpreter.discover import CLEAN, TextScan, looks_clean, scan_text
-from dia_assets.agents.interpreter.naming import quote_ident
 from dia_assets.agents.interpreter.readers import LoadedSource, read_source
+from dia_assets.platform.naming import quote_ident
 
 log = logging.getLogger("dia.interpreter")
 

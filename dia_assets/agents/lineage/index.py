@@ -8,8 +8,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from dia_assets.agents.interpreter.naming import quote_ident as q
-from dia_assets.agents.lineage.reads import sql_reads
 from dia_assets.contracts.interpretation import Interpretation
 from dia_assets.contracts.lineage import (
     AnswerReads,
@@ -21,7 +19,10 @@ from dia_assets.contracts.lineage import (
 )
 from dia_assets.contracts.manifest import Manifest, ManifestTable
 from dia_assets.contracts.query_result import QueryResult
+from dia_assets.platform.naming import quote_ident as q
+from dia_assets.platform.sql.reads import sql_reads
 from dia_assets.platform.warehouse.base import target_dialect
+from dia_assets.platform.workspace import Workspace
 
 log = logging.getLogger("dia.lineage")
 
@@ -32,15 +33,15 @@ class LineageError(ValueError):
 
 def workspace_manifest(workspace: str | Path) -> Manifest:
     """The plan the warehouse in place was built from (else the last plan)."""
-    ws = Path(workspace)
-    for path in (ws / "schema" / "installed_manifest.json", ws / "schema" / "manifest.json"):
+    ws = Workspace(workspace)
+    for path in (ws.installed_manifest, ws.manifest):
         if path.exists():
             return Manifest.read(path)
-    raise LineageError(f"no schema manifest in {ws}/schema: run `dia build` first")
+    raise LineageError(f"no schema manifest in {ws.schema_dir}: run `dia build` first")
 
 
 def _interpretation(workspace: Path) -> Interpretation | None:
-    path = workspace / "interpretation.json"
+    path = Workspace(workspace).interpretation
     try:
         return Interpretation.read(path) if path.exists() else None
     except (ValueError, OSError):
@@ -77,7 +78,7 @@ def answers(workspace: str | Path, manifest: Manifest) -> list[AnswerReads]:
     """Every saved answer under `queries/`, with the tables and columns its SQL read."""
     schema = schema_of(manifest)
     out = []
-    for path in sorted((Path(workspace) / "queries").glob("*/result.json")):
+    for path in Workspace(workspace).saved_answers():
         try:
             result = QueryResult.read(path)
         except (ValueError, OSError) as exc:

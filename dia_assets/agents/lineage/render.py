@@ -3,16 +3,7 @@
 from __future__ import annotations
 
 from dia_assets.contracts.lineage import AnswerReads, LineageIndex, TableOrigin, ValueOrigin
-
-
-def _cell(value: object) -> str:
-    return "" if value is None else str(value).replace("|", "\\|").replace("\n", " ")
-
-
-def _table(head: list[str], rows: list[list[object]]) -> str:
-    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    lines += ["| " + " | ".join(_cell(v) for v in row) + " |" for row in rows]
-    return "\n".join(lines)
+from dia_assets.platform import markdown
 
 
 def rows_text(origin: TableOrigin) -> str:
@@ -29,19 +20,19 @@ def parse_text(origin: TableOrigin) -> str:
 def answers_table(answers: list[AnswerReads]) -> str:
     if not answers:
         return "(no saved answer reads it)"
-    return _table(["question", "status", "reads"], [
+    return markdown.table(["question", "status", "reads"], [
         [f"{a.question_id}: {a.question}", a.status,
          "; ".join(f"{t}({', '.join(cols) or '*'})" for t, cols in a.reads.items())] for a in answers])
 
 
 def tables_table(index: LineageIndex) -> str:
-    return _table(["table", "file", "parse", "file rows", "content hash", "read by"], [
+    return markdown.table(["table", "file", "parse", "file rows", "content hash", "read by"], [
         [t.table, t.source_ref, parse_text(t), rows_text(t), t.content_hash[:12],
          ", ".join(a.question_id for a in index.readers(t.table)) or "-"] for t in index.tables])
 
 
 def columns_table(index: LineageIndex, origin: TableOrigin) -> str:
-    return _table(["column", "type", "from file column", "parsed with", "read by"], [
+    return markdown.table(["column", "type", "from file column", "parsed with", "read by"], [
         [c.column, c.type, c.original_name or c.source_column,
          "; ".join([*(f"{k}={v}" for k, v in c.value_format.items()), *c.normalizations]) or "as text",
          ", ".join(a.question_id for a in index.readers(origin.table, c.column)) or "-"]
@@ -75,7 +66,7 @@ def question_report(index: LineageIndex, answer: AnswerReads) -> str:
     out = [f"# {answer.question_id}: {answer.question}", "", f"status: {answer.status}", "",
            f"```sql\n{(answer.sql or '').strip()}\n```", ""]
     if answer.outputs:
-        out += ["## Result columns", "", _table(["result column", "from"], [
+        out += ["## Result columns", "", markdown.table(["result column", "from"], [
             [name, ", ".join(srcs) or "(computed, no column)"] for name, srcs in answer.outputs.items()]), ""]
     rows = []
     for table, cols in answer.reads.items():
@@ -88,7 +79,7 @@ def question_report(index: LineageIndex, answer: AnswerReads) -> str:
         rows.append([table, ", ".join(cols) or "*", f"{origin.source_ref} ({', '.join(files) or 'all rows'})",
                      parse_text(origin), rows_text(origin)])
     out += ["## Where the values came from", "",
-            _table(["table", "columns read", "file (columns)", "parse", "file rows"], rows)]
+            markdown.table(["table", "columns read", "file (columns)", "parse", "file rows"], rows)]
     return "\n".join(out) + "\n"
 
 

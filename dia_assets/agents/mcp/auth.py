@@ -23,7 +23,9 @@ from collections.abc import Awaitable, Callable, MutableMapping
 from pathlib import Path
 from typing import Any
 
-TOKEN_FILE = "mcp_token"
+from dia_assets.platform.workspace import Workspace
+
+TOKEN_FILE = Workspace(Path()).mcp_token.name
 Scope = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
 Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
@@ -31,7 +33,7 @@ ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 
 def token_path(workspace: Path) -> Path:
-    return Path(workspace) / TOKEN_FILE
+    return Workspace(workspace).mcp_token
 
 
 def _read(path: Path) -> str:

@@ -1,5 +1,5 @@
 """Column lineage for the MCP `lineage` tool, from what exists today: an answer's result
-columns -> warehouse columns (agents/query/lineage.py, sqlglot over the answer's SQL), and
+columns -> warehouse columns (platform/sql/lineage.py, sqlglot over the answer's SQL), and
 warehouse columns -> source files and columns (agents/schema_creator/lineage.py, written to
 `schema/lineage.json` by every build).
 
@@ -13,16 +13,17 @@ import json
 from pathlib import Path
 from typing import Any
 
-from dia_assets.agents.query.lineage import column_lineage
+from dia_assets.platform.sql.lineage import column_lineage
+from dia_assets.platform.workspace import Workspace
 
 
 def warehouse_lineage(workspace: Path) -> dict[str, dict[str, list[dict[str, str]]]]:
     """table -> column -> [{source, file, column}], from the last build's schema/lineage.json
     (else derived from the manifest); empty when no build has run."""
-    path = workspace / "schema" / "lineage.json"
+    path = Workspace(workspace).schema_lineage
     if path.exists():
         return json.loads(path.read_text(encoding="utf-8"))
-    manifest = workspace / "schema" / "manifest.json"
+    manifest = Workspace(workspace).manifest
     if manifest.exists():
         from dia_assets.agents.schema_creator.lineage import manifest_lineage
         from dia_assets.contracts.manifest import Manifest
@@ -47,7 +48,7 @@ def lineage_of(target: str, workspace: Path, schema: dict[str, dict[str, str]], 
     or of a SELECT (checked by the caller's gate first). Raises ValueError naming what exists."""
     tables = warehouse_lineage(workspace)
     text = target.strip()
-    answer = workspace / "queries" / text / "result.json"
+    answer = Workspace(workspace).query(text).result
     if 0 < len(text) <= 200 and "/" not in text and answer.exists():  # question ids are short names
         from dia_assets.contracts.query_result import QueryResult
 

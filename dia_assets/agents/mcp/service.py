@@ -44,6 +44,7 @@ from dia_assets.platform.sql.gate import Gate, privacy_mode, shows_values
 from dia_assets.platform.sql.redaction import schema_words
 from dia_assets.platform.sql.safety import SQLRefused
 from dia_assets.platform.warehouse.base import target_dialect
+from dia_assets.platform.workspace import Workspace
 
 # the longest input each tool takes, in characters (a SELECT or a lineage target may be long)
 INPUT_LIMITS = {"name": 512, "sql": 100_000, "question": 8_000, "question_id": 200, "target": 100_000,
@@ -52,10 +53,11 @@ INPUT_LIMITS = {"name": 512, "sql": 100_000, "question": 8_000, "question_id": 2
 NUMBER_LIMITS = {"k": (1, 50), "page_size": (1, 500)}
 
 
+_RELATIVE = Workspace(Path())  # the tree's paths relative to its root
 RESOURCES = {
-    "interpretation": ("interpretation.json", "The Data Interpreter's interpretation of the raw files."),
-    "manifest": ("schema/manifest.json", "The Schema Creator's manifest: tables, columns, keys, sources."),
-    "validation": ("validation/report.json", "The validation report of the last build."),
+    "interpretation": (str(_RELATIVE.interpretation), "The Data Interpreter's interpretation of the raw files."),
+    "manifest": (str(_RELATIVE.manifest), "The Schema Creator's manifest: tables, columns, keys, sources."),
+    "validation": (str(_RELATIVE.report), "The validation report of the last build."),
 }
 
 
@@ -99,6 +101,11 @@ class DiaService:
         self.workspace = Path(self.workspace)
         self.privacy = privacy_mode(self.privacy)
 
+    @property
+    def files(self) -> Workspace:
+        """The workspace tree (platform/workspace.py)."""
+        return Workspace(self.workspace)
+
     # -- plumbing ---------------------------------------------------------------------
 
     def _open(self) -> Any:
@@ -115,7 +122,7 @@ class DiaService:
     def _index(self, db: Any) -> Any:
         from dia_assets.agents.query.run import schema_index
 
-        index = schema_index(db, self.workspace / "schema" / "manifest.json")
+        index = schema_index(db, self.files.manifest)
         return index if shows_values(self.privacy) else index.without_values()
 
     def _with_db(self, fn: Callable[[Any, Any], Any]) -> Any:
@@ -220,7 +227,7 @@ class DiaService:
         self._open().close()  # a clear message when there is no warehouse
         result, _ = answer_question(
             question, self.warehouse, question_id=question_id, chat=chat, memory=self._query_memory(),
-            manifest_path=self.workspace / "schema" / "manifest.json", workspace=self.workspace,
+            manifest_path=self.files.manifest, workspace=self.workspace,
             settings=self.settings, privacy=self.privacy,
         )
         out: dict[str, Any] = {
@@ -228,7 +235,7 @@ class DiaService:
             "sql": result.sql, "answer": result.answer, "dialect": result.dialect,
             "verification": result.verification.model_dump(), "attempts": result.attempts,
             "row_count": result.row_count, "columns": result.columns, "privacy": result.privacy,
-            "warnings": result.warnings, "folder": str(self.workspace / "queries" / result.question_id),
+            "warnings": result.warnings, "folder": str(self.files.query(result.question_id).folder),
         }
         if result.chart is not None:
             out["chart"] = {"kind": result.chart.kind, "reason": result.chart.reason,
@@ -306,7 +313,7 @@ class DiaService:
                     from dia_assets.agents.memory import MemoryStore
 
                     self._store = MemoryStore.open(url=get_settings().memory_url,
-                                                   pgdata=self.workspace / "pgdata")
+                                                   pgdata=self.files.pgdata)
             return StoreMemory(self._store, warehouse_fingerprint(self.warehouse))
         except Exception as err:
             if required:
@@ -322,7 +329,7 @@ class DiaService:
 
         size = bounded_number("page_size", page_size)
         saved = []
-        for path in sorted((self.workspace / "queries").glob("*/result.json")):
+        for path in self.files.saved_answers():
             try:
                 r = QueryResult.read(path)
             except (ValueError, OSError):
@@ -406,7 +413,7 @@ class DiaService:
     def _names(self) -> tuple[str | None, frozenset[str]]:
         """The warehouse's dialect and table and column names, from the last build's manifest:
         quoted text that is one of these names may stay in a redacted resource."""
-        path = self.workspace / "schema" / "manifest.json"
+        path = self.files.manifest
         try:
             manifest = json.loads(path.read_text(encoding="utf-8"))
             schema = {t["name"]: {c["name"]: "" for c in t.get("columns", [])} for t in manifest.get("tables", [])}

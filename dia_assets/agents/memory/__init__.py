@@ -20,13 +20,6 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from dia_assets.agents.memory.conflicts import ConflictJudge, ConflictPolicy, JudgeVerdict
     from dia_assets.agents.memory.connection import MemoryStoreUnavailable
-    from dia_assets.agents.memory.embedder import (
-        Embedder,
-        LiteLLMEmbedder,
-        WordLlamaEmbedder,
-        make_embedder,
-    )
-    from dia_assets.agents.memory.fingerprint import database_fingerprint, fingerprint_from_columns
     from dia_assets.agents.memory.migrations import EmbeddingMismatch
     from dia_assets.agents.memory.models import (
         Evidence,
@@ -51,6 +44,16 @@ if TYPE_CHECKING:
         duckdb_probe_runner,
         probe_confirms,
     )
+    from dia_assets.platform.embeddings import (
+        Embedder,
+        LiteLLMEmbedder,
+        WordLlamaEmbedder,
+        make_embedder,
+    )
+    from dia_assets.platform.warehouse.fingerprint import (
+        database_fingerprint,
+        fingerprint_from_columns,
+    )
 
 # Each name is imported from its module on first use (PEP 562), so importing one
 # submodule (the Dagster code location, a run worker) does not import them all.
@@ -59,12 +62,12 @@ _EXPORTS = {
     "ConflictPolicy": "dia_assets.agents.memory.conflicts",
     "JudgeVerdict": "dia_assets.agents.memory.conflicts",
     "MemoryStoreUnavailable": "dia_assets.agents.memory.connection",
-    "Embedder": "dia_assets.agents.memory.embedder",
-    "LiteLLMEmbedder": "dia_assets.agents.memory.embedder",
-    "WordLlamaEmbedder": "dia_assets.agents.memory.embedder",
-    "make_embedder": "dia_assets.agents.memory.embedder",
-    "database_fingerprint": "dia_assets.agents.memory.fingerprint",
-    "fingerprint_from_columns": "dia_assets.agents.memory.fingerprint",
+    "Embedder": "dia_assets.platform.embeddings",
+    "LiteLLMEmbedder": "dia_assets.platform.embeddings",
+    "WordLlamaEmbedder": "dia_assets.platform.embeddings",
+    "make_embedder": "dia_assets.platform.embeddings",
+    "database_fingerprint": "dia_assets.platform.warehouse.fingerprint",
+    "fingerprint_from_columns": "dia_assets.platform.warehouse.fingerprint",
     "EmbeddingMismatch": "dia_assets.agents.memory.migrations",
     "Evidence": "dia_assets.agents.memory.models",
     "ImportReport": "dia_assets.agents.memory.models",

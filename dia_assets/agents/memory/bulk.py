@@ -8,17 +8,28 @@ build them again, with a large `maintenance_work_mem` and parallel workers.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator, Sequence
-from typing import Any
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, Protocol, TypeVar
 
 import psycopg
 
 from dia_assets.agents.memory import migrations
 from dia_assets.agents.memory.conflicts import content_hash
-from dia_assets.agents.memory.embedder import Embedder
-from dia_assets.agents.memory.migrations import SCHEMA
+from dia_assets.agents.memory.events import write_event
+from dia_assets.agents.memory.migrations import BULK_LOCK, SCHEMA
 from dia_assets.agents.memory.models import ImportReport, NewMemory
-from dia_assets.agents.memory.store import BULK_LOCK, MemoryStore, write_event
+from dia_assets.platform.embeddings import Embedder
+
+T = TypeVar("T")
+
+
+class BulkTarget(Protocol):
+    """What a bulk load needs of the store (MemoryStore): its embedder and a retried connection."""
+
+    embedder: Embedder
+
+    def with_connection(self, op: Callable[[psycopg.Connection], T]) -> T: ...
+
 
 COPY_COLUMNS = (
     "tier, kind, title, body, probe_sql, question, evidence, notes, scope, "
@@ -36,7 +47,7 @@ def is_big(new_rows: int, existing_rows: int, threshold: int | None) -> bool:
 
 
 def import_examples(
-    store: MemoryStore, items: Sequence[NewMemory], reindex_threshold: int | None = None
+    store: BulkTarget, items: Sequence[NewMemory], reindex_threshold: int | None = None
 ) -> ImportReport:
     """Load examples once each (by kind, scope and content hash); figures in `seconds`.
 

@@ -11,6 +11,7 @@ from psycopg.conninfo import conninfo_to_dict
 from dia_assets.agents.locations import workspace_root
 from dia_assets.agents.memory.server import EmbeddedServer
 from dia_assets.platform.settings import get_settings
+from dia_assets.platform.workspace import Workspace
 
 
 class MemoryStoreUnavailable(RuntimeError):
@@ -38,7 +39,7 @@ def default_url() -> str | None:
 
 
 def default_pgdata() -> Path:
-    return workspace_root() / "pgdata"
+    return Workspace(workspace_root()).pgdata
 
 
 @dataclass

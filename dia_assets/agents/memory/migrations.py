@@ -11,6 +11,7 @@ from __future__ import annotations
 import psycopg
 
 SCHEMA = "dia_memory"
+BULK_LOCK = 0x62756C6B  # "bulk": advisory lock held while a bulk load has the search indexes dropped
 _MIGRATION_LOCK = 0x6D656D6F7279  # "memory"; any constant shared by all DIA processes
 
 _BOOTSTRAP = [

@@ -20,6 +20,7 @@ from pgvector.psycopg import register_vector
 from psycopg.types.json import Jsonb
 
 from dia_assets.agents.memory import migrations
+from dia_assets.agents.memory.bulk import import_examples
 from dia_assets.agents.memory.conflicts import (
     ConflictJudge,
     ConflictPolicy,
@@ -28,8 +29,8 @@ from dia_assets.agents.memory.conflicts import (
     is_candidate_conflict,
 )
 from dia_assets.agents.memory.connection import ConnectionTarget
-from dia_assets.agents.memory.embedder import Embedder, make_embedder
-from dia_assets.agents.memory.migrations import SCHEMA
+from dia_assets.agents.memory.events import write_event
+from dia_assets.agents.memory.migrations import BULK_LOCK, SCHEMA
 from dia_assets.agents.memory.models import (
     ConflictRecord,
     Evidence,
@@ -51,6 +52,7 @@ from dia_assets.agents.memory.retrieval import (
     hybrid_query,
 )
 from dia_assets.agents.memory.verify import ProbeRunner, SupportsProbe, as_runner, check
+from dia_assets.platform.embeddings import Embedder, make_embedder
 
 T = TypeVar("T")
 
@@ -60,26 +62,11 @@ ITEM_COLUMNS = (
     "status, created_at, updated_at, last_used_at, last_verified_at"
 )
 _ITEM_FIELDS = [c.strip() for c in ITEM_COLUMNS.split(",")]
-BULK_LOCK = 0x62756C6B  # "bulk": held while a bulk load has the search indexes dropped
 _OUTCOME_RATE = 0.1  # importance moves 10% of the way towards 1 (success) or 0 (failure)
 
 
 def item_from_row(row: Sequence[Any]) -> MemoryItem:
     return MemoryItem.model_validate(dict(zip(_ITEM_FIELDS, row, strict=True)))
-
-
-def write_event(
-    conn: psycopg.Connection,
-    item_id: int | None,
-    event: str,
-    scope: str | None,
-    detail: dict[str, Any],
-) -> None:
-    """Append to the audit trail (`dia memory show` lists an item's events)."""
-    conn.execute(
-        f"INSERT INTO {SCHEMA}.events (item_id, event, scope, detail) VALUES (%s, %s, %s, %s)",
-        (item_id, event, scope, Jsonb(detail)),
-    )
 
 
 def _insert_lock_key(scope: str, kind: str) -> str:
@@ -376,8 +363,6 @@ class MemoryStore:
         self, items: Sequence[NewMemory], reindex_threshold: int | None = None
     ) -> ImportReport:
         """Bulk load examples (see `bulk.import_examples`: load first, index after)."""
-        from dia_assets.agents.memory.bulk import import_examples
-
         return import_examples(self, items, reindex_threshold)
 
     # -- reads --------------------------------------------------------------------------

@@ -20,7 +20,7 @@ from typing import Any
 import sqlglot
 from sqlglot import exp
 
-from dia_assets.agents.evaluation.metrics import normalize_rows
+from dia_assets.platform.sql.rows import normalize_rows
 
 
 @dataclass
@@ -133,7 +133,7 @@ def nl_similarity(description: str, reference: str, embedder: Any = None) -> flo
     """Cosine similarity of the SQL's description and the question in the memory's embedding
     space (WordLlama by default, offline)."""
     if embedder is None:
-        from dia_assets.agents.memory.embedder import make_embedder
+        from dia_assets.platform.embeddings import make_embedder
 
         embedder = make_embedder()
     vectors = embedder.embed([description, reference])

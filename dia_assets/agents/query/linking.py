@@ -24,19 +24,27 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-from dia_assets.agents.interpreter.key_names import (
+from dia_assets.platform.key_names import (
     abbreviates,
     abbreviates_run,
     column_prefix,
     key_suffix,
 )
 
-if TYPE_CHECKING:
-    from dia_assets.agents.query.schema import SchemaIndex
+
+class LinkedSchema(Protocol):
+    """What the linker reads of the schema index (query/schema.py SchemaIndex, which builds it)."""
+
+    tables: Mapping[str, Any]  # name -> TableInfo: .columns (.name, .values, .samples), .foreign_keys
+
+    def render(self, names: list[str]) -> str: ...
+
+    def render_compact(self, names: list[str]) -> str: ...
 
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
 _WORD = re.compile(r"[a-z][a-z0-9]*|[0-9]+")
@@ -114,7 +122,7 @@ class LinkPlan:
 class Linker:
     """Built once per schema index; `plan(question)` per question."""
 
-    def __init__(self, index: SchemaIndex, embedder: Any = None) -> None:
+    def __init__(self, index: LinkedSchema, embedder: Any = None) -> None:
         self.index = index
         self.embedder = embedder
         names = list(index.tables)
@@ -321,7 +329,7 @@ def _english() -> tuple[tuple[str, ...], frozenset[str]]:
     try:
         from tokenizers import Tokenizer
 
-        from dia_assets.agents.memory.embedder import wordllama_files
+        from dia_assets.platform.embeddings import wordllama_files
 
         vocab = Tokenizer.from_file(str(wordllama_files()[1])).get_vocab()
     except Exception:  # no tokenizer: abbreviations are read through columns only

@@ -16,7 +16,6 @@ from typing import Any
 
 import sqlglot
 
-from dia_assets.agents.lineage.reads import sql_reads
 from dia_assets.agents.query.contract import (
     PARTS,
     ContractError,
@@ -26,7 +25,6 @@ from dia_assets.agents.query.contract import (
     weakenings,
 )
 from dia_assets.agents.query.dialects import Database, QueryOutput, transpile_all
-from dia_assets.agents.query.lineage import column_lineage
 from dia_assets.agents.query.linking import LinkPlan
 from dia_assets.agents.query.memory import Lesson, QueryMemory
 from dia_assets.agents.query.modification import run_modification
@@ -65,6 +63,8 @@ from dia_assets.contracts.query_result import (
 from dia_assets.platform.model.base import ChatFn, Reply, ToolCall
 from dia_assets.platform.model.errors import ModelUnavailable
 from dia_assets.platform.sql.gate import Gate, privacy_mode, shows_values
+from dia_assets.platform.sql.lineage import column_lineage
+from dia_assets.platform.sql.reads import sql_reads
 from dia_assets.platform.sql.redaction import error_kind
 from dia_assets.platform.sql.safety import SQLRefused, clean_sql, normalize_name
 
@@ -156,7 +156,7 @@ def preference_probe(sql: str | None, dialect: str, schema: dict[str, dict[str, 
     import sqlglot
     from sqlglot import exp
 
-    from dia_assets.agents.query.predicates import conjuncts, literal_filter
+    from dia_assets.platform.sql.predicates import conjuncts, literal_filter
 
     try:
         tree = sqlglot.parse_one(sql, read=dialect)

@@ -16,6 +16,7 @@ from typing import Any, Protocol
 
 from dia_assets.agents.query.schema import tokens
 from dia_assets.platform.settings import get_settings
+from dia_assets.platform.workspace import Workspace
 
 ProbeRunner = Callable[[str], Sequence[Sequence[Any]]]
 KINDS = ("join", "aggregation", "filter", "output_convention", "grounding", "formula", "preference")
@@ -165,8 +166,8 @@ class StoreMemory:
 
 def warehouse_fingerprint(warehouse: str) -> str:
     """The memory scope of a warehouse: a DuckDB file, or a PostgreSQL URL."""
-    from dia_assets.agents.memory import database_fingerprint
     from dia_assets.platform.warehouse.base import target_dialect
+    from dia_assets.platform.warehouse.fingerprint import database_fingerprint
 
     text = str(warehouse)
     if not target_dialect(text).file_based:
@@ -184,9 +185,7 @@ def open_store_memory(warehouse: str, workspace: str | None = None) -> StoreMemo
 
         pgdata = None
         if workspace:
-            from pathlib import Path
-
-            pgdata = Path(workspace) / "pgdata"
+            pgdata = Workspace(workspace).pgdata
         store = MemoryStore.open(url=get_settings().memory_url, pgdata=pgdata)
         return StoreMemory(store, warehouse_fingerprint(warehouse))
     except Exception:
@@ -220,7 +219,7 @@ class FreshMemory:
 
 def used_in_previous_answer(workspace: str | Path, question_id: str) -> set[str]:
     """Ids of the memory items the last recorded answer of a question used."""
-    path = Path(workspace) / "queries" / question_id / "result.json"
+    path = Workspace(workspace).query(question_id).result
     if not path.exists():
         return set()
     try:

@@ -11,6 +11,7 @@ from typing import Any
 import yaml
 
 from dia_assets.agents.data_folder import questions_file
+from dia_assets.platform.markdown import table
 
 
 def default_questions_path() -> Path | None:
@@ -43,10 +44,7 @@ def slug(text: str, limit: int = 60) -> str:
 
 
 def markdown_table(columns: list[str], rows: list[list[Any]], limit: int = 20) -> str:
+    """The first `limit` rows of a result; the values are data, escaped by platform/markdown."""
     if not columns:
         return ""
-    def cell(v: Any) -> str:
-        return "" if v is None else str(v).replace("|", "\\|").replace("\n", " ")
-    lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
-    lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in rows[:limit]]
-    return "\n".join(lines)
+    return table(columns, rows[:limit])

@@ -30,6 +30,7 @@ from dia_assets.platform.model.base import ChatFn
 from dia_assets.platform.model.errors import NO_MODEL_MESSAGE
 from dia_assets.platform.model.litellm import litellm_chat
 from dia_assets.platform.settings import get_settings
+from dia_assets.platform.workspace import QueryFiles, Workspace
 
 _INDEX_CACHE: dict[tuple[str, float], SchemaIndex] = {}
 
@@ -65,7 +66,7 @@ def _mtime(location: str) -> float:
 
 def previous_answer(workspace: str | Path, question_id: str) -> PreviousAnswer | None:
     """The accepted SQL of an earlier question, from its queries/<id>/result.json."""
-    path = Path(workspace) / "queries" / checked_question_id(question_id) / "result.json"
+    path = Workspace(workspace).query(checked_question_id(question_id)).result
     if not path.exists():
         return None
     result = QueryResult.read(path)
@@ -108,7 +109,7 @@ def answer_question(
         if not model:
             result = no_model_result(qid, question)
             if workspace:
-                write_artifacts(result, None, None, Path(workspace) / "queries" / qid)
+                write_artifacts(result, None, None, Workspace(workspace).query(qid).folder)
             return result, None
         chat = litellm_chat(model)
     db = open_database(warehouse)
@@ -121,7 +122,7 @@ def answer_question(
     finally:
         db.close()
     if workspace:
-        write_artifacts(run.result, run.output, run.trace, Path(workspace) / "queries" / qid,
+        write_artifacts(run.result, run.output, run.trace, Workspace(workspace).query(qid).folder,
                         chart_model=chart_model if chart_model is not None else chart_model_from_env())
     return run.result, run
 
@@ -129,17 +130,18 @@ def answer_question(
 def write_artifacts(result: QueryResult, output: QueryOutput | None, trace: dict[str, Any] | None,
                     folder: Path, chart_model: ChartModel | None = None) -> QueryResult:
     folder.mkdir(parents=True, exist_ok=True)
-    paths = {"answer": folder / "answer.md", "result_json": folder / "result.json"}
+    files = QueryFiles(folder)
+    paths = {"answer": files.answer, "result_json": files.result}
     if result.sql:
-        paths["sql"] = folder / "query.sql"
+        paths["sql"] = files.sql
         paths["sql"].write_text(result.sql.rstrip() + ";\n", encoding="utf-8")
     if output is not None and output.columns:
-        paths["parquet"] = folder / "result.parquet"
+        paths["parquet"] = files.parquet
         _write_parquet(output, paths["parquet"])
     if result.status == "answered" and output is not None and output.columns:
         paths.update(_write_chart(result, output, trace, folder, chart_model))
     if trace is not None:
-        paths["trace"] = folder / "trace.json"
+        paths["trace"] = files.trace
         paths["trace"].write_text(json.dumps(trace, indent=2, default=str), encoding="utf-8")
     result.artifacts = {k: str(v) for k, v in paths.items()}
     paths["answer"].write_text(render_answer(result), encoding="utf-8")
@@ -165,7 +167,7 @@ def _write_chart(result: QueryResult, output: QueryOutput, trace: dict[str, Any]
         trace["chart"] = {"spec": chart.model_dump(mode="json"), "model_calls": usage}
     result.chart = chart
     result.warnings += [f"chart: {w}" for w in chart.warnings]
-    out = {"chart_json": folder / "chart.json"}
+    out = {"chart_json": QueryFiles(folder).chart}
     out.update({f"chart_{kind}": Path(path) for kind, path in chart.files.items()})
     return out
 

@@ -316,7 +316,7 @@ def _split_note(mt: Any) -> str:
 def _embedder() -> Any:
     """WordLlama for linking by meaning; None (names and keys only) when it cannot load."""
     try:
-        from dia_assets.agents.memory.embedder import WordLlamaEmbedder
+        from dia_assets.platform.embeddings import WordLlamaEmbedder
 
         return WordLlamaEmbedder()
     except Exception:

@@ -13,13 +13,13 @@ from typing import Any
 
 from sqlglot import exp
 
-from dia_assets.agents.evaluation.metrics import normalize_rows
 from dia_assets.agents.query.dialects import Database, QueryOutput, nulls_first_default
-from dia_assets.agents.query.predicates import negated
 from dia_assets.agents.query.sanity import sanity_checks
 from dia_assets.agents.query.schema import SchemaIndex
 from dia_assets.contracts.query_result import Check, FilterSpec, OutputContract, Verification
 from dia_assets.platform.sql.gate import Gate
+from dia_assets.platform.sql.predicates import negated
+from dia_assets.platform.sql.rows import normalize_rows
 
 _PREDICATES = (exp.Predicate, exp.In, exp.Between, exp.Like, exp.ILike, exp.Is)
 

@@ -13,13 +13,11 @@ from pathlib import Path
 
 from dia_assets.agents.schema_creator.failures import one_line
 from dia_assets.contracts.attempt import BuildAttempt, Outcome
-
-ATTEMPT = ("state", "attempt.json")
-ERROR_LOG = ("state", "last_error.txt")
+from dia_assets.platform.workspace import Workspace
 
 
 def attempt_path(workspace: str | Path) -> Path:
-    return Path(workspace).joinpath(*ATTEMPT)
+    return Workspace(workspace).attempt
 
 
 def _now() -> str:
@@ -168,7 +166,7 @@ class Attempt:
 
         reason = one_line(exc)
         try:
-            log = self.workspace.joinpath(*ERROR_LOG)
+            log = Workspace(self.workspace).last_error
             log.parent.mkdir(parents=True, exist_ok=True)
             log.write_text(f"{self.record.command} in step {self.record.step}\n"
                            + "".join(traceback.format_exception(exc)), encoding="utf-8")

@@ -42,12 +42,11 @@ from dia_assets.contracts.interpretation import Interpretation
 from dia_assets.contracts.manifest import Manifest
 from dia_assets.contracts.report import InstalledBuild, ReloadRecord, ValidationReport
 from dia_assets.platform.warehouse.base import build_dialect, target_dialect
-
-OVERRIDES = ("review", "interpretation_overrides.yaml")
+from dia_assets.platform.workspace import Workspace
 
 
 def overrides_path(workspace: str | Path) -> Path:
-    return Path(workspace).joinpath(*OVERRIDES)
+    return Workspace(workspace).overrides
 
 
 def expert_files(workspace: str | Path, seed: str | Path | None = None) -> dict[str, str]:
@@ -76,15 +75,15 @@ def write_plan(interp: Interpretation, workspace: str | Path, dialect: str = "du
     path = prepare_overrides(interp, ws, seed)
     before = previous_manifest(ws)
     manifest = plan_manifest(interp, load_overrides(path), dialect=dialect, previous=before)
-    known = _unchanged_lineage(before, manifest, ws / "schema" / "lineage.json")
-    schema = ws / "schema"
-    schema.mkdir(parents=True, exist_ok=True)
+    files = Workspace(ws)
+    known = _unchanged_lineage(before, manifest, files.schema_lineage)
+    files.schema_dir.mkdir(parents=True, exist_ok=True)
     paths = {
-        "manifest": manifest.write(schema / "manifest.json"),
-        "ddl": schema / "ddl.sql",
-        "load": schema / "load.sql",
-        "er": schema / "er.mmd",
-        "lineage": schema / "lineage.json",
+        "manifest": manifest.write(files.manifest),
+        "ddl": files.ddl,
+        "load": files.load,
+        "er": files.er,
+        "lineage": files.schema_lineage,
         "overrides": path,
     }
     if dialect == "postgres":
@@ -114,7 +113,7 @@ def _unchanged_lineage(before: Manifest | None, manifest: Manifest, path: Path) 
 
 def previous_manifest(workspace: str | Path) -> Manifest | None:
     """The manifest the last plan wrote: its keys carry over (plan._kept_key)."""
-    path = Path(workspace) / "schema" / "manifest.json"
+    path = Workspace(workspace).manifest
     try:
         return Manifest.read(path) if path.exists() else None
     except (ValueError, OSError):
@@ -323,13 +322,12 @@ def run(data_dir: str | Path, workspace: str | Path, warehouse: str | None = Non
 
             interp = interpret(data_dir, previous=previous_interpretation(ws) if incremental else None,
                                decisions=expert_files(ws, overrides_seed))
-            write_atomic(ws / "interpretation.json", interp.to_json())
+            write_atomic(Workspace(ws).interpretation, interp.to_json())
         steps("plan")
         dialect = build_dialect(target).name
         manifest, paths = write_plan(interp, ws, dialect, overrides_seed)
         loaded, report = load_and_validate(manifest, target, ws, interp, hook, replace_anyway, incremental, attempt)
-    paths["report"] = ws / "validation" / "report.json"
-    paths["report_md"] = ws / "validation" / "report.md"
+    paths["report"], paths["report_md"] = Workspace(ws).report, Workspace(ws).report_md
     return BuildResult(manifest=manifest, load=loaded, report=report, paths=paths)
 
 
@@ -344,7 +342,7 @@ def build(data_dir: str | Path, workspace: str | Path, warehouse: str | None = N
 
 def previous_interpretation(workspace: str | Path) -> Interpretation | None:
     """The last `interpretation.json`: its unchanged files keep their profiles."""
-    path = Path(workspace) / "interpretation.json"
+    path = Workspace(workspace).interpretation
     try:
         return Interpretation.model_validate_json(path.read_text(encoding="utf-8")) if path.exists() else None
     except (ValueError, OSError):

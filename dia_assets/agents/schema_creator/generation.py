@@ -22,13 +22,13 @@ from dia_assets.agents.schema_creator.swap import clean_leftovers, file_identity
 from dia_assets.contracts.attempt import BuildAttempt
 from dia_assets.contracts.generation import PendingInstall
 from dia_assets.platform.warehouse.base import target_dialect
+from dia_assets.platform.workspace import Workspace
 
-PENDING = ("state", "pending_install.json")
 COMMITTED_PG = ("validate", "report", "report written")  # a PostgreSQL load's transaction ended before these
 
 
 def pending_path(workspace: str | Path) -> Path:
-    return Path(workspace).joinpath(*PENDING)
+    return Workspace(workspace).pending_install
 
 
 def read_pending(workspace: str | Path) -> PendingInstall | None:

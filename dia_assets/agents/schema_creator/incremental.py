@@ -25,7 +25,6 @@ from pathlib import Path
 
 import duckdb
 
-from dia_assets.agents.interpreter.naming import quote_ident as q
 from dia_assets.agents.schema_creator import swap
 from dia_assets.agents.schema_creator.load import (
     BeforeInstall,
@@ -40,12 +39,12 @@ from dia_assets.agents.schema_creator.validate import decide, validate
 from dia_assets.contracts.interpretation import Interpretation
 from dia_assets.contracts.manifest import Manifest, ManifestTable
 from dia_assets.contracts.report import ReloadRecord, RetiredTable, ValidationReport
-
-INSTALLED = ("schema", "installed_manifest.json")
+from dia_assets.platform.naming import quote_ident as q
+from dia_assets.platform.workspace import Workspace
 
 
 def installed_manifest_path(workspace: str | Path) -> Path:
-    return Path(workspace).joinpath(*INSTALLED)
+    return Workspace(workspace).installed_manifest
 
 
 def record_installed(manifest: Manifest, workspace: str | Path) -> None:

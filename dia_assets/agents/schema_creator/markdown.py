@@ -5,11 +5,7 @@ from __future__ import annotations
 
 from dia_assets.agents.schema_creator.lineage import table_lineage
 from dia_assets.contracts.manifest import Manifest, ManifestColumn, ManifestTable
-
-
-def cell(text: object) -> str:
-    """A value safe inside a Markdown table cell (pipes escaped, one line, `<` not read as HTML)."""
-    return str(text).replace("|", "\\|").replace("\n", " ").replace("<", "&lt;")
+from dia_assets.platform.markdown import cell
 
 
 def parse_applied(col: ManifestColumn) -> str:

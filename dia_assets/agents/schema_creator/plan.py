@@ -7,7 +7,6 @@ from datetime import UTC, datetime
 from sqlglot import exp
 from sqlglot.errors import ParseError
 
-from dia_assets.agents.interpreter.naming import snake_case
 from dia_assets.agents.interpreter.one_table import undone_decisions
 from dia_assets.agents.schema_creator.overrides import (
     ColumnOverride,
@@ -30,6 +29,7 @@ from dia_assets.contracts.manifest import (
     UnreadableSource,
 )
 from dia_assets.contracts.policy import HIGH
+from dia_assets.platform.naming import snake_case
 from dia_assets.platform.settings import get_settings
 
 TEXT_TYPES = ("VARCHAR", "TEXT", "STRING", "JSON")

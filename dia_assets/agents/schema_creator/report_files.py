@@ -10,12 +10,11 @@ from dia_assets.agents.schema_creator.validate import render_markdown
 from dia_assets.contracts.artifact import write_atomic
 from dia_assets.contracts.attempt import BuildAttempt
 from dia_assets.contracts.report import InstalledBuild, ValidationReport
-
-REPORT = ("validation", "report.json")
+from dia_assets.platform.workspace import Workspace
 
 
 def report_path(workspace: str | Path) -> Path:
-    return Path(workspace).joinpath(*REPORT)
+    return Workspace(workspace).report
 
 
 def read_report(workspace: str | Path) -> ValidationReport | None:
@@ -28,9 +27,9 @@ def read_report(workspace: str | Path) -> ValidationReport | None:
 
 
 def write_report(report: ValidationReport, workspace: str | Path) -> None:
-    out = Path(workspace) / "validation"
-    report.write(out / "report.json")
-    write_atomic(out / "report.md", report_markdown(report))
+    ws = Workspace(workspace)
+    report.write(ws.report)
+    write_atomic(ws.report_md, report_markdown(report))
 
 
 def installed_build(report: ValidationReport) -> InstalledBuild:

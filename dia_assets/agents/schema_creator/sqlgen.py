@@ -13,7 +13,7 @@ from itertools import product
 import sqlglot
 from sqlglot import exp
 
-from dia_assets.agents.interpreter.naming import quote_ident as q
+from dia_assets.agents.schema_creator.layout import PROVENANCE, REJECT_EXTRA
 from dia_assets.agents.schema_creator.plan import is_text_type
 from dia_assets.agents.value_parsing import (
     NULL_TOKENS,
@@ -23,15 +23,7 @@ from dia_assets.agents.value_parsing import (
     sql_str,
 )
 from dia_assets.contracts.manifest import Manifest, ManifestColumn, ManifestTable
-
-PROVENANCE = [
-    ("_source_file", "VARCHAR"),
-    ("_source_row", "BIGINT"),
-    ("_loaded_at", "TIMESTAMP"),
-    ("_content_hash", "BIGINT"),
-]
-# _row_kept: the row reached the refined table with the failing value(s) set to NULL.
-REJECT_EXTRA = [("_reason", "VARCHAR"), ("_raw_line", "VARCHAR"), ("_row_kept", "BOOLEAN")]
+from dia_assets.platform.naming import quote_ident as q
 
 
 def raw_view(table: ManifestTable) -> str:

@@ -20,6 +20,7 @@ from dia_assets.agents.schema_creator.report_files import (
 from dia_assets.contracts.attempt import BuildAttempt
 from dia_assets.contracts.report import ValidationReport
 from dia_assets.platform.warehouse.base import target_dialect
+from dia_assets.platform.workspace import Workspace
 
 Verdict = Literal["accepted", "not_accepted", "stale", "building", "unvalidated", "no_build"]
 
@@ -65,7 +66,7 @@ def read_state(workspace: str | Path, warehouse: str | None = None) -> Workspace
         return WorkspaceState("building", f"building: {since}; warehouse in place: {installed}",
                               installed, report, attempt)
     if report is None:
-        return WorkspaceState("no_build", f"no build yet: no validation report at {ws / 'validation' / 'report.json'}",
+        return WorkspaceState("no_build", f"no build yet: no validation report at {Workspace(ws).report}",
                               installed, report, attempt)
     if report.stale_reason:
         return WorkspaceState("stale", f"STALE: {report.stale_reason}", installed, report, attempt)

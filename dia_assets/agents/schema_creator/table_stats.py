@@ -13,11 +13,12 @@ from pathlib import Path
 
 import duckdb
 
-from dia_assets.agents.interpreter.naming import quote_ident as q
 from dia_assets.agents.schema_creator.swap import file_identity
 from dia_assets.agents.schema_creator.target import Target
 from dia_assets.contracts.artifact import write_atomic
+from dia_assets.platform.naming import quote_ident as q
 from dia_assets.platform.warehouse.base import target_dialect
+from dia_assets.platform.workspace import Workspace
 
 # Aggregates per query: one scan per chunk keeps very wide tables within the planner's limits.
 CHUNK = 100
@@ -92,9 +93,6 @@ def warehouse_stats(warehouse: str | Path, tables: list[str]) -> dict[str, Table
     return {name: s for name, s in found.items() if s is not None}
 
 
-CACHE = Path("schema") / "table_stats.json"
-
-
 def _dump(identity: str, stats: dict[str, TableStats]) -> str:
     return json.dumps({"identity": identity, "tables": {
         name: {"rows": s.rows, "columns": [asdict(c) for c in s.columns.values()]} for name, s in stats.items()}})
@@ -116,7 +114,7 @@ def cached_stats(workspace: str | Path, warehouse: str | Path, tables: list[str]
     path = Path(warehouse)
     if not target_dialect(warehouse).file_based or not path.exists():
         return {}
-    identity, cache = file_identity(path), Path(workspace) / CACHE
+    identity, cache = file_identity(path), Workspace(workspace).table_stats
     try:
         known = _load(cache.read_text(encoding="utf-8"), identity)
     except (OSError, ValueError, KeyError, TypeError):

@@ -11,8 +11,8 @@ from typing import Any
 
 import duckdb
 
-from dia_assets.agents.interpreter import limits
 from dia_assets.agents.schema_creator.sqlgen import transpile
+from dia_assets.platform import limits
 from dia_assets.platform.warehouse.base import build_dialect
 
 

@@ -7,7 +7,6 @@ from collections.abc import Collection
 from datetime import UTC, datetime
 from pathlib import Path
 
-from dia_assets.agents.interpreter.naming import quote_ident as q
 from dia_assets.agents.schema_creator import sqlgen
 from dia_assets.agents.schema_creator.target import Target
 from dia_assets.agents.value_parsing import sql_str
@@ -28,6 +27,7 @@ from dia_assets.contracts.report import (
     TestQuery,
     ValidationReport,
 )
+from dia_assets.platform.naming import quote_ident as q
 
 AXES = ["row_count_reconciliation", "column_coverage", "key_validity", "load_integrity", "test_queries"]
 

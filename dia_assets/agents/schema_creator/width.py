@@ -8,16 +8,13 @@ before anything is created: no table is split silently. DuckDB has no such limit
 
 from __future__ import annotations
 
+from dia_assets.agents.schema_creator.layout import PROVENANCE, REJECT_EXTRA
+
 POSTGRES_MAX_COLUMNS = 1600  # PostgreSQL's MaxHeapAttributeNumber
 
 
 def postgres_max_source_columns() -> int:
     """Source columns a table may have on PostgreSQL: its reject table must fit the limit."""
-    from dia_assets.agents.schema_creator.sqlgen import (  # sqlgen imports plan
-        PROVENANCE,
-        REJECT_EXTRA,
-    )
-
     return POSTGRES_MAX_COLUMNS - len(PROVENANCE) - len(REJECT_EXTRA)
 
 

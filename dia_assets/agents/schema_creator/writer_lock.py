@@ -19,7 +19,8 @@ from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 
-LOCK = ("state", "writer.lock")
+from dia_assets.platform.workspace import Workspace
+
 POLL_S = 0.2
 
 _held: dict[tuple[str, int], list[int]] = {}  # (lock path, thread) -> [fd, depth]
@@ -31,7 +32,7 @@ class WorkspaceBusy(RuntimeError):
 
 
 def lock_path(workspace: str | Path) -> Path:
-    return Path(workspace).joinpath(*LOCK)
+    return Workspace(workspace).writer_lock
 
 
 def holder(workspace: str | Path) -> dict | None:

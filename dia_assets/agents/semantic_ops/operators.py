@@ -19,7 +19,6 @@ from typing import Any
 import duckdb
 import numpy as np
 
-from dia_assets.agents.memory.embedder import Embedder
 from dia_assets.agents.semantic_ops import calibrate, proxy
 from dia_assets.agents.semantic_ops.cascade import Models, Pending, resolve
 from dia_assets.agents.semantic_ops.judge import JudgeTask
@@ -43,6 +42,7 @@ from dia_assets.agents.semantic_ops.tables import (
     write_decisions,
 )
 from dia_assets.agents.semantic_ops.vectors import InProcessIndex, VectorIndex
+from dia_assets.platform.embeddings import Embedder
 
 MAX_UNPRUNED_PAIRS = 10_000
 

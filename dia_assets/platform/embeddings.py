@@ -1,4 +1,5 @@
-"""Text embeddings for memory: WordLlama offline by default, any litellm model by name.
+"""Text embeddings for every agent (memory, catalog, query linking, semantic operators):
+WordLlama offline by default, any litellm model by name through the model door.
 
 The store records `Embedder.name` and `Embedder.dim` and refuses vectors from another model,
 so the name must identify the model precisely.

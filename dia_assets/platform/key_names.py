@@ -36,8 +36,8 @@ from collections import Counter
 from dataclasses import dataclass
 from functools import cache
 
-from dia_assets.agents.interpreter.naming import singular
 from dia_assets.contracts.interpretation import Source
+from dia_assets.platform.naming import singular
 
 GENERIC = frozenset({"id", "key", "sk", "code", "no", "nr", "num", "number", "uuid", "guid", "ref", "pk", "sku",
                      "ident", "identifier"})
