@@ -11,6 +11,7 @@ from sqlglot.optimizer.scope import Scope, build_scope
 
 from dia_assets.agents.schema_creator.sqlgen import PROVENANCE, refined_select_sql
 from dia_assets.contracts.manifest import Manifest, ManifestTable
+from dia_assets.platform.workspace import Workspace
 
 
 def select_lineage(sql: str, schema: dict, dialect: str = "duckdb") -> dict[str, list[tuple[str, str]]]:
@@ -98,8 +99,8 @@ def remember_planned_lineage(workspace: str | Path, tables: list[ManifestTable])
     lineage): a code location loading a built workspace reads each table's lineage instead of
     parsing its SQL again. Ignored when older than the manifest or unreadable, and per table
     when its columns differ from the manifest's. Returns the tables seeded."""
-    schema = Path(workspace) / "schema"
-    path, manifest = schema / "lineage.json", schema / "manifest.json"
+    files = Workspace(Path(workspace))
+    path, manifest = files.schema_lineage, files.manifest
     try:
         if not manifest.exists() or path.stat().st_mtime < manifest.stat().st_mtime:
             return []
