@@ -1,6 +1,8 @@
 """`semantic_catalog`: the label tree over the warehouse (Data Agents §III-A), refreshed
-after every build (it is in the jobs the data sensors request: Table II, "data sources
-updated -> refresh semantic catalogs").
+after every build (Table II, "data sources updated -> refresh semantic catalogs"): its eager
+automation condition runs it after each new validation report, in a run of its own, so a
+build succeeds once its warehouse is validated (as `dia build`) and is not held up by the
+embeddings (issue 31).
 
 The catalog is an aid: when the shared memory is down, the warehouse a build just made is
 still good, so the run does not fail here. The asset records `refreshed: false` with the
@@ -14,6 +16,7 @@ from dagster import (
     AssetCheckSeverity,
     AssetCheckSpec,
     AssetExecutionContext,
+    AutomationCondition,
     MaterializeResult,
     MetadataValue,
     asset,
@@ -56,9 +59,11 @@ def memory_down() -> tuple[type[BaseException], ...]:
 
 
 @asset(deps=["validation_report"], group_name="catalog", kinds={"python", "postgres"}, check_specs=[REFRESHED],
+       automation_condition=AutomationCondition.eager(),
        description="A searchable tree of labels over the warehouse (domain -> table -> column), kept with "
        "embeddings in the shared PostgreSQL + pgvector memory; search it with `dia catalog search`. "
-       "When the memory is down the run still succeeds: `refreshed` is false and the `catalog_refreshed` "
+       "Refreshed after every new validation report (eager automation condition: the `dia_automation` "
+       "sensor, on by default, launches it). When the memory is down the run still succeeds: `refreshed` is false and the `catalog_refreshed` "
        "check fails.")
 def semantic_catalog(context: AssetExecutionContext, workspace: WorkspaceResource,
                      memory: MemoryResource, duckdb: DuckDBResource) -> MaterializeResult:

@@ -14,6 +14,7 @@ from dagster import (
     multiprocess_executor,
 )
 
+from dia_assets.agents.schema_creator.lineage import remember_planned_lineage
 from dia_assets.analysis_assets import analysis_result_asset
 from dia_assets.catalog_assets import semantic_catalog
 from dia_assets.interpretation_assets import interpretation_asset, raw_file_assets
@@ -52,6 +53,7 @@ def build_defs(workspace: str | Path | None = None) -> Definitions:
     manifest, or a single `warehouse` asset before the first build."""
     root = Path(workspace or default_workspace())
     tables = manifest_tables(root)
+    remember_planned_lineage(root, tables)  # the tables' column lineage as the plan derived it
     schema_assets, schema_checks = schema_definitions(tables, read_interpretation(root) if tables else None,
                                                       definition_stats(root, tables))
     raw_files = raw_file_assets()

@@ -64,6 +64,8 @@ def _demo(data_dir: Path, workspace: Path, say: Say) -> int:
         defs = build_defs(workspace)
     say(f"materializing the pipeline on {data_dir} into {workspace}/ ...")
     ok = _run_job(defs, "build_job", instance, say)
+    # the catalog follows a build in a run of its own (its automation condition, under `make ui`)
+    ok = _run_job(defs, "catalog_job", instance, say) and ok
     if files.interpretation.exists():
         print("\n== Data Interpreter ==")
         print(summary(Interpretation.read(files.interpretation)))

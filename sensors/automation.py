@@ -16,5 +16,6 @@ automation_sensor = AutomationConditionSensorDefinition(
     target=AssetSelection.all(),
     default_status=DefaultSensorStatus.RUNNING,
     description="Evaluates the assets' automation conditions (validation_report: eager, so a new "
-    "warehouse table materialization is followed by a fresh validation report). On by default.",
+    "warehouse table materialization is followed by a fresh validation report; semantic_catalog: eager, so "
+    "a new validation report is followed by a catalog refresh in its own run). On by default.",
 )

@@ -1,6 +1,8 @@
 """Declarative automation is on in a fresh instance: the project's own automation sensor is
 RUNNING without anyone starting it, and one tick of the real asset daemon requests
-`validation_report` (AutomationCondition.eager) once the warehouse it depends on is updated."""
+`validation_report` (AutomationCondition.eager) once the warehouse it depends on is updated,
+then `semantic_catalog` in a run of its own once the report is (it is in no build job: a build
+succeeds when its warehouse is validated, issue 31)."""
 
 from __future__ import annotations
 
@@ -58,6 +60,39 @@ def test_automation_sensor_runs_in_a_fresh_instance_and_requests_the_report(tmp_
         # the next tick is due after the sensor's minimum interval: move the clock, do not wait
         with freeze_time(time.time() + sensor.min_interval_seconds + 1):
             _tick(daemon, context)
-        assert _requested(instance) == [{"validation_report"}]
+        # one run: the report, and the catalog after it (eager counts a parent requested in the same tick)
+        assert _requested(instance) == [{"validation_report", "semantic_catalog"}]
         ticks = instance.get_ticks(sensor.get_remote_origin_id(), sensor.selector_id)
         assert len(ticks) == 2 and len(ticks[0].run_ids) == 1  # newest first
+        (first,) = instance.get_runs(RunsFilter(statuses=[DagsterRunStatus.QUEUED]))
+        assert first.job_name != "build_job"  # the automation's own run, not a build
+
+        # a build_job materializes the report itself: the catalog follows in a run of its own
+        instance.report_run_canceled(first)
+        now = time.time() + sensor.min_interval_seconds + 1
+        for _ in range(2):  # a tick after the request (which resets eager's "since last handled")
+            now += sensor.min_interval_seconds + 1
+            with freeze_time(now):
+                _tick(daemon, context)
+        assert _requested(instance) == []
+        for key in ("warehouse", "validation_report"):
+            instance.report_runless_asset_event(AssetMaterialization(asset_key=AssetKey(key)))
+        with freeze_time(now + sensor.min_interval_seconds + 1):
+            _tick(daemon, context)
+        assert _requested(instance) == [{"semantic_catalog"}]
+
+
+def test_build_jobs_leave_the_catalog_to_the_automation() -> None:
+    """`build_job` and `schema_job` succeed once the warehouse is validated, like `dia build`;
+    the catalog has its own job and an eager condition, so it still follows every build."""
+    from dagster import AutomationCondition
+
+    from dia_assets.definitions import defs
+
+    for name in ("build_job", "schema_job"):
+        keys = set(defs.resolve_job_def(name).asset_layer.executable_asset_keys)
+        assert AssetKey("validation_report") in keys and AssetKey("semantic_catalog") not in keys, name
+    catalog_job = defs.resolve_job_def("catalog_job")
+    assert AssetKey("semantic_catalog") in catalog_job.asset_layer.executable_asset_keys
+    spec = defs.resolve_assets_def("semantic_catalog").get_asset_spec(AssetKey("semantic_catalog"))
+    assert spec.automation_condition == AutomationCondition.eager()

@@ -44,3 +44,43 @@ def test_boot_folder_reaches_dagster_and_chains_a_users_sitecustomize(tmp_path: 
 def test_dev_sessions_put_the_boot_folder_first(tmp_path: Path) -> None:
     env = session_env(tmp_path / "ws", tmp_path / "home", pythonpath=("/hooks",))
     assert env["PYTHONPATH"].split(os.pathsep)[:3] == [str(BOOT), "/hooks", str(ROOT)]
+
+
+FORKED = """
+import multiprocessing as mp
+import sitecustomize as s
+import probe_child
+
+ctx = mp.get_context("forkserver")
+ctx.set_forkserver_preload([m for m in s.WARM if m == "dia_assets.warm_run_workers"])
+with ctx.Pool(1) as pool:
+    print(pool.apply(probe_child.seen))
+"""
+CHILD = """
+import sys
+
+def seen():
+    # what the forked worker has before it imports anything itself
+    have = ["preloaded" if "dia_assets.warm_run_workers" in sys.modules else "-",
+            "litellm" if "litellm" in sys.modules else "-", "scipy.stats" if "scipy.stats" in sys.modules else "-"]
+    warmed = sys.modules["dia_assets.warm_run_workers"].WARMED if have[0] != "-" else []
+    return " ".join([*have, *[s.replace(" ", "_") for s in warmed]])
+"""
+
+
+def test_run_workers_fork_with_the_model_library_loaded_only_when_a_model_is_set(tmp_path: Path) -> None:
+    """Under `dia ui` the run workers' forkserver imports dia_assets.warm_run_workers: with a
+    model configured a question run starts with litellm, the agents, the tokenizer and the
+    lexicon loaded (it spent most of its time before the first answer loading them, each run
+    again); without one nothing is loaded (a build never needs them)."""
+    (tmp_path / "probe_child.py").write_text(CHILD)
+    base = boot_env({**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(ROOT)])})
+    base.pop("DIA_MODEL", None)
+    outs = {}
+    for name, extra in {"model": {"DIA_MODEL": "dia_oracle/gold"}, "none": {}}.items():
+        out = subprocess.run([sys.executable, "-c", FORKED], env={**base, **extra}, capture_output=True,
+                             text=True, timeout=600, check=False, cwd=tmp_path)
+        assert out.returncode == 0, out.stderr[-3000:]
+        outs[name] = out.stdout.split()
+    assert outs["model"] == ["preloaded", "litellm", "scipy.stats", "model_library", "answering", "catalog_words"]
+    assert outs["none"] == ["preloaded", "-", "-"]

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from dia_assets.agents.charts.choose import choose_chart, litellm_chart_model, rule_chart
-from dia_assets.agents.charts.render import ink_fraction, inline_markdown, render_chart
+from dia_assets.agents.charts.render import MIN_INK, ink_fraction, inline_markdown, render_chart
 from dia_assets.contracts.chart import ChartSpec
 from tests.fake_llm import register
 
@@ -77,17 +77,23 @@ def test_a_share_that_does_not_sum_to_a_whole_is_a_bar() -> None:
     assert spec.kind == "bar"
 
 
-def _blank_png(width: int = 40, height: int = 20) -> bytes:
+def _blank_png(width: int = 40, height: int = 20, raw: bytes | None = None) -> bytes:
     def chunk(kind: bytes, body: bytes) -> bytes:
         return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body))
 
-    raw = b"".join(b"\x00" + b"\xff" * (width * 4) for _ in range(height))
+    raw = raw or b"".join(b"\x00" + b"\xff" * (width * 4) for _ in range(height))
     return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 6, 0, 0, 0))
             + chunk(b"IDAT", zlib.compress(raw)) + chunk(b"IEND", b""))
 
 
 def test_the_blank_check_fails_on_a_blank_image() -> None:
-    assert ink_fraction(_blank_png()) == 0.0
+    assert ink_fraction(_blank_png()) == 0.0 == ink_fraction(_blank_png(), enough=MIN_INK)
+    # one inked pixel in the last row: counted whether or not decoding may stop early
+    width, height = 40, 20
+    rows = [b"\x00" + b"\xff" * (width * 4) for _ in range(height - 1)]
+    rows.append(b"\x00" + b"\x00\x00\x00\xff" + b"\xff" * ((width - 1) * 4))
+    png = _blank_png(width, height, b"".join(rows))
+    assert ink_fraction(png) == ink_fraction(png, enough=MIN_INK) == 1 / (width * height)
 
 
 @pytest.mark.parametrize("case", ["category x measure", "dates x measure", "single number", "two measures",
@@ -101,6 +107,8 @@ def test_rendered_png_and_svg_exist_and_are_not_blank(case: str, tmp_path: Path)
     data = png.read_bytes()
     assert data[:8] == b"\x89PNG\r\n\x1a\n"
     assert ink_fraction(data) > 0.01  # marks, axes and text drew something
+    # the check render_chart makes stops decoding once the chart is known not to be blank
+    assert MIN_INK <= ink_fraction(data, enough=MIN_INK) < ink_fraction(data)
     text = svg.read_text()
     assert "<text" in text and f"Question about {case}" in text  # fonts render: the title is there
     assert not done.warnings

@@ -714,3 +714,25 @@ print("ok")
     )
     assert dup_events == (30,)
     check.close()
+
+
+def test_a_duckdb_fingerprint_is_read_once_per_state_of_the_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """One answer asks for its warehouse's fingerprint several times (memory scope, catalog nodes,
+    catalog linker): the file is read once while it is unchanged, and again after a schema change."""
+    from dia_assets.platform.warehouse import fingerprint
+
+    db = tmp_path / "w.duckdb"
+    con = duckdb.connect(str(db))
+    con.execute("CREATE TABLE t (a INTEGER)")
+    con.close()
+    opened: list[str] = []
+    real = duckdb.connect
+    monkeypatch.setattr(duckdb, "connect", lambda *a, **k: opened.append(str(a[0])) or real(*a, **k))
+    first = database_fingerprint(db)
+    assert database_fingerprint(str(db)) == first and len(opened) == 1
+
+    con = real(str(db))
+    con.execute("ALTER TABLE t ADD COLUMN b VARCHAR")
+    con.close()
+    assert database_fingerprint(db) != first and len(opened) == 2
+    assert len(fingerprint._FILE_MEMO) >= 2  # noqa: SLF001

@@ -3,6 +3,8 @@ sqlglot in DuckDB's dialect and transpiles to PostgreSQL."""
 
 from __future__ import annotations
 
+import json
+
 import sqlglot
 
 from dia_assets.agents.schema_creator import sqlgen
@@ -80,3 +82,40 @@ def test_plain_parse_is_used_only_where_it_gives_the_same_values():
                            [texts]).fetchall()
         differ = [v for v, same in rows if not same]
         assert (differ == []) == (col.name in plain), (col.name, differ)
+
+
+def test_a_code_location_reads_the_planned_lineage_instead_of_parsing_again(example_interpretation, tmp_path,
+                                                                             monkeypatch) -> None:
+    """Every code-location load (code server, each run worker) needs each table's column lineage;
+    it reads the `schema/lineage.json` the plan wrote (the same derivation) instead of parsing
+    and qualifying every load SQL again, and derives it anew when that file is older than the
+    manifest or describes other columns."""
+    import os
+
+    from dia_assets.agents.schema_creator import lineage as lineage_mod
+    from dia_assets.agents.schema_creator.build import write_plan
+
+    manifest, paths = write_plan(example_interpretation, tmp_path)
+    derived = {t.name: table_lineage(t) for t in manifest.tables}
+    seen: list[str] = []
+    real = lineage_mod.select_lineage
+    monkeypatch.setattr(lineage_mod, "select_lineage", lambda sql, *a, **k: seen.append(sql) or real(sql, *a, **k))
+
+    monkeypatch.setattr(lineage_mod, "_MEMO", {})
+    assert lineage_mod.remember_planned_lineage(tmp_path, manifest.tables) == [t.name for t in manifest.tables]
+    assert {t.name: table_lineage(t) for t in manifest.tables} == derived and seen == []
+
+    # a lineage.json older than the manifest (a plan that stopped between the two) is not read
+    monkeypatch.setattr(lineage_mod, "_MEMO", {})
+    stamp = paths["manifest"].stat().st_mtime
+    os.utime(paths["lineage"], (stamp - 60, stamp - 60))
+    assert lineage_mod.remember_planned_lineage(tmp_path, manifest.tables) == []
+    assert {t.name: table_lineage(t) for t in manifest.tables} == derived and len(seen) == len(manifest.tables)
+
+    # nor the entry of a table whose columns differ from the manifest's
+    monkeypatch.setattr(lineage_mod, "_MEMO", {})
+    planned = json.loads(paths["lineage"].read_text())
+    planned["payroll"].pop("gross_pay")
+    paths["lineage"].write_text(json.dumps(planned))
+    assert "payroll" not in lineage_mod.remember_planned_lineage(tmp_path, manifest.tables)
+    assert table_lineage(manifest.table("payroll")) == derived["payroll"]

@@ -118,17 +118,6 @@ def test_asset_materializes_and_cli_searches(tmp_path, example_interpretation, d
     assert bad.exit_code == 2 and "--level" in bad.output
 
 
-def test_data_sensor_jobs_refresh_the_catalog() -> None:
-    from dagster import AssetKey
-
-    from dia_assets.definitions import defs
-
-    for name in ("build_job", "schema_job"):
-        job = defs.resolve_job_def(name)
-        keys = {node.key for node in job.asset_layer.asset_graph.asset_nodes}
-        assert AssetKey("semantic_catalog") in keys, name
-
-
 def test_catalog_linker_returns_tables_of_matching_labels(built, wstore) -> None:
     from dia_assets.agents.catalog.linking import catalog_linker
 

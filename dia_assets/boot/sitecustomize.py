@@ -8,7 +8,10 @@ bench/ui.py):
   and Dagster's modules, DuckDB, sqlglot, pydantic... before the run begins (10-35 s per run on a
   busy 2-core machine). Here the code server starts them from a forkserver, started at once in
   the background, that imported those modules once (WARM). Each run is still its own process and
-  still loads the code location (dia_assets.definitions) afresh, so a code change is seen;
+  still loads the code location (dia_assets.definitions) afresh, so a code change is seen. With
+  a model configured the forkserver also loads what a question run needs before its first
+  answer (litellm, the agents, the tokenizer, the lexicon: dia_assets/warm_run_workers.py),
+  which each question run of a *Materialize all* paid on its own before;
 - the daemon's backfill loop sleeps 30 s between iterations (`DEFAULT_DAEMON_INTERVAL_SECONDS`,
   read by the loop at each start): a *Materialize all* started up to 30 s after the click, and
   its end was recorded up to 30 s late. Here it is 2 s (the run queue is already looked at every
@@ -30,7 +33,10 @@ WARM = ("dagster", "dagster._grpc.impl", "dagster._core.execution.api", "dagster
         "dagster._core.storage.local_compute_log_manager", "dagster._core.secrets.env_file",
         "dagster_duckdb", "sqlalchemy", "duckdb", "pyarrow", "sqlglot", "psycopg", "psutil", "numpy", "yaml",
         "pydantic", "dia_assets.agents.interpreter.interpreter", "dia_assets.agents.schema_creator.build",
-        "dia_assets.agents.query.loop")
+        "dia_assets.agents.query.loop",
+        # with a model configured, what a question run loaded before its first answer (litellm,
+        # the agents, tokenizer, lexicon): dia_assets/warm_run_workers.py; nothing without one
+        "dia_assets.warm_run_workers")
 
 
 def _command() -> list[str]:

@@ -85,8 +85,15 @@ class Lexicon:
         return self.relation(a, b) > 0
 
     def forms(self, word: str) -> frozenset[str]:
-        """Every base form of the word, over all parts of speech."""
-        return frozenset(f for pos in POS for f in self.base_forms(word, pos))
+        """Every base form of the word, over all parts of speech (memoized: schema linking asks
+        `relation` for every question word against every name word of every candidate column,
+        thousands of calls per question over a few hundred distinct words)."""
+        return _forms(self, word)
+
+
+@lru_cache(maxsize=65536)
+def _forms(lex: Lexicon, word: str) -> frozenset[str]:
+    return frozenset(f for pos in POS for f in lex.base_forms(word, pos))
 
 
 @lru_cache(maxsize=65536)
