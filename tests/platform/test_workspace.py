@@ -63,9 +63,12 @@ _NAMES = {"schema", "validation", "queries", "review", "interpretation.json", "i
 
 
 def _joins(tree: ast.AST) -> list[tuple[int, str]]:
-    """`x / "name"`, `x.joinpath("name")` and `("name", ...)` tuples of tree names."""
+    """`x / "name"`, `x.joinpath("name")` and `("name", ...)` tuples of tree names (not type subscripts)."""
     found = []
+    types = {id(n.slice) for n in ast.walk(tree) if isinstance(n, ast.Subscript)}  # Literal["schema", ...]
     for node in ast.walk(tree):
+        if id(node) in types:
+            continue
         if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div):
             parts = [node.right]
         elif isinstance(node, ast.Call) and getattr(node.func, "attr", "") in ("joinpath", "path"):
