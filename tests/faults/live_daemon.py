@@ -115,7 +115,11 @@ if os.environ.get("DIA_TEST_WARM_RUNS") and CODE_SERVER:
         from multiprocessing import forkserver
         threading.Thread(target=forkserver.ensure_running, daemon=True).start()
     _server.DagsterApiServer.__init__ = _warm
-if os.environ.get("DIA_TEST_PAUSE_FILE") and not DAEMON:
+# the processes that run steps: the code server and the run workers (forked from its forkserver,
+# or spawned without DIA_TEST_WARM_RUNS); not the compute-log watchers every step starts
+# (`python watch_orphans.py`), which would each import the build for nothing
+RUNS = CODE_SERVER or "multiprocessing" in " ".join(getattr(sys, "orig_argv", sys.argv))
+if os.environ.get("DIA_TEST_PAUSE_FILE") and RUNS:
     import time
     from dia_assets.agents.schema_creator import build as _build
     _load = _build.load_and_validate
@@ -140,6 +144,21 @@ if os.environ.get("DIA_TEST_PAUSE_FILE") and not DAEMON:
         return _begin(cls, *args, **kwargs)
     _Attempt.begin = classmethod(_held)
 '''
+# Preloaded last by the run forkserver (WARM_MODULES): what every build loads from the package's
+# own files into a per-process cache (the catalog's WordNet extract and word list, WordLlama's
+# weights: about 1.3 s of CPU per run, paid again by each worker). Pure functions of shipped files,
+# filled once before the fork, as in a long-lived worker; the runs still call them.
+WARM_CACHES = '''
+try:
+    from dia_assets.agents.catalog.column_text import vocabulary
+    from dia_assets.agents.catalog.lexicon import abbreviations, lexicon
+    from dia_assets.agents.memory.embedder import _load_wordllama
+
+    lexicon(), abbreviations(), vocabulary(), _load_wordllama()
+except Exception as err:  # a run fills them itself, as without this module
+    import sys
+    print(f"dia_test_warm: not preloaded ({type(err).__name__}: {err})", file=sys.stderr)
+'''
 TERMINAL = {DagsterRunStatus.SUCCESS, DagsterRunStatus.FAILURE, DagsterRunStatus.CANCELED}
 NEW_DATA, DRIFT = "new_data_sensor", "drift_sensor"
 DEADLINE_S = float(os.environ.get("DIA_LIVE_DEADLINE_S", "300"))
@@ -155,7 +174,8 @@ WARM_MODULES = ("dagster", "dagster._grpc.impl", "dagster._core.execution.api", 
                 "alembic.runtime.migration", "sqlalchemy", "upath", "duckdb", "pyarrow", "sqlglot", "psycopg", "psutil",
                 "numpy", "scipy.stats", "yaml", "pydantic", "dia_assets.agents.interpreter",
                 "dia_assets.agents.schema_creator.build", "dia_assets.agents.query.loop",
-                "dia_assets.agents.catalog.refresh", "dia_assets.agents.memory")
+                "dia_assets.agents.catalog.refresh", "dia_assets.agents.memory", "wordllama", "tokenizers",
+                "safetensors", "zstandard", "dia_test_warm")
 
 
 def loop_floor_patchable() -> bool:
@@ -180,6 +200,7 @@ class LiveDaemon:
         hooks = base / "hooks"
         hooks.mkdir(exist_ok=True)
         (hooks / "sitecustomize.py").write_text(SITECUSTOMIZE)
+        (hooks / "dia_test_warm.py").write_text(WARM_CACHES)
         self.pause = base / "pause-load"
         self.pause_start = base / "pause-load-start"
         self.env = {**os.environ, "DIA_SENSOR_INTERVAL_S": "1", **env, "DAGSTER_HOME": str(self.home),
