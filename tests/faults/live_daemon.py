@@ -34,11 +34,14 @@ Dagster then fails the run before it began."""
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TypeVar
 
@@ -56,6 +59,7 @@ from dia_assets.agents.adaptation.snapshot import snapshot
 from dia_assets.agents.interpreter.discover import content_hash
 from dia_assets.sensors.run_outcome import REQUEST_TAG
 from tests.conftest import ROOT
+from tests.faults.sqlite_engines import reuse_sqlite_engines
 
 BIN = Path(sys.executable).parent
 SENSOR_LOOP_S = 0.5  # the sensors' own minimum interval stays 1 s (DIA_SENSOR_INTERVAL_S)
@@ -100,6 +104,16 @@ if os.environ.get("DIA_TEST_WORKSPACE_RELOAD_S") and DAEMON:
     import dagster._daemon.controller as _controller
     _controller.RELOAD_WORKSPACE_INTERVAL = float(os.environ["DIA_TEST_WORKSPACE_RELOAD_S"])
 CODE_SERVER = sys.argv[:3] == ["-m", "api", "grpc"]
+# the processes that run steps: the code server and the run workers (forked from its forkserver,
+# or spawned without DIA_TEST_WARM_RUNS); not the compute-log watchers every step starts
+# (`python watch_orphans.py`), which would each import the build for nothing
+RUNS = CODE_SERVER or "multiprocessing" in " ".join(getattr(sys, "orig_argv", sys.argv))
+if os.environ.get("DIA_TEST_SQLITE_ENGINES") and (DAEMON or RUNS):
+    try:
+        from tests.faults.sqlite_engines import reuse_sqlite_engines
+        reuse_sqlite_engines()
+    except Exception as err:  # Dagster moved them: the replay runs as Dagster does, slower
+        print(f"sqlite_engines: not applied ({type(err).__name__}: {err})", file=sys.stderr)
 if os.environ.get("DIA_TEST_WARM_RUNS") and CODE_SERVER:
     import multiprocessing
     from dagster._grpc import server as _server
@@ -115,10 +129,6 @@ if os.environ.get("DIA_TEST_WARM_RUNS") and CODE_SERVER:
         from multiprocessing import forkserver
         threading.Thread(target=forkserver.ensure_running, daemon=True).start()
     _server.DagsterApiServer.__init__ = _warm
-# the processes that run steps: the code server and the run workers (forked from its forkserver,
-# or spawned without DIA_TEST_WARM_RUNS); not the compute-log watchers every step starts
-# (`python watch_orphans.py`), which would each import the build for nothing
-RUNS = CODE_SERVER or "multiprocessing" in " ".join(getattr(sys, "orig_argv", sys.argv))
 if os.environ.get("DIA_TEST_PAUSE_FILE") and RUNS:
     import time
     from dia_assets.agents.schema_creator import build as _build
@@ -178,6 +188,27 @@ WARM_MODULES = ("dagster", "dagster._grpc.impl", "dagster._core.execution.api", 
                 "safetensors", "zstandard", "dia_test_warm")
 
 
+@contextmanager
+def scratch(tmp_path: Path) -> Iterator[Path]:
+    """Where a replay keeps its Dagster instance, data folder and workspace: in memory
+    (/dev/shm) when the machine has it, else `tmp_path`. Dagster's SQLite storage commits (and
+    flushes to disk) a transaction per tick write and per run event, hundreds per replay: on a
+    disk shared with other jobs each flush waited tens of milliseconds, on the path of every
+    reaction. The files, renames, locks and kills are the same in memory. On exit the daemon's
+    log is kept in `tmp_path`."""
+    shm = Path("/dev/shm")
+    if not (shm.is_dir() and os.access(shm, os.W_OK)):
+        yield tmp_path
+        return
+    base = Path(tempfile.mkdtemp(prefix="dia-live-", dir=shm))
+    try:
+        yield base
+    finally:
+        if (base / "daemon.log").exists():
+            shutil.copy(base / "daemon.log", tmp_path / "daemon.log")
+        shutil.rmtree(base, ignore_errors=True)
+
+
 def loop_floor_patchable() -> bool:
     """The daemon's sensor loop floor and dequeue interval are where this harness lowers them
     (else a replay still passes, several times slower), and its workspace reload interval where
@@ -206,14 +237,17 @@ class LiveDaemon:
         self.env = {**os.environ, "DIA_SENSOR_INTERVAL_S": "1", **env, "DAGSTER_HOME": str(self.home),
                     "DIA_WORKSPACE": str(ws), "DIA_DATA_DIR": str(data), "DIA_TEST_PAUSE_FILE": str(self.pause),
                     "DIA_TEST_SENSOR_LOOP_S": str(SENSOR_LOOP_S), "LITELLM_LOCAL_MODEL_COST_MAP": "True",
-                    "DIA_TEST_WARM_RUNS": ",".join(WARM_MODULES), "DIA_TEST_WORKSPACE_RELOAD_S": str(WORKSPACE_RELOAD_S),
+                    "DIA_TEST_WARM_RUNS": ",".join(WARM_MODULES), "DIA_TEST_SQLITE_ENGINES": "1",
+                    "DIA_TEST_WORKSPACE_RELOAD_S": str(WORKSPACE_RELOAD_S),
                     "DAGSTER_GRPC_TIMEOUT_SECONDS": str(int(DEADLINE_S)),
                     "PYTHONPATH": os.pathsep.join([str(ROOT), str(hooks)])}
         for name in ("DIA_MODEL", "DIA_WAREHOUSE", "DIA_EXECUTOR"):
             self.env.pop(name, None)
         self.proc: subprocess.Popen | None = None
         self.log = base / "daemon.log"
+        self._restore_engines = reuse_sqlite_engines()  # this process polls the same storage
         self.instance = DagsterInstance.from_ref(InstanceRef.from_dir(str(self.home)))
+        self._sensor_ids: dict[str, tuple[str, str]] = {}  # name -> (origin id, selector id)
         self.timeline: list[tuple[str, float]] = []  # (what was awaited, seconds): printed by the fixtures
 
     def start(self) -> None:
@@ -230,6 +264,7 @@ class LiveDaemon:
         self.proc = None
 
     def stop(self) -> None:
+        self._restore_engines()
         if self.proc is None:
             return
         try:
@@ -275,8 +310,16 @@ class LiveDaemon:
             time.sleep(0.2)
 
     def sensor_state(self, sensor: str) -> InstigatorState | None:
+        """Read by its ids once known (one row; the polls read it several times a second),
+        else found among all sensor states."""
+        if sensor in self._sensor_ids:
+            state = self.instance.get_instigator_state(*self._sensor_ids[sensor])
+            if state is not None:
+                return state
         states = [s for s in self.instance.all_instigator_state(instigator_type=InstigatorType.SENSOR)
                   if s.instigator_name == sensor]
+        if states:
+            self._sensor_ids[sensor] = (states[0].instigator_origin_id, states[0].selector_id)
         return states[0] if states else None
 
     def cursor(self, sensor: str) -> str | None:
