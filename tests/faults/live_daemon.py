@@ -13,11 +13,19 @@ way a crash or `kill -9` of the daemon does.
   once (Dagster starts them with "spawn", so each run paid Dagster's, DuckDB's, sqlglot's, ...
   imports: 1.5-3.5 s instead of 18-30 s per run start on a machine at load 30). They are still
   runs the daemon dequeues and the code server launches, one process each, and each loads the
-  code location (dia_assets.definitions) afresh;
-- in the code server and run workers, with DIA_TEST_PAUSE_FILE set and that file present, the warehouse step
-  stops right before it loads, writes `<pause file>.reached` with its pid and waits, so a test
+  code location (dia_assets.definitions) afresh. The forkserver also fills the per-process caches
+  a build reads from shipped files (WARM_CACHES: the catalog's word lists, WordLlama's weights);
+- in the daemon, code server and run workers (and the test process), Dagster's SQLite storage
+  reuses one engine per database file instead of building one per query (sqlite_engines.py);
+- in the code server and run workers (not the compute-log watcher each step starts, a
+  `python watch_orphans.py` that would import the build each time), with DIA_TEST_PAUSE_FILE
+  set and that file present, the warehouse step stops right before it loads, writes `<pause file>.reached` with its pid and waits, so a test
   can kill it mid-build at a known step; with `<pause file>-start` present, a build stops the
   same way before it records its attempt (before its first step), writing `-start.reached`.
+
+The instance, data folder and workspace live in memory where the machine has it (`scratch()`):
+every tick write and run event is a SQLite commit, and a flush to a busy disk is on the path of
+every reaction.
 
 Every wait follows something Dagster records (`settle()`): the data sensor's stored cursor
 covering the folder as it is, with a tick that requested nothing after the last build ended; the
