@@ -253,8 +253,8 @@ class LiveDaemon:
             self.env.pop(name, None)
         self.proc: subprocess.Popen | None = None
         self.log = base / "daemon.log"
-        self._restore_engines = reuse_sqlite_engines()  # this process polls the same storage
         self.instance = DagsterInstance.from_ref(InstanceRef.from_dir(str(self.home)))
+        self._restore_engines = reuse_sqlite_engines()  # this process polls the same storage (undone by stop)
         self._sensor_ids: dict[str, tuple[str, str]] = {}  # name -> (origin id, selector id)
         self.timeline: list[tuple[str, float]] = []  # (what was awaited, seconds): printed by the fixtures
 
