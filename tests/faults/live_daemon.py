@@ -13,11 +13,19 @@ way a crash or `kill -9` of the daemon does.
   once (Dagster starts them with "spawn", so each run paid Dagster's, DuckDB's, sqlglot's, ...
   imports: 1.5-3.5 s instead of 18-30 s per run start on a machine at load 30). They are still
   runs the daemon dequeues and the code server launches, one process each, and each loads the
-  code location (dia_assets.definitions) afresh;
-- in the code server and run workers, with DIA_TEST_PAUSE_FILE set and that file present, the warehouse step
-  stops right before it loads, writes `<pause file>.reached` with its pid and waits, so a test
+  code location (dia_assets.definitions) afresh. The forkserver also fills the per-process caches
+  a build reads from shipped files (WARM_CACHES: the catalog's word lists, WordLlama's weights);
+- in the daemon, code server and run workers (and the test process), Dagster's SQLite storage
+  reuses one engine per database file instead of building one per query (sqlite_engines.py);
+- in the code server and run workers (not the compute-log watcher each step starts, a
+  `python watch_orphans.py` that would import the build each time), with DIA_TEST_PAUSE_FILE
+  set and that file present, the warehouse step stops right before it loads, writes `<pause file>.reached` with its pid and waits, so a test
   can kill it mid-build at a known step; with `<pause file>-start` present, a build stops the
   same way before it records its attempt (before its first step), writing `-start.reached`.
+
+The instance, data folder and workspace live in memory where the machine has it (`scratch()`):
+every tick write and run event is a SQLite commit, and a flush to a busy disk is on the path of
+every reaction.
 
 Every wait follows something Dagster records (`settle()`): the data sensor's stored cursor
 covering the folder as it is, with a tick that requested nothing after the last build ended; the
@@ -34,11 +42,14 @@ Dagster then fails the run before it began."""
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TypeVar
 
@@ -56,6 +67,7 @@ from dia_assets.agents.adaptation.snapshot import snapshot
 from dia_assets.agents.interpreter.discover import content_hash
 from dia_assets.sensors.run_outcome import REQUEST_TAG
 from tests.conftest import ROOT
+from tests.faults.sqlite_engines import reuse_sqlite_engines
 
 BIN = Path(sys.executable).parent
 SENSOR_LOOP_S = 0.5  # the sensors' own minimum interval stays 1 s (DIA_SENSOR_INTERVAL_S)
@@ -100,6 +112,16 @@ if os.environ.get("DIA_TEST_WORKSPACE_RELOAD_S") and DAEMON:
     import dagster._daemon.controller as _controller
     _controller.RELOAD_WORKSPACE_INTERVAL = float(os.environ["DIA_TEST_WORKSPACE_RELOAD_S"])
 CODE_SERVER = sys.argv[:3] == ["-m", "api", "grpc"]
+# the processes that run steps: the code server and the run workers (forked from its forkserver,
+# or spawned without DIA_TEST_WARM_RUNS); not the compute-log watchers every step starts
+# (`python watch_orphans.py`), which would each import the build for nothing
+RUNS = CODE_SERVER or "multiprocessing" in " ".join(getattr(sys, "orig_argv", sys.argv))
+if os.environ.get("DIA_TEST_SQLITE_ENGINES") and (DAEMON or RUNS):
+    try:
+        from tests.faults.sqlite_engines import reuse_sqlite_engines
+        reuse_sqlite_engines()
+    except Exception as err:  # Dagster moved them: the replay runs as Dagster does, slower
+        print(f"sqlite_engines: not applied ({type(err).__name__}: {err})", file=sys.stderr)
 if os.environ.get("DIA_TEST_WARM_RUNS") and CODE_SERVER:
     import multiprocessing
     from dagster._grpc import server as _server
@@ -115,7 +137,7 @@ if os.environ.get("DIA_TEST_WARM_RUNS") and CODE_SERVER:
         from multiprocessing import forkserver
         threading.Thread(target=forkserver.ensure_running, daemon=True).start()
     _server.DagsterApiServer.__init__ = _warm
-if os.environ.get("DIA_TEST_PAUSE_FILE") and not DAEMON:
+if os.environ.get("DIA_TEST_PAUSE_FILE") and RUNS:
     import time
     from dia_assets.agents.schema_creator import build as _build
     _load = _build.load_and_validate
@@ -140,6 +162,21 @@ if os.environ.get("DIA_TEST_PAUSE_FILE") and not DAEMON:
         return _begin(cls, *args, **kwargs)
     _Attempt.begin = classmethod(_held)
 '''
+# Preloaded last by the run forkserver (WARM_MODULES): what every build loads from the package's
+# own files into a per-process cache (the catalog's WordNet extract and word list, WordLlama's
+# weights: about 1.3 s of CPU per run, paid again by each worker). Pure functions of shipped files,
+# filled once before the fork, as in a long-lived worker; the runs still call them.
+WARM_CACHES = '''
+try:
+    from dia_assets.agents.catalog.column_text import vocabulary
+    from dia_assets.agents.catalog.lexicon import abbreviations, lexicon
+    from dia_assets.agents.memory.embedder import _load_wordllama
+
+    lexicon(), abbreviations(), vocabulary(), _load_wordllama()
+except Exception as err:  # a run fills them itself, as without this module
+    import sys
+    print(f"dia_test_warm: not preloaded ({type(err).__name__}: {err})", file=sys.stderr)
+'''
 TERMINAL = {DagsterRunStatus.SUCCESS, DagsterRunStatus.FAILURE, DagsterRunStatus.CANCELED}
 NEW_DATA, DRIFT = "new_data_sensor", "drift_sensor"
 DEADLINE_S = float(os.environ.get("DIA_LIVE_DEADLINE_S", "300"))
@@ -155,7 +192,29 @@ WARM_MODULES = ("dagster", "dagster._grpc.impl", "dagster._core.execution.api", 
                 "alembic.runtime.migration", "sqlalchemy", "upath", "duckdb", "pyarrow", "sqlglot", "psycopg", "psutil",
                 "numpy", "scipy.stats", "yaml", "pydantic", "dia_assets.agents.interpreter",
                 "dia_assets.agents.schema_creator.build", "dia_assets.agents.query.loop",
-                "dia_assets.agents.catalog.refresh", "dia_assets.agents.memory")
+                "dia_assets.agents.catalog.refresh", "dia_assets.agents.memory", "wordllama", "tokenizers",
+                "safetensors", "zstandard", "dia_test_warm")
+
+
+@contextmanager
+def scratch(tmp_path: Path) -> Iterator[Path]:
+    """Where a replay keeps its Dagster instance, data folder and workspace: in memory
+    (/dev/shm) when the machine has it, else `tmp_path`. Dagster's SQLite storage commits (and
+    flushes to disk) a transaction per tick write and per run event, hundreds per replay: on a
+    disk shared with other jobs each flush waited tens of milliseconds, on the path of every
+    reaction. The files, renames, locks and kills are the same in memory. On exit the daemon's
+    log is kept in `tmp_path`."""
+    shm = Path("/dev/shm")
+    if not (shm.is_dir() and os.access(shm, os.W_OK)):
+        yield tmp_path
+        return
+    base = Path(tempfile.mkdtemp(prefix="dia-live-", dir=shm))
+    try:
+        yield base
+    finally:
+        if (base / "daemon.log").exists():
+            shutil.copy(base / "daemon.log", tmp_path / "daemon.log")
+        shutil.rmtree(base, ignore_errors=True)
 
 
 def loop_floor_patchable() -> bool:
@@ -180,12 +239,14 @@ class LiveDaemon:
         hooks = base / "hooks"
         hooks.mkdir(exist_ok=True)
         (hooks / "sitecustomize.py").write_text(SITECUSTOMIZE)
+        (hooks / "dia_test_warm.py").write_text(WARM_CACHES)
         self.pause = base / "pause-load"
         self.pause_start = base / "pause-load-start"
         self.env = {**os.environ, "DIA_SENSOR_INTERVAL_S": "1", **env, "DAGSTER_HOME": str(self.home),
                     "DIA_WORKSPACE": str(ws), "DIA_DATA_DIR": str(data), "DIA_TEST_PAUSE_FILE": str(self.pause),
                     "DIA_TEST_SENSOR_LOOP_S": str(SENSOR_LOOP_S), "LITELLM_LOCAL_MODEL_COST_MAP": "True",
-                    "DIA_TEST_WARM_RUNS": ",".join(WARM_MODULES), "DIA_TEST_WORKSPACE_RELOAD_S": str(WORKSPACE_RELOAD_S),
+                    "DIA_TEST_WARM_RUNS": ",".join(WARM_MODULES), "DIA_TEST_SQLITE_ENGINES": "1",
+                    "DIA_TEST_WORKSPACE_RELOAD_S": str(WORKSPACE_RELOAD_S),
                     "DAGSTER_GRPC_TIMEOUT_SECONDS": str(int(DEADLINE_S)),
                     "PYTHONPATH": os.pathsep.join([str(ROOT), str(hooks)])}
         for name in ("DIA_MODEL", "DIA_WAREHOUSE", "DIA_EXECUTOR"):
@@ -193,6 +254,8 @@ class LiveDaemon:
         self.proc: subprocess.Popen | None = None
         self.log = base / "daemon.log"
         self.instance = DagsterInstance.from_ref(InstanceRef.from_dir(str(self.home)))
+        self._restore_engines = reuse_sqlite_engines()  # this process polls the same storage (undone by stop)
+        self._sensor_ids: dict[str, tuple[str, str]] = {}  # name -> (origin id, selector id)
         self.timeline: list[tuple[str, float]] = []  # (what was awaited, seconds): printed by the fixtures
 
     def start(self) -> None:
@@ -209,6 +272,7 @@ class LiveDaemon:
         self.proc = None
 
     def stop(self) -> None:
+        self._restore_engines()
         if self.proc is None:
             return
         try:
@@ -254,8 +318,16 @@ class LiveDaemon:
             time.sleep(0.2)
 
     def sensor_state(self, sensor: str) -> InstigatorState | None:
+        """Read by its ids once known (one row; the polls read it several times a second),
+        else found among all sensor states."""
+        if sensor in self._sensor_ids:
+            state = self.instance.get_instigator_state(*self._sensor_ids[sensor])
+            if state is not None:
+                return state
         states = [s for s in self.instance.all_instigator_state(instigator_type=InstigatorType.SENSOR)
                   if s.instigator_name == sensor]
+        if states:
+            self._sensor_ids[sensor] = (states[0].instigator_origin_id, states[0].selector_id)
         return states[0] if states else None
 
     def cursor(self, sensor: str) -> str | None:

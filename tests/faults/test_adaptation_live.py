@@ -20,7 +20,7 @@ from dagster import AssetCheckKey, AssetKey, DagsterEventType, DagsterRun, Dagst
 from typer.testing import CliRunner
 
 from dia_assets.cli import app
-from tests.faults.live_daemon import LiveDaemon, loop_floor_patchable
+from tests.faults.live_daemon import LiveDaemon, loop_floor_patchable, scratch
 from tests.memory_fixtures import db_url, pg_server  # noqa: F401
 from tests.replay_data import OLD_TEMPLATE, QUERIES, customers, orders, products
 
@@ -116,30 +116,31 @@ class LiveReplay:
 @pytest.fixture
 def replay(tmp_path: Path, db_url: str):  # noqa: F811
     assert loop_floor_patchable(), "Dagster's sensor loop floor or dequeue interval moved: update live_daemon.py"
-    data, ws = tmp_path / "data", tmp_path / "ws"
-    data.mkdir()
-    # 1. initial drop, with the saved answers that read it and an expert's overrides file in the
-    # old template (table and column names as live keys), all there when the daemon first looks
-    put(data / "customers.csv", customers())
-    put(data / "products.csv", products())
-    put(data / "orders.csv", orders())
-    for qid, sql in QUERIES.items():
-        (ws / "queries" / qid).mkdir(parents=True)
-        (ws / "queries" / qid / "query.sql").write_text(sql)
-    (ws / "queries" / "retired").mkdir()  # a saved answer whose question is no longer asked
-    (ws / "queries" / "retired" / "query.sql").write_text("SELECT city FROM customers")
-    (ws / "review").mkdir()
-    (ws / "review" / "interpretation_overrides.yaml").write_text(OLD_TEMPLATE)
-    questions = tmp_path / "questions.yaml"
-    questions.write_text(yaml.safe_dump([{"id": q, "question": f"the {q} question"} for q in QUERIES]))
-    daemon = LiveDaemon(tmp_path, data, ws, {"DIA_SETTLE_S": "0", "DIA_BUILD_TRIES": "2",
-                                             "DIA_MEMORY_URL": db_url, "DIA_QUESTIONS": str(questions)})
-    daemon.start()
-    try:
-        yield LiveReplay(daemon)
-    finally:
-        daemon.stop()
-        print(daemon.report_timeline())
+    with scratch(tmp_path) as base:  # in memory where the machine has it
+        data, ws = base / "data", base / "ws"
+        data.mkdir()
+        # 1. initial drop, with the saved answers that read it and an expert's overrides file in the
+        # old template (table and column names as live keys), all there when the daemon first looks
+        put(data / "customers.csv", customers())
+        put(data / "products.csv", products())
+        put(data / "orders.csv", orders())
+        for qid, sql in QUERIES.items():
+            (ws / "queries" / qid).mkdir(parents=True)
+            (ws / "queries" / qid / "query.sql").write_text(sql)
+        (ws / "queries" / "retired").mkdir()  # a saved answer whose question is no longer asked
+        (ws / "queries" / "retired" / "query.sql").write_text("SELECT city FROM customers")
+        (ws / "review").mkdir()
+        (ws / "review" / "interpretation_overrides.yaml").write_text(OLD_TEMPLATE)
+        questions = base / "questions.yaml"
+        questions.write_text(yaml.safe_dump([{"id": q, "question": f"the {q} question"} for q in QUERIES]))
+        daemon = LiveDaemon(base, data, ws, {"DIA_SETTLE_S": "0", "DIA_BUILD_TRIES": "2",
+                                                 "DIA_MEMORY_URL": db_url, "DIA_QUESTIONS": str(questions)})
+        daemon.start()
+        try:
+            yield LiveReplay(daemon)
+        finally:
+            daemon.stop()
+            print(daemon.report_timeline())
 
 
 def test_the_nine_steps_of_source_change_against_a_live_daemon(replay: LiveReplay):

@@ -18,7 +18,7 @@ from typer.testing import CliRunner
 from dia_assets.agents.schema_creator.attempt import read_attempt
 from dia_assets.agents.schema_creator.state import read_state
 from dia_assets.cli import app
-from tests.faults.live_daemon import NEW_DATA, LiveDaemon, loop_floor_patchable
+from tests.faults.live_daemon import NEW_DATA, LiveDaemon, loop_floor_patchable, scratch
 from tests.faults.state_harness import count, export, write_csv
 from tests.memory_fixtures import db_url, pg_server  # noqa: F401
 
@@ -49,16 +49,17 @@ def steps_of(daemon: LiveDaemon, run_id: str) -> tuple[set[str], set[str]]:
 @pytest.fixture
 def live(tmp_path: Path, db_url: str):  # noqa: F811
     assert loop_floor_patchable(), "Dagster's sensor loop floor or dequeue interval moved: update live_daemon.py"
-    data, ws = tmp_path / "data", tmp_path / "ws"
-    export(data)  # customers (10) and orders (20)
-    daemon = LiveDaemon(tmp_path, data, ws, {"DIA_SETTLE_S": "1", "DIA_BUILD_TRIES": "2",
-                                             "DIA_MEMORY_URL": db_url, "DIA_WRITER_WAIT_S": "120"})
-    daemon.start()
-    try:
-        yield daemon
-    finally:
-        daemon.stop()
-        print(daemon.report_timeline())
+    with scratch(tmp_path) as base:  # in memory where the machine has it
+        data, ws = base / "data", base / "ws"
+        export(data)  # customers (10) and orders (20)
+        daemon = LiveDaemon(base, data, ws, {"DIA_SETTLE_S": "1", "DIA_BUILD_TRIES": "2",
+                                                 "DIA_MEMORY_URL": db_url, "DIA_WRITER_WAIT_S": "120"})
+        daemon.start()
+        try:
+            yield daemon
+        finally:
+            daemon.stop()
+            print(daemon.report_timeline())
 
 
 def test_the_faults_of_issue_26_against_a_live_daemon(live: LiveDaemon):
