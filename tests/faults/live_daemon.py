@@ -196,6 +196,9 @@ WARM_MODULES = ("dagster", "dagster._grpc.impl", "dagster._core.execution.api", 
                 "safetensors", "zstandard", "dia_test_warm")
 
 
+SHM_NEEDED = 4 * 1024**3  # bytes free in /dev/shm before a replay runs there
+
+
 @contextmanager
 def scratch(tmp_path: Path) -> Iterator[Path]:
     """Where a replay keeps its Dagster instance, data folder and workspace: in memory
@@ -205,7 +208,8 @@ def scratch(tmp_path: Path) -> Iterator[Path]:
     reaction. The files, renames, locks and kills are the same in memory. On exit the daemon's
     log is kept in `tmp_path`."""
     shm = Path("/dev/shm")
-    if not (shm.is_dir() and os.access(shm, os.W_OK)):
+    # a container's /dev/shm is often 64 MB: a replay's grown files need more than that
+    if not (shm.is_dir() and os.access(shm, os.W_OK) and shutil.disk_usage(shm).free >= SHM_NEEDED):
         yield tmp_path
         return
     base = Path(tempfile.mkdtemp(prefix="dia-live-", dir=shm))
@@ -411,7 +415,7 @@ class LiveDaemon:
 
     def drift_runs(self, version: str) -> list[DagsterRun]:
         """The runs drift_sensor requested for the interpretation with content hash `version`:
-        their run keys carry its first 16 characters (drift_sensor.react)."""
+        their run keys carry its first 16 characters (adaptation.react.react)."""
         tag = version[:16]
         return [r for r in self.runs(**{"dagster/sensor_name": DRIFT})
                 if r.tags.get("dagster/run_key", "").split("-")[2:3] == [tag]]
