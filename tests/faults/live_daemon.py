@@ -170,7 +170,7 @@ WARM_CACHES = '''
 try:
     from dia_assets.agents.catalog.column_text import vocabulary
     from dia_assets.agents.catalog.lexicon import abbreviations, lexicon
-    from dia_assets.agents.memory.embedder import _load_wordllama
+    from dia_assets.platform.embeddings import _load_wordllama
 
     lexicon(), abbreviations(), vocabulary(), _load_wordllama()
 except Exception as err:  # a run fills them itself, as without this module
