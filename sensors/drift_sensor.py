@@ -61,12 +61,6 @@ def producing_build(instance: DagsterInstance) -> tuple[str | None, DagsterRunSt
     return (run.job_name, run.status) if run else (None, None)
 
 
-def built_with_schema(instance: DagsterInstance) -> bool:
-    """The newest interpretation came from a build_job run that rebuilt the warehouse."""
-    job, status = producing_build(instance)
-    return job == build_job.name and status == DagsterRunStatus.SUCCESS
-
-
 def run_requests(reactions: list[Reaction]) -> list[RunRequest]:
     """The RunJob reactions as Dagster run requests."""
     return [RunRequest(job_name=JOBS[r.job], run_key=r.run_key, tags=dict(r.tags), partition_key=r.partition)

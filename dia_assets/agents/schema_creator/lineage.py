@@ -75,17 +75,16 @@ def _lineage_inputs(table: ManifestTable) -> tuple[str, dict[str, str]]:
     return refined_select_sql(table, refused="__lineage"), columns
 
 
-def _memo_key(table: ManifestTable) -> tuple[str, tuple[str, ...]]:
-    sql, columns = _lineage_inputs(table)
+def _memo_key(sql: str, columns: dict[str, str]) -> tuple[str, tuple[str, ...]]:
     return sql, tuple(f"{n} {t}" for n, t in columns.items())
 
 
 def table_lineage(table: ManifestTable) -> dict[str, list[str]]:
     """Refined column -> staging (= source) columns it is computed from, read off the
     SELECT that the load inserts into the refined table (memoized per SQL in the process)."""
-    key = _memo_key(table)
+    sql, columns = _lineage_inputs(table)
+    key = _memo_key(sql, columns)
     if key not in _MEMO:
-        sql, columns = _lineage_inputs(table)
         traced = select_lineage(sql, {"staging": {table.name: columns}})
         if len(_MEMO) >= _MEMO_MAX:
             _MEMO.clear()
@@ -116,7 +115,7 @@ def remember_planned_lineage(workspace: str | Path, tables: list[ManifestTable])
             lineage = {col: [str(d["column"]) for d in deps] for col, deps in entry.items()}
         except (KeyError, TypeError):
             continue
-        _MEMO[_memo_key(table)] = lineage
+        _MEMO[_memo_key(*_lineage_inputs(table))] = lineage
         seeded.append(table.name)
     return seeded
 

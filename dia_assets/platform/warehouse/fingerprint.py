@@ -42,14 +42,19 @@ def _file_state(path: Path) -> tuple[Any, ...] | None:
     return (st.st_ino, st.st_dev, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
 
+def _files_key(path: Path) -> tuple[Any, ...]:
+    """The file's and its write-ahead log's state: what the memo is keyed by."""
+    return (str(path), _file_state(path), _file_state(path.with_name(path.name + ".wal")))
+
+
 def database_fingerprint(source: str | Path | Any) -> str:
     """Fingerprint of a DuckDB file path, or of any DB-API connection with information_schema."""
     if isinstance(source, str | Path):
         import duckdb
 
         path = Path(source).resolve()
-        state = _file_state(path)
-        key = (str(path), state, _file_state(path.with_name(path.name + ".wal")))
+        key = _files_key(path)
+        state = key[1]
         if state is not None and key in _FILE_MEMO:
             return _FILE_MEMO[key]
         con = duckdb.connect(str(source), read_only=True)
@@ -57,7 +62,7 @@ def database_fingerprint(source: str | Path | Any) -> str:
             found = fingerprint_from_columns(con.execute(_COLUMNS_SQL).fetchall())
         finally:
             con.close()
-        if state is not None and key == (str(path), _file_state(path), _file_state(path.with_name(path.name + ".wal"))):
+        if state is not None and key == _files_key(path):
             if len(_FILE_MEMO) > 256:
                 _FILE_MEMO.clear()
             _FILE_MEMO[key] = found  # unchanged while it was read
