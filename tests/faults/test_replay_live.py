@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
-from dagster import DagsterEventType, DagsterRun, DagsterRunStatus
+from dagster import DagsterEventType, DagsterRunStatus
 from typer.testing import CliRunner
 
 from dia_assets.agents.schema_creator.attempt import read_attempt
@@ -189,19 +189,21 @@ def test_the_faults_of_issue_26_against_a_live_daemon(live: LiveDaemon):
     assert "orders" not in tables(ws) and "sales" in tables(ws)
     report = json.loads((ws / "validation" / "report.json").read_text())
     assert report["accepted"] and "orders" not in {r["table"] for r in report["row_counts"]}
-    # the catalog follows the new report in a run of its own (dia_automation: eager), started
-    # after the build ended
-    built = live.end_time([renamed])
+    # the catalog follows the new report in a run of its own (dia_automation: eager), created
+    # after the build stored that report (the automation may launch it before the build run ends)
+    [reported] = [e.timestamp for e in live.instance.all_logs(renamed.run_id,
+                                                              of_type=DagsterEventType.ASSET_MATERIALIZATION)
+                  if e.dagster_event.asset_key.to_user_string() == "validation_report"]
 
-    def catalog_refreshed() -> DagsterRun | None:
-        for record in live.instance.get_run_records():
-            run = record.dagster_run
-            if (record.create_timestamp.timestamp() >= built and run.status == DagsterRunStatus.SUCCESS
-                    and "semantic_catalog" in steps_of(live, run.run_id)[0]):
-                return run
-        return None
+    def catalog_runs() -> list[tuple[str, DagsterRunStatus, float]]:
+        return [(r.dagster_run.run_id, r.dagster_run.status, r.create_timestamp.timestamp())
+                for r in live.instance.get_run_records()
+                if r.create_timestamp.timestamp() >= reported and r.dagster_run.run_id != renamed.run_id
+                and "semantic_catalog" in steps_of(live, r.dagster_run.run_id)[0]]
 
-    live.wait_for("the catalog refresh after the renamed file's build", catalog_refreshed)
+    live.wait_for("the catalog refresh after the renamed file's report",
+                  lambda: [run for run in catalog_runs() if run[1] == DagsterRunStatus.SUCCESS] or None,
+                  lambda: f"report at {reported:.1f}; catalog runs since: {catalog_runs()}")
     catalog = json.loads((ws / "catalog" / "semantic_catalog.json").read_text())
     entities = {n["table"] for n in catalog["nodes"] if n["level"] == "entity"}
     assert "orders" not in entities and "sales" in entities
