@@ -22,7 +22,6 @@ sys.modules[_spec.name] = layers
 _spec.loader.exec_module(layers)
 
 KNOWN = {
-    "cycle: analysis_assets <-> query_assets",
     "sibling: agents.adaptation.snapshot -> agents.interpreter.discover (adaptation -> interpreter)",
     "sibling: agents.analysis.agent -> agents.query.loop (analysis -> query)",
     "sibling: agents.analysis.agent -> agents.query.memory (analysis -> query)",
