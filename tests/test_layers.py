@@ -1,8 +1,9 @@
 """The layer rule as a test (design review 2026-12-02, §6; tools/layers.py computes it).
 
 contracts < platform < agents < glue (Dagster assets, resources, sensors, CLI) < bench: a module
-imports its own layer or lower ones; an agent imports no sibling agent; nothing outside tests/
-imports tests; no import cycles. KNOWN lists today's violations. A new one fails the test, and so
+imports its own layer or lower ones; an agent imports a sibling agent only through the sibling's
+package (names in its `__all__`) and only along an edge declared in `layers.COMPOSES`, which is
+acyclic; nothing outside tests/ imports tests; no import cycles. KNOWN lists today's violations. A new one fails the test, and so
 does a KNOWN entry that no longer happens: delete it, so the list only shrinks.
 """
 
@@ -63,16 +64,15 @@ KNOWN = {
     "sibling: agents.mcp.lineage -> agents.lineage.index (mcp -> lineage)",
     "sibling: agents.mcp.lineage -> agents.schema_creator.lineage (mcp -> schema_creator)",
     "sibling: agents.mcp.service -> agents.lineage.index (mcp -> lineage)",
-    "sibling: agents.mcp.service -> agents.memory (mcp -> memory)",
+    "sibling: agents.mcp.service -> agents.memory (mcp -> memory, not in COMPOSES)",
     "sibling: agents.mcp.service -> agents.query.loop (mcp -> query)",
     "sibling: agents.mcp.service -> agents.query.memory (mcp -> query)",
     "sibling: agents.mcp.service -> agents.query.run (mcp -> query)",
     "sibling: agents.mcp.service -> agents.query.tools (mcp -> query)",
-    "sibling: agents.query.memory -> agents.memory (query -> memory)",
+    "sibling: agents.query.memory -> agents.memory (query -> memory, not in COMPOSES)",
     "sibling: agents.query.run -> agents.charts.choose (query -> charts)",
     "sibling: agents.query.run -> agents.charts.hints (query -> charts)",
     "sibling: agents.query.run -> agents.charts.render (query -> charts)",
-    "sibling: agents.schema_creator.build -> agents.interpreter (schema_creator -> interpreter)",
     "sibling: agents.schema_creator.load -> agents.interpreter.discover (schema_creator -> interpreter)",
     "sibling: agents.schema_creator.load -> agents.interpreter.readers (schema_creator -> interpreter)",
     "sibling: agents.schema_creator.load -> agents.interpreter.scanned_read (schema_creator -> interpreter)",
@@ -141,3 +141,56 @@ def test_counts_are_printed(capsys: pytest.CaptureFixture[str], found: list[str]
     lines = dict(line.split(": ") for line in capsys.readouterr().out.splitlines())
     assert int(lines["sibling"]) == sum(1 for v in found if v.startswith("sibling:"))
     assert int(lines["modules"]) > 200 and set(layers.KINDS) <= set(lines)
+
+
+_AGENTS = {
+    "dia_assets/__init__.py": "",
+    "dia_assets/agents/__init__.py": "",
+    "dia_assets/agents/query/__init__.py": "__all__ = ['QueryAgent']\n",
+    "dia_assets/agents/query/loop.py": "class QueryAgent: ...\nclass _State: ...\n",
+    "dia_assets/agents/charts/__init__.py": "__all__ = ['chart']\n",
+    "dia_assets/agents/charts/render.py": "def chart(): ...\n",
+}
+
+
+@pytest.mark.parametrize(("files", "composes", "expected"), [
+    pytest.param(  # a module of a declared sibling: only its package is public
+        {"dia_assets/agents/analysis/run.py": "from dia_assets.agents.query.loop import QueryAgent\n"},
+        {"analysis": frozenset({"query"})},
+        ["sibling: agents.analysis.run -> agents.query.loop (analysis -> query)"], id="module"),
+    pytest.param(  # `from package import module` is still the module
+        {"dia_assets/agents/analysis/run.py": "from ..query import loop\n"},
+        {"analysis": frozenset({"query"})},
+        ["sibling: agents.analysis.run -> agents.query.loop (analysis -> query)"], id="relative-module"),
+    pytest.param(  # through the package, but no declared edge
+        {"dia_assets/agents/analysis/run.py": "from dia_assets.agents.query import QueryAgent\n"},
+        {"analysis": frozenset({"charts"})},
+        ["sibling: agents.analysis.run -> agents.query (analysis -> query, not in COMPOSES)"], id="undeclared"),
+    pytest.param(  # a name the package does not export, and a private one
+        {"dia_assets/agents/analysis/run.py": "def f():\n    from dia_assets.agents.query import _State, loop_x\n",
+         "dia_assets/agents/query/__init__.py": "__all__ = ['QueryAgent', '_State']\n"},
+        {"analysis": frozenset({"query"})},
+        ["sibling: agents.analysis.run -> agents.query._State (analysis -> query, not exported)",
+         "sibling: agents.analysis.run -> agents.query.loop_x (analysis -> query, not exported)"], id="not-exported"),
+    pytest.param(  # declared edges that form a cycle are themselves a violation
+        {"dia_assets/agents/query/loop.py": "from dia_assets.agents.charts import chart\n",
+         "dia_assets/agents/charts/render.py": "import dia_assets.agents.query\n"},
+        {"query": frozenset({"charts"}), "charts": frozenset({"query"})},
+        ["sibling: COMPOSES cycle: charts <-> query"], id="declared-cycle"),
+    pytest.param(  # the allowed form stays quiet
+        {"dia_assets/agents/analysis/run.py": "from dia_assets.agents.query import QueryAgent\n"
+                                              "import dia_assets.agents.charts\n"},
+        {"analysis": frozenset({"query", "charts"})},
+        [], id="allowed"),
+])
+def test_agents_use_siblings_only_through_declared_packages(
+        tmp_path: Path, files: dict[str, str], composes: dict[str, frozenset[str]], expected: list[str]) -> None:
+    root = _write(tmp_path, {**_AGENTS, **files})
+    assert layers.violations(layers.graph(root), root, composes) == expected
+
+
+def test_the_declared_agent_edges_are_acyclic_and_name_agents() -> None:
+    assert layers.composes_cycles(layers.COMPOSES) == []
+    agents = {p.name for p in (ROOT / "dia_assets" / "agents").iterdir() if (p / "__init__.py").exists()}
+    named = set(layers.COMPOSES) | {b for bs in layers.COMPOSES.values() for b in bs}
+    assert named <= agents, sorted(named - agents)
