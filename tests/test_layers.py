@@ -10,6 +10,8 @@ does a KNOWN entry that no longer happens: delete it, so the list only shrinks.
 from __future__ import annotations
 
 import importlib.util
+import json
+import subprocess
 import sys
 from pathlib import Path
 
@@ -194,3 +196,29 @@ def test_the_declared_agent_edges_are_acyclic_and_name_agents() -> None:
     agents = {p.name for p in (ROOT / "dia_assets" / "agents").iterdir() if (p / "__init__.py").exists()}
     named = set(layers.COMPOSES) | {b for bs in layers.COMPOSES.values() for b in bs}
     assert named <= agents, sorted(named - agents)
+
+
+# the packages siblings import: importing one loads none of its modules (PEP 562 exports)
+PUBLIC = ("query", "semantic_ops", "charts", "catalog", "lineage")
+
+
+def test_agent_packages_export_lazily_and_every_export_resolves() -> None:
+    """What a sibling may import (`__all__`) exists and is public, and importing the package
+    loads neither its modules nor litellm or numpy (the code location's import time)."""
+    code = (
+        "import importlib, json, sys\n"
+        f"pkgs = {PUBLIC!r}\n"
+        "mods = [importlib.import_module('dia_assets.agents.' + p) for p in pkgs]\n"
+        "loaded = sorted(m for m in sys.modules if any(m.startswith(f'dia_assets.agents.{p}.') for p in pkgs)"
+        " or m in ('litellm', 'numpy'))\n"
+        "missing = [f'{m.__name__}.{n}' for m in mods for n in m.__all__ if getattr(m, n, None) is None]\n"
+        "print(json.dumps({'loaded': loaded, 'missing': missing, 'all': [sorted(m.__all__) for m in mods]}))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
+    got = json.loads(out.stdout)
+    assert got["loaded"] == []
+    assert got["missing"] == []
+    for pkg, names in zip(PUBLIC, got["all"], strict=True):
+        assert names, f"{pkg} exports nothing"
+        assert not [n for n in names if n.startswith("_")], pkg
+        assert set(names) == layers.exported(ROOT / "dia_assets" / "agents" / pkg)
