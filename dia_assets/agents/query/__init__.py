@@ -7,7 +7,8 @@ Framework-free: no Dagster imports. Typical use:
                                   model="openai/gpt-5", workspace="dia_workspace")
 
 Modules: contract (shape declaration), tools, safety, verify, policies, loop,
-modification, dialects, schema (schema linking), memory (protocol + adapters), run. The model
+modification, dialects, schema (schema linking), memory (protocol + adapters), run, rechart
+(`dia chart`: a stored answer charted again by the charts agent). The model
 comes through `dia_assets.platform.model` (a `ChatFn`).
 """
 
@@ -30,6 +31,7 @@ if TYPE_CHECKING:
     )
     from dia_assets.agents.query.policies import PreviousAnswer
     from dia_assets.agents.query.questions import load_questions, slug
+    from dia_assets.agents.query.rechart import StoredAnswerError, chart_stored
     from dia_assets.agents.query.run import (
         answer_question,
         checked_question_id,
@@ -74,6 +76,8 @@ _EXPORTS = {
     "capped_rows": "dia_assets.agents.query.tools",
     "result_bytes": "dia_assets.agents.query.tools",
     "count_entity": "dia_assets.agents.query.verify",
+    "StoredAnswerError": "dia_assets.agents.query.rechart",
+    "chart_stored": "dia_assets.agents.query.rechart",
 }
 
 
@@ -107,9 +111,11 @@ __all__ = [
     "Ref",
     "SchemaIndex",
     "StoreMemory",
+    "StoredAnswerError",
     "TableInfo",
     "answer_question",
     "capped_rows",
+    "chart_stored",
     "checked_question_id",
     "count_entity",
     "load_questions",
