@@ -125,7 +125,7 @@ _AGENTS = {
         {"analysis": frozenset({"query"})},
         ["sibling: agents.analysis.run -> agents.query.loop (analysis -> query)"], id="module"),
     pytest.param(  # `from package import module` is still the module
-        {"dia_assets/agents/analysis/run.py": "from ..query import loop\n"},
+        {"dia_assets/agents/analysis/run.py": "from ..query import QueryAgent, loop\n"},
         {"analysis": frozenset({"query"})},
         ["sibling: agents.analysis.run -> agents.query.loop (analysis -> query)"], id="relative-module"),
     pytest.param(  # through the package, but no declared edge

@@ -20,6 +20,7 @@ Reported, each as one stable line so a test can keep a list of today's known one
   `sibling: a -> b.n (x -> y, not exported)`   a name the package's `__all__` does not export
                                       (a leading underscore is never exported);
   `sibling: COMPOSES cycle: x <-> y`  the declared edges themselves form a cycle.
+- `tests: a -> b`                   code outside tests/ importing from tests.
 
 The rule for agents: an agent may import a sibling agent ONLY (a) through the sibling's package,
 `from dia_assets.agents.<x> import Name` with Name in that `__init__.py`'s `__all__` (exported
@@ -27,7 +28,6 @@ lazily, PEP 562, so the package import stays cheap), and (b) along an edge decla
 below, which must be acyclic. Edges that exist only because shared infrastructure still sits in
 an agent (the memory store, file readers, table statistics: moving to dia_assets/platform/) are
 not declared: they stay violations until the code moves.
-- `tests: a -> b`                   code outside tests/ importing from tests.
 
     python tools/layers.py            # every violation, one per line; exit 1 if any
     python tools/layers.py --counts   # modules, import edges, and the number of each kind (exit 0)
@@ -123,6 +123,15 @@ def _package_of(module: str, path: Path) -> str:
     return module if path.name == "__init__.py" else module.rpartition(".")[0]
 
 
+def _from_target(module: str, path: Path, node: ast.ImportFrom) -> str:
+    """The absolute module a `from ... import` statement names (relative ones resolved)."""
+    if not node.level:
+        return node.module or ""
+    base = _package_of(module, path).split(".")
+    base = base[: len(base) - node.level + 1]
+    return ".".join(base + ([node.module] if node.module else []))
+
+
 def imports(module: str, path: Path, known: dict[str, Path]) -> set[str]:
     """The scanned or test modules `module` imports, anywhere in its file (lazy imports too).
     `from x import y` counts as an import of x.y when that is a module, else of x."""
@@ -141,12 +150,7 @@ def imports(module: str, path: Path, known: dict[str, Path]) -> set[str]:
             for alias in node.names:
                 add(alias.name)
         elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = _package_of(module, path).split(".")
-                base = base[: len(base) - node.level + 1]
-                target = ".".join(base + ([node.module] if node.module else []))
-            else:
-                target = node.module or ""
+            target = _from_target(module, path, node)
             for alias in node.names:
                 full = f"{target}.{alias.name}"
                 add(full if full in known else target)
@@ -216,8 +220,10 @@ def exported(package: Path) -> set[str]:
     for node in ast.parse(init.read_text(encoding="utf-8"), filename=str(init)).body:
         targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) else []
         if any(isinstance(t, ast.Name) and t.id == "__all__" for t in targets) and node.value is not None:
-            value = ast.literal_eval(node.value)
-            return {str(name) for name in value}
+            try:
+                return {str(name) for name in ast.literal_eval(node.value)}
+            except ValueError:  # computed: not checkable, so every imported name is reported
+                return set()
     return set()
 
 
@@ -226,15 +232,7 @@ def imported_names(module: str, path: Path, package: str) -> set[str]:
     tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
     names: set[str] = set()
     for node in ast.walk(tree):
-        if not isinstance(node, ast.ImportFrom):
-            continue
-        if node.level:
-            base = _package_of(module, path).split(".")
-            base = base[: len(base) - node.level + 1]
-            target = ".".join(base + ([node.module] if node.module else []))
-        else:
-            target = node.module or ""
-        if target == package:
+        if isinstance(node, ast.ImportFrom) and _from_target(module, path, node) == package:
             names.update(alias.name for alias in node.names)
     return names
 
@@ -258,7 +256,8 @@ def _sibling(src: str, dst: str, mine: str, theirs: str, composes: dict[str, fro
     public = exported(root / PACKAGE / "agents" / theirs)
     return [f"sibling: {_short(src)} -> {_short(dst)}.{name} ({mine} -> {theirs}, not exported)"
             for name in sorted(imported_names(src, known[src], package))
-            if name != "*" and (name.startswith("_") or name not in public)]
+            if name != "*" and f"{package}.{name}" not in known  # a module: reported above
+            and (name.startswith("_") or name not in public)]
 
 
 def violations(edges: dict[str, set[str]], root: Path = ROOT,
