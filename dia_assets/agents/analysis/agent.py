@@ -11,12 +11,10 @@ from pydantic import ValidationError
 from dia_assets.agents.analysis.caveats import answer_note, unverified_decisions, unverified_rows
 from dia_assets.agents.analysis.session import AnalysisSession
 from dia_assets.agents.analysis.steps import PipelineError
+from dia_assets.agents.query import AGENT_TOOLS, Explorer, QueryMemory, SchemaIndex
 from dia_assets.agents.query.loop import AgentSettings, AskUser, QueryAgent, _State
-from dia_assets.agents.query.memory import QueryMemory
-from dia_assets.agents.query.schema import SchemaIndex
-from dia_assets.agents.query.tools import AGENT_TOOLS, Explorer
-from dia_assets.agents.semantic_ops.judge import prompts as semantic_prompts
-from dia_assets.agents.semantic_ops.models import SemanticModelUnavailable
+from dia_assets.agents.semantic_ops import SemanticModelUnavailable
+from dia_assets.agents.semantic_ops import judge_prompts as semantic_prompts
 from dia_assets.contracts.analysis_steps import Step
 from dia_assets.platform.model.base import ChatFn, ToolCall
 from dia_assets.platform.sql.gate import Gate

@@ -13,10 +13,8 @@ from typing import Any
 from dia_assets.agents.analysis.agent import OnDemandPipelineAgent
 from dia_assets.agents.analysis.session import AnalysisSession
 from dia_assets.agents.analysis.steps import PipelineError
-from dia_assets.agents.query.loop import AgentRun, QueryAgent
-from dia_assets.agents.query.run import answer_question, checked_question_id, slug
-from dia_assets.agents.semantic_ops.models import CascadeConfig
-from dia_assets.agents.semantic_ops.vectors import VectorIndex
+from dia_assets.agents.query import AgentRun, QueryAgent, answer_question, checked_question_id, slug
+from dia_assets.agents.semantic_ops import CascadeConfig, VectorIndex
 from dia_assets.contracts.analysis_result import AnalysisResult
 from dia_assets.contracts.query_result import QueryResult
 from dia_assets.contracts.semantic_catalog import CatalogNode

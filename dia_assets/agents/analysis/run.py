@@ -10,12 +10,15 @@ from typing import Any
 
 from dia_assets.agents.analysis.agent import PipelineAgent
 from dia_assets.agents.analysis.session import AnalysisSession
-from dia_assets.agents.query.loop import AgentSettings
-from dia_assets.agents.query.memory import QueryMemory
-from dia_assets.agents.query.run import no_model_result, slug, write_artifacts
-from dia_assets.agents.query.schema import SchemaIndex
-from dia_assets.agents.semantic_ops.models import CascadeConfig
-from dia_assets.agents.semantic_ops.vectors import VectorIndex
+from dia_assets.agents.query import (
+    AgentSettings,
+    QueryMemory,
+    SchemaIndex,
+    no_model_result,
+    slug,
+    write_artifacts,
+)
+from dia_assets.agents.semantic_ops import CascadeConfig, VectorIndex
 from dia_assets.contracts.analysis_result import AnalysisResult
 from dia_assets.contracts.semantic_catalog import CatalogNode
 from dia_assets.platform.embeddings import Embedder, make_embedder

@@ -19,7 +19,7 @@ from dia_assets.agents.catalog.column_text import (
     sample_values,
 )
 from dia_assets.agents.schema_creator.table_stats import TableStats
-from dia_assets.agents.semantic_ops.operators import kmeans
+from dia_assets.agents.semantic_ops import kmeans
 from dia_assets.contracts.interpretation import Interpretation
 from dia_assets.contracts.manifest import Manifest
 from dia_assets.contracts.semantic_catalog import CatalogNode, SemanticCatalog
