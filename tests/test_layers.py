@@ -25,7 +25,6 @@ KNOWN = {
     "cycle: analysis_assets <-> query_assets",
     "sibling: agents.adaptation.snapshot -> agents.interpreter.discover (adaptation -> interpreter)",
     "sibling: agents.analysis.agent -> agents.query.loop (analysis -> query)",
-    "sibling: agents.analysis.agent -> agents.query.memory (analysis -> query)",
     "sibling: agents.analysis.agent -> agents.query.schema (analysis -> query)",
     "sibling: agents.analysis.agent -> agents.query.tools (analysis -> query)",
     "sibling: agents.analysis.agent -> agents.semantic_ops.judge (analysis -> semantic_ops)",
