@@ -26,7 +26,6 @@ _spec.loader.exec_module(layers)
 
 KNOWN = {
     "sibling: agents.adaptation.snapshot -> agents.interpreter.discover (adaptation -> interpreter)",
-    "sibling: agents.analysis.agent -> agents.query.loop (analysis -> query)",
     "sibling: agents.catalog.build -> agents.schema_creator.table_stats (catalog -> schema_creator)",
     "sibling: agents.catalog.linking -> agents.memory.store (catalog -> memory)",
     "sibling: agents.catalog.refresh -> agents.memory.store (catalog -> memory)",

@@ -19,7 +19,15 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from dia_assets.agents.query.dialects import open_database, transpile, transpile_all
-    from dia_assets.agents.query.loop import AgentRun, AgentSettings, AskUser, QueryAgent
+    from dia_assets.agents.query.loop import (
+        AgentRun,
+        AgentSettings,
+        AnswerHooks,
+        AnswerRun,
+        AskUser,
+        QueryAgent,
+        query_tools,
+    )
     from dia_assets.agents.query.memory import (
         InMemoryMemory,
         Item,
@@ -40,7 +48,15 @@ if TYPE_CHECKING:
         write_artifacts,
     )
     from dia_assets.agents.query.schema import ColumnInfo, SchemaIndex, TableInfo
-    from dia_assets.agents.query.tools import AGENT_TOOLS, Explorer, capped_rows, result_bytes
+    from dia_assets.agents.query.tools import (
+        AGENT_TOOLS,
+        Explorer,
+        Tool,
+        ToolOutput,
+        capped_rows,
+        refuse,
+        result_bytes,
+    )
     from dia_assets.agents.query.verify import count_entity
 
 # Each name is imported from its module on first use (PEP 562), so importing the package
@@ -53,6 +69,9 @@ _EXPORTS = {
     "AgentSettings": "dia_assets.agents.query.loop",
     "AskUser": "dia_assets.agents.query.loop",
     "QueryAgent": "dia_assets.agents.query.loop",
+    "AnswerHooks": "dia_assets.agents.query.loop",
+    "AnswerRun": "dia_assets.agents.query.loop",
+    "query_tools": "dia_assets.agents.query.loop",
     "InMemoryMemory": "dia_assets.agents.query.memory",
     "Item": "dia_assets.agents.query.memory",
     "Lesson": "dia_assets.agents.query.memory",
@@ -75,6 +94,9 @@ _EXPORTS = {
     "Explorer": "dia_assets.agents.query.tools",
     "capped_rows": "dia_assets.agents.query.tools",
     "result_bytes": "dia_assets.agents.query.tools",
+    "Tool": "dia_assets.agents.query.tools",
+    "ToolOutput": "dia_assets.agents.query.tools",
+    "refuse": "dia_assets.agents.query.tools",
     "count_entity": "dia_assets.agents.query.verify",
     "StoredAnswerError": "dia_assets.agents.query.rechart",
     "chart_stored": "dia_assets.agents.query.rechart",
@@ -96,6 +118,12 @@ def __dir__() -> list[str]:
 
 
 __all__ = [
+    "AnswerHooks",
+    "AnswerRun",
+    "Tool",
+    "ToolOutput",
+    "query_tools",
+    "refuse",
     "AGENT_TOOLS",
     "AgentRun",
     "AgentSettings",
