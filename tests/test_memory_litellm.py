@@ -25,7 +25,7 @@ from dia_assets.agents.memory import (  # noqa: E402
     make_embedder,
 )
 from dia_assets.agents.memory.judge import litellm_conflict_judge, parse_verdict  # noqa: E402
-from dia_assets.resources.embeddings import EmbeddingsResource  # noqa: E402
+from dia_assets.dagster.resources.embeddings import EmbeddingsResource  # noqa: E402
 from tests import memory_fixtures  # noqa: E402
 
 # pytest fixtures, shared through the module namespace

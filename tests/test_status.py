@@ -16,7 +16,7 @@ from dia_assets.agents.schema_creator.attempt import Attempt, alive, attempt_pat
 from dia_assets.agents.schema_creator.build import run
 from dia_assets.agents.schema_creator.failures import one_line
 from dia_assets.agents.schema_creator.state import read_state
-from dia_assets.cli import app
+from dia_assets.cli.app import app
 from tests.faults.state_harness import export
 
 

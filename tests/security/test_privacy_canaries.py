@@ -143,7 +143,7 @@ def _interpreter_and_catalog(canary: dict[str, Path], mode: str, monkeypatch: py
     from dia_assets.agents.interpreter import interpret
     from dia_assets.agents.interpreter.enrich import enrich
     from dia_assets.contracts.manifest import Manifest
-    from dia_assets.resources import LLMResource
+    from dia_assets.dagster.resources import LLMResource
 
     monkeypatch.setenv("DIA_PRIVACY", mode)
     handler = register_tools(["{}", "{}", "{}"])
@@ -254,7 +254,7 @@ def _mcp_run(canary: dict[str, Path], mode: str, db_url: str) -> tuple[list[str]
     from dia_assets.agents.mcp.service import DiaService
     from dia_assets.agents.memory import Kind, MemoryStore, NewMemory, Tier
     from dia_assets.agents.query.memory import warehouse_fingerprint
-    from dia_assets.mcp_server import build_server
+    from dia_assets.cli.mcp_server import build_server
 
     store = MemoryStore.open(url=db_url, embedder=HashEmbedder())
     store.insert(NewMemory(tier=Tier.SESSION, kind=Kind.AGGREGATION, title="people counting rule",
