@@ -71,7 +71,7 @@ def verbatim(question: str, columns: list[str]) -> list[str]:
 
 def build_warehouse(name: str, raw: Path, out: Path) -> tuple[Path, Path, str]:
     """(workspace, warehouse, how): reused when `out` already holds a finished build."""
-    from dia_assets.agents.schema_creator.build import run
+    from dia_assets.pipeline import run
     from dia_assets.platform.workspace import Workspace
 
     ws, target = out / f"{name}_ws", out / f"{name}.duckdb"

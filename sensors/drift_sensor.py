@@ -42,8 +42,8 @@ from dia_assets.agents.adaptation.react import (
     react,
 )
 from dia_assets.agents.adaptation.replan import saved_reads
-from dia_assets.agents.interpreter.discover import content_hash
 from dia_assets.contracts.interpretation import Interpretation
+from dia_assets.platform.files.discover import content_hash
 from dia_assets.platform.workspace import Workspace
 from dia_assets.resources.workspace import default_workspace
 from dia_assets.sensors.jobs import build_job, quality_check_job, replan_job, schema_job

@@ -9,7 +9,6 @@ from pathlib import Path
 
 import duckdb
 
-from dia_assets.agents.schema_creator.build import BuildResult, run
 from dia_assets.agents.schema_creator.overrides import parse_overrides
 from dia_assets.agents.schema_creator.plan import plan_manifest
 from dia_assets.agents.schema_creator.target import Target
@@ -22,6 +21,7 @@ from dia_assets.contracts.interpretation import (
     ValueFormat,
 )
 from dia_assets.contracts.manifest import Manifest
+from dia_assets.pipeline import BuildResult, run
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"

@@ -23,7 +23,6 @@ _spec.loader.exec_module(layers)
 
 KNOWN = {
     "cycle: analysis_assets <-> query_assets",
-    "sibling: agents.adaptation.snapshot -> agents.interpreter.discover (adaptation -> interpreter)",
     "sibling: agents.analysis.agent -> agents.query.loop (analysis -> query)",
     "sibling: agents.analysis.agent -> agents.query.memory (analysis -> query)",
     "sibling: agents.analysis.agent -> agents.query.schema (analysis -> query)",
@@ -72,11 +71,6 @@ KNOWN = {
     "sibling: agents.query.run -> agents.charts.choose (query -> charts)",
     "sibling: agents.query.run -> agents.charts.hints (query -> charts)",
     "sibling: agents.query.run -> agents.charts.render (query -> charts)",
-    "sibling: agents.schema_creator.build -> agents.interpreter (schema_creator -> interpreter)",
-    "sibling: agents.schema_creator.load -> agents.interpreter.discover (schema_creator -> interpreter)",
-    "sibling: agents.schema_creator.load -> agents.interpreter.readers (schema_creator -> interpreter)",
-    "sibling: agents.schema_creator.load -> agents.interpreter.scanned_read (schema_creator -> interpreter)",
-    "sibling: agents.schema_creator.plan -> agents.interpreter.one_table (schema_creator -> interpreter)",
 }
 
 

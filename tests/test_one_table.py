@@ -15,9 +15,10 @@ from dagster_duckdb import DuckDBResource
 from dia_assets.agents.adaptation.snapshot import interpreted_snapshot, snapshot
 from dia_assets.agents.interpreter import interpret
 from dia_assets.agents.interpreter.one_table import file_name
-from dia_assets.agents.schema_creator.build import overrides_path, run, summary
+from dia_assets.agents.schema_creator.build import overrides_path, summary
 from dia_assets.agents.schema_creator.plan import plan_manifest
 from dia_assets.contracts.interpretation import ForeignKey, SourceRef
+from dia_assets.pipeline import run
 from dia_assets.resources.workspace import WorkspaceResource
 from dia_assets.schema_assets import schema_definitions
 from dia_assets.table_specs import manifest_tables, table_metadata

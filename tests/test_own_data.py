@@ -23,7 +23,7 @@ from dagster._core.test_utils import create_run_for_test
 
 from dia_assets.agents.data_folder import folder_id, overrides_seed, questions_file
 from dia_assets.agents.query.run import load_questions
-from dia_assets.agents.schema_creator.build import build
+from dia_assets.pipeline import build
 from dia_assets.query_assets import (
     QUESTIONS,
     question_partitions_sensor,

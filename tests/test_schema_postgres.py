@@ -8,7 +8,7 @@ import psycopg
 import pytest
 
 from dia_assets.agents.schema_creator import sqlgen
-from dia_assets.agents.schema_creator.build import run
+from dia_assets.pipeline import run
 from tests.memory_fixtures import fresh_database_url, pg_server  # noqa: F401  (fixture)
 from tests.schema_fixtures import EXAMPLES
 

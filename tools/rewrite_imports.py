@@ -37,6 +37,27 @@ MOVED = {
     "dia_assets.agents.models.doctor": "dia_assets.platform.model.doctor",
     # slice 4
     "dia_assets.agents.memory.embedder": "dia_assets.platform.embeddings",
+    # issue 32, infrastructure: raw-file reading (names moved too, by hand: value_parsing.sql_str
+    # -> platform.naming, locations.temp_prefix/TEMP_KINDS -> platform.files.temp,
+    # interpreter.one_table.undone_decisions -> contracts.interpretation, schema_creator.build
+    # run/build/BuildResult -> dia_assets.pipeline)
+    "dia_assets.agents.interpreter.compressed": "dia_assets.platform.files.compressed",
+    "dia_assets.agents.interpreter.csv_lines": "dia_assets.platform.files.csv_lines",
+    "dia_assets.agents.interpreter.csv_prepare": "dia_assets.platform.files.csv_prepare",
+    "dia_assets.agents.interpreter.declared": "dia_assets.platform.files.declared",
+    "dia_assets.agents.interpreter.dialect": "dia_assets.platform.files.dialect",
+    "dia_assets.agents.interpreter.discover": "dia_assets.platform.files.discover",
+    "dia_assets.agents.interpreter.encodings": "dia_assets.platform.files.encodings",
+    "dia_assets.agents.interpreter.excel_formulas": "dia_assets.platform.files.excel_formulas",
+    "dia_assets.agents.interpreter.final_record": "dia_assets.platform.files.final_record",
+    "dia_assets.agents.interpreter.header": "dia_assets.platform.files.header",
+    "dia_assets.agents.interpreter.json_keys": "dia_assets.platform.files.json_keys",
+    "dia_assets.agents.interpreter.languages": "dia_assets.platform.files.languages",
+    "dia_assets.agents.interpreter.parse_checks": "dia_assets.platform.files.parse_checks",
+    "dia_assets.agents.interpreter.readers": "dia_assets.platform.files.readers",
+    "dia_assets.agents.interpreter.record_count": "dia_assets.platform.files.record_count",
+    "dia_assets.agents.interpreter.rewrite": "dia_assets.platform.files.rewrite",
+    "dia_assets.agents.interpreter.scanned_read": "dia_assets.platform.files.scanned",
 }
 _MOVED = re.compile(r"\b(" + "|".join(re.escape(k) for k in MOVED) + r")\b")
 # split between platform.model.base (ChatFn, Reply (was ChatReply), ToolCall), .errors

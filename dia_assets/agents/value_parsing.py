@@ -7,15 +7,12 @@ Creator uses the same ones to load refined tables, so both agree on what parses.
 from __future__ import annotations
 
 from dia_assets.contracts.interpretation import ValueFormat
+from dia_assets.platform.naming import sql_str
 
 NULL_TOKENS = ["na", "n/a", "n.a.", "null", "nan", "nil", "none", "#n/a", "-", "--", "?", "(null)", "<null>"]
 TRUE_WORDS = ["true", "t", "yes", "y"]
 FALSE_WORDS = ["false", "f", "no", "n"]
 CURRENCY_CHARS = "$€£¥"
-
-
-def sql_str(text: str) -> str:
-    return "'" + text.replace("'", "''") + "'"
 
 
 def sql_list(items: list[str]) -> str:

@@ -53,7 +53,7 @@ BAD_PROBE = "SELECT COUNT(*) > 0 FROM people WHERE CAST(full_name AS INTEGER) > 
 
 @pytest.fixture(scope="module")
 def canary(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    from dia_assets.agents.schema_creator.build import run
+    from dia_assets.pipeline import run
 
     base = tmp_path_factory.mktemp("canary")
     raw = write_folder(base / "raw")

@@ -125,7 +125,7 @@ def value_origin(manifest: Manifest, warehouse: str, table: str, column: str, va
     parses it), with their row numbers in the file and their raw texts."""
     from dia_assets.agents.schema_creator.sqlgen import value_sql
     from dia_assets.agents.schema_creator.target import Target
-    from dia_assets.agents.value_parsing import sql_str
+    from dia_assets.platform.naming import sql_str
 
     try:
         mt = manifest.table(table)

@@ -7,7 +7,6 @@ from datetime import UTC, datetime
 from sqlglot import exp
 from sqlglot.errors import ParseError
 
-from dia_assets.agents.interpreter.one_table import undone_decisions
 from dia_assets.agents.schema_creator.overrides import (
     ColumnOverride,
     FkOverride,
@@ -15,7 +14,7 @@ from dia_assets.agents.schema_creator.overrides import (
     TableOverride,
 )
 from dia_assets.agents.schema_creator.width import too_wide
-from dia_assets.contracts.interpretation import Column, Interpretation, Source
+from dia_assets.contracts.interpretation import Column, Interpretation, Source, undone_decisions
 from dia_assets.contracts.manifest import (
     Decision,
     ExcludedColumn,

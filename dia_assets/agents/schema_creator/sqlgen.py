@@ -15,15 +15,10 @@ from sqlglot import exp
 
 from dia_assets.agents.schema_creator.layout import PROVENANCE, REJECT_EXTRA
 from dia_assets.agents.schema_creator.plan import is_text_type
-from dia_assets.agents.value_parsing import (
-    NULL_TOKENS,
-    parse_expression,
-    present,
-    sql_list,
-    sql_str,
-)
+from dia_assets.agents.value_parsing import NULL_TOKENS, parse_expression, present, sql_list
 from dia_assets.contracts.manifest import Manifest, ManifestColumn, ManifestTable
 from dia_assets.platform.naming import quote_ident as q
+from dia_assets.platform.naming import sql_str
 
 
 def raw_view(table: ManifestTable) -> str:

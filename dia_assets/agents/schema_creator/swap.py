@@ -26,8 +26,8 @@ from typing import Generic, TypeVar
 
 import duckdb
 
-from dia_assets.agents.locations import TEMP_KINDS, temp_prefix
 from dia_assets.platform import limits
+from dia_assets.platform.files.temp import TEMP_KINDS, temp_prefix
 
 log = logging.getLogger("dia.schema_creator")
 

@@ -9,7 +9,6 @@ from pathlib import Path
 
 from dia_assets.agents.schema_creator import sqlgen
 from dia_assets.agents.schema_creator.target import Target
-from dia_assets.agents.value_parsing import sql_str
 from dia_assets.contracts.interpretation import Interpretation
 from dia_assets.contracts.manifest import (
     Manifest,
@@ -28,6 +27,7 @@ from dia_assets.contracts.report import (
     ValidationReport,
 )
 from dia_assets.platform.naming import quote_ident as q
+from dia_assets.platform.naming import sql_str
 
 AXES = ["row_count_reconciliation", "column_coverage", "key_validity", "load_integrity", "test_queries"]
 
