@@ -95,8 +95,8 @@ def main() -> int:
     parser.add_argument("--show", action="store_true", help="print each question's top columns")
     args = parser.parse_args()
 
-    from dia_assets.agents.memory.store import MemoryStore
     from dia_assets.platform.embeddings import WordLlamaEmbedder
+    from dia_assets.platform.memory.store import MemoryStore
 
     questions = load_questions(args.questions)
     unplain = {q["id"]: verbatim(q["question"], q["columns"]) for q in questions}

@@ -93,7 +93,7 @@ def main() -> int:
     if "postgres" in engines:
         import psycopg
 
-        from dia_assets.agents.memory.server import EmbeddedServer
+        from dia_assets.platform.memory.server import EmbeddedServer
 
         server = EmbeddedServer(Path(tempfile.mkdtemp(prefix="dia-oracle-pg-")) / "pgdata")
         uri = server.uri()

@@ -31,8 +31,8 @@ from dia_assets.agents.catalog.ranking import (
 from dia_assets.agents.catalog.refresh import refresh_catalog
 from dia_assets.agents.catalog.store import CatalogStore
 from dia_assets.agents.evaluation.retrieval import mean_reciprocal_rank, reciprocal_rank
-from dia_assets.agents.memory.store import MemoryStore
 from dia_assets.platform.embeddings import WordLlamaEmbedder
+from dia_assets.platform.memory.store import MemoryStore
 from tests.memory_fixtures import db_url, pg_server  # noqa: F401
 
 STAFF = [(1, "King", "Steven", 24000, 0.31, 1200.5), (2, "Yang", "Neena", 17000, 0.28, 300.0),

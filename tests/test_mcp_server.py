@@ -241,8 +241,8 @@ def test_schema_only_privacy_keeps_data_values_from_the_host(built: Path, monkey
 
 
 def test_search_memory_recalls_lessons_with_their_check(built: Path, db_url: str) -> None:  # noqa: F811
-    from dia_assets.agents.memory import Kind, MemoryStore, NewMemory, Tier
     from dia_assets.agents.query.memory import warehouse_fingerprint
+    from dia_assets.platform.memory import Kind, MemoryStore, NewMemory, Tier
 
     store = MemoryStore.open(url=db_url, embedder=HashEmbedder())
     scope = warehouse_fingerprint(str(built / "warehouse.duckdb"))

@@ -6,9 +6,9 @@ from pathlib import Path
 import dagster as dg
 from typer.testing import CliRunner
 
-from dia_assets.agents.memory import Kind, MemoryStore, NewMemory, Status, Tier
 from dia_assets.cli_memory import memory_app
 from dia_assets.memory_assets import memory_lessons
+from dia_assets.platform.memory import Kind, MemoryStore, NewMemory, Status, Tier
 from dia_assets.resources.embeddings import EmbeddingsResource
 from dia_assets.resources.memory import MemoryResource
 from dia_assets.resources.workspace import WorkspaceResource

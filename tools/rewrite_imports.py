@@ -58,6 +58,20 @@ MOVED = {
     "dia_assets.agents.interpreter.record_count": "dia_assets.platform.files.record_count",
     "dia_assets.agents.interpreter.rewrite": "dia_assets.platform.files.rewrite",
     "dia_assets.agents.interpreter.scanned_read": "dia_assets.platform.files.scanned",
+    # the memory store (names imported from the package dia_assets.agents.memory, but for
+    # MaintenancePolicy, now come from dia_assets.platform.memory: by hand)
+    "dia_assets.agents.memory.bulk": "dia_assets.platform.memory.bulk",
+    "dia_assets.agents.memory.conflicts": "dia_assets.platform.memory.conflicts",
+    "dia_assets.agents.memory.connection": "dia_assets.platform.memory.connection",
+    "dia_assets.agents.memory.embedded_pg": "dia_assets.platform.memory.embedded_pg",
+    "dia_assets.agents.memory.events": "dia_assets.platform.memory.events",
+    "dia_assets.agents.memory.migrations": "dia_assets.platform.memory.migrations",
+    "dia_assets.agents.memory.models": "dia_assets.platform.memory.models",
+    "dia_assets.agents.memory.placement": "dia_assets.platform.memory.placement",
+    "dia_assets.agents.memory.retrieval": "dia_assets.platform.memory.retrieval",
+    "dia_assets.agents.memory.server": "dia_assets.platform.memory.server",
+    "dia_assets.agents.memory.store": "dia_assets.platform.memory.store",
+    "dia_assets.agents.memory.verify": "dia_assets.platform.memory.verify",
 }
 _MOVED = re.compile(r"\b(" + "|".join(re.escape(k) for k in MOVED) + r")\b")
 # split between platform.model.base (ChatFn, Reply (was ChatReply), ToolCall), .errors
