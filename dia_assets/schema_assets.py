@@ -42,12 +42,12 @@ from dia_assets.agents.schema_creator import validate as v
 from dia_assets.agents.schema_creator.lineage import table_lineage
 from dia_assets.agents.schema_creator.markdown import decisions_markdown, er_markdown
 from dia_assets.agents.schema_creator.state import stale_reason
-from dia_assets.agents.schema_creator.table_stats import TableStats, installed_stats
 from dia_assets.contracts.artifact import write_atomic
 from dia_assets.contracts.interpretation import Interpretation
 from dia_assets.contracts.manifest import Manifest, ManifestTable
 from dia_assets.contracts.report import ValidationReport
 from dia_assets.platform import markdown
+from dia_assets.platform.tables.stats import TableStats, installed_stats
 from dia_assets.platform.warehouse.base import build_dialect
 from dia_assets.resources.warehouse import warehouse_target
 from dia_assets.resources.workspace import WorkspaceResource

@@ -72,6 +72,11 @@ MOVED = {
     "dia_assets.agents.memory.server": "dia_assets.platform.memory.server",
     "dia_assets.agents.memory.store": "dia_assets.platform.memory.store",
     "dia_assets.agents.memory.verify": "dia_assets.platform.memory.verify",
+    # the built warehouse read back (names moved by hand: schema_creator.sqlgen.transpile ->
+    # platform.tables.target, .value_sql and plan.is_text_type -> agents.value_parsing,
+    # schema_creator.swap.file_identity -> platform.warehouse.fingerprint)
+    "dia_assets.agents.schema_creator.target": "dia_assets.platform.tables.target",
+    "dia_assets.agents.schema_creator.table_stats": "dia_assets.platform.tables.stats",
 }
 _MOVED = re.compile(r"\b(" + "|".join(re.escape(k) for k in MOVED) + r")\b")
 # split between platform.model.base (ChatFn, Reply (was ChatReply), ToolCall), .errors

@@ -31,15 +31,16 @@ from dia_assets.agents.schema_creator.report_files import (  # noqa: F401 - the 
     write_report,
 )
 from dia_assets.agents.schema_creator.state import stale_reason
-from dia_assets.agents.schema_creator.swap import content_hash, file_identity
-from dia_assets.agents.schema_creator.target import Target
+from dia_assets.agents.schema_creator.swap import content_hash
 from dia_assets.agents.schema_creator.validate import validate
 from dia_assets.agents.schema_creator.writer import writing
 from dia_assets.contracts.generation import PendingInstall
 from dia_assets.contracts.interpretation import Interpretation
 from dia_assets.contracts.manifest import Manifest
 from dia_assets.contracts.report import InstalledBuild, ReloadRecord, ValidationReport
+from dia_assets.platform.tables.target import Target
 from dia_assets.platform.warehouse.base import build_dialect, target_dialect
+from dia_assets.platform.warehouse.fingerprint import file_identity
 from dia_assets.platform.workspace import Workspace
 
 

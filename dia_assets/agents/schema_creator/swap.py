@@ -133,14 +133,6 @@ def _fsync_dir(folder: Path) -> None:
         os.close(fd)
 
 
-def file_identity(path: Path) -> str:
-    """Which version of the file this is, without reading it: inode, size and modification
-    time. Every build is a new file renamed into place (a new inode), so a report can tell
-    cheaply, in each check process, whether it still describes the file in place."""
-    st = path.stat()
-    return f"{st.st_ino}-{st.st_size}-{st.st_mtime_ns}"
-
-
 T = TypeVar("T")
 R = TypeVar("R")
 

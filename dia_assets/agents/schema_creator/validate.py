@@ -8,7 +8,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from dia_assets.agents.schema_creator import sqlgen
-from dia_assets.agents.schema_creator.target import Target
 from dia_assets.contracts.interpretation import Interpretation
 from dia_assets.contracts.manifest import (
     Manifest,
@@ -28,6 +27,7 @@ from dia_assets.contracts.report import (
 )
 from dia_assets.platform.naming import quote_ident as q
 from dia_assets.platform.naming import sql_str
+from dia_assets.platform.tables.target import Target
 
 AXES = ["row_count_reconciliation", "column_coverage", "key_validity", "load_integrity", "test_queries"]
 
