@@ -202,16 +202,16 @@ def bench_prompt(tables: int = 50) -> dict:
     question = "What is the total invoice amount per customer region for closed invoices?"
     fake = register_tools([call("declare_contract", kind="analytical", columns=["x"]), "done"])
     agent = QueryAgent(db, index, litellm_chat(FAKE_MODEL), settings=AgentSettings(max_turns=1, reflect=False))
-    agent.answer(question, "wide")
+    answered = agent.answer(question, "wide")
     first = fake.requests[0]["messages"]
     tools = tool_specs(AGENT_TOOLS)
     linked = token_count(first, tools)
     every = QueryAgent(db, index, litellm_chat(FAKE_MODEL),
                        settings=AgentSettings(link_tables=len(index.tables), link_budget_tokens=None))
-    unlinked = token_count(every._opening(question, None, []), tools)
+    unlinked = token_count(every.opening(every.start(question)), tools)
     db.close()
     shutil.rmtree(folder, ignore_errors=True)
-    return {"tables": len(index.tables), "linked_tables": agent._linked,
+    return {"tables": len(index.tables), "linked_tables": next(e["linked_tables"] for e in answered.trace["events"] if e["event"] == "start"),
             "prompt_tokens_linked": linked, "prompt_tokens_all_tables": unlinked}
 
 

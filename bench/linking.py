@@ -281,8 +281,9 @@ def measure(wh: Warehouse, questions: list[dict[str, Any]], mapping: dict[str, s
     by_source: dict[str, list[float]] = {}
     for q in questions:
         needed = {(mapping or {}).get(t, t).lower() for t in q["tables"]}
-        messages = agent._opening(q["question"], None, [])
-        linked = {t.lower() for t in agent._linked}
+        run = agent.start(q["question"])
+        messages = agent.opening(run)
+        linked = {t.lower() for t in run.linked}
         hit = needed & linked
         r = len(hit) / len(needed) if needed else 1.0
         recalls.append(r)

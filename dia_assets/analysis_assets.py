@@ -22,22 +22,22 @@ from dagster import (
     Config,
     Failure,
     MaterializeResult,
-    MetadataValue,
     StaticPartitionsDefinition,
     multi_asset,
 )
 from pydantic import Field
 
-from dia_assets.agents.query.questions import load_questions, markdown_table
+from dia_assets.agents.query.questions import load_questions
 from dia_assets.platform.model.errors import NO_MODEL_MESSAGE
 from dia_assets.platform.model.litellm import litellm_chat
-from dia_assets.query_assets import answered_check, result_metadata, warehouse_location
+from dia_assets.query_assets import warehouse_location
+from dia_assets.question_metadata import answered_check, pipeline_metadata, result_metadata
 from dia_assets.question_outcomes import SINGLE_RUN, answer_each, answered_check_spec
 from dia_assets.resources import LLMResource, WorkspaceResource
 from dia_assets.resources.memory import MemoryResource
 
 if TYPE_CHECKING:  # the pipeline agent's contract imports the agent: loaded when a step runs
-    from dia_assets.contracts.analysis_result import AnalysisResult
+    pass
 
 
 class AnalysisConfig(Config):
@@ -48,15 +48,6 @@ class AnalysisConfig(Config):
     strong_model: str | None = Field(None, description="Strong stage (default DIA_SEMANTIC_STRONG_MODEL, else the agent's model).")
     embedding_stage: bool = Field(True, description="Embedding search and threshold pruning first.")
     calibration_size: int = Field(100, description="Rows the strong model judges to train the proxy stage.")
-
-
-def _steps_md(result: "AnalysisResult") -> str:
-    lines = ["| # | op | output | rows | stage mix | calls | cost USD |", "|---|---|---|---|---|---|---|"]
-    for r in result.steps:
-        op = r.operator or {}
-        lines.append(f"| {r.position} | {r.step.op} | {r.output} | {r.rows} | {op.get('stage_mix', '')} "
-                     f"| {op.get('model_calls', '')} | {op.get('cost_usd', '')} |")
-    return "\n".join(lines)
 
 
 def _vector_index_and_catalog(context: AssetExecutionContext, memory: MemoryResource, warehouse: str) -> tuple[Any, Any, Any]:
@@ -72,24 +63,6 @@ def _vector_index_and_catalog(context: AssetExecutionContext, memory: MemoryReso
     except Exception as err:  # the operators still run, with in-process search and no catalog
         context.log.warning(f"shared memory unavailable: in-process vector search, no catalog ({err})")
         return None, None, None
-
-
-def pipeline_metadata(result: "AnalysisResult") -> dict[str, Any]:
-    """What a pipeline did, for `analysis_result` and for a `query_result` whose agent ran one."""
-    q = result.query
-    meta: dict[str, Any] = {
-        "pipeline_steps": MetadataValue.md(_steps_md(result) if result.steps else "(no pipeline: SQL only)"),
-        "tables_used": MetadataValue.json(result.warehouse_tables_used),
-        "operators_used": MetadataValue.json(result.operators_used),
-        "stage_mix": MetadataValue.json(result.stage_mix),
-        "semantic_model_calls": result.model_calls,
-        "semantic_cost_usd": result.semantic_cost_usd,
-        "optimizations": MetadataValue.md("\n".join(f"- {n}" for n in result.optimizations) or "none"),
-        "preview": MetadataValue.md(markdown_table(q.columns, q.preview) or "(no rows)"),
-    }
-    for name, path in result.artifacts.items():
-        meta[f"path/{name}"] = MetadataValue.path(path)
-    return meta
 
 
 ANALYSIS_RESULT_KEY = AssetKey("analysis_result")

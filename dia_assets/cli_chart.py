@@ -33,7 +33,7 @@ def chart(
 ) -> None:
     """Chart a stored answer from its saved rows (result.parquet) by the rules: no model call,
     no warehouse needed. Prints the chart kind, why, and where it was written."""
-    from dia_assets.agents.charts.stored import StoredAnswerError, chart_stored
+    from dia_assets.agents.query import StoredAnswerError, chart_stored
 
     if output is not None and output.suffix.lower() not in SUFFIXES:
         fail(f"unknown chart file type {output.suffix or '(none)'!r}", f"name a {', '.join(SUFFIXES)} file",

@@ -8,8 +8,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from dagster import (
-    AssetCheckResult,
-    AssetCheckSeverity,
     AssetExecutionContext,
     AssetKey,
     AssetsDefinition,
@@ -25,10 +23,6 @@ from dagster import (
     SensorEvaluationContext,
     SensorResult,
     SkipReason,
-    TableColumn,
-    TableColumnDep,
-    TableColumnLineage,
-    TableSchema,
     define_asset_job,
     multi_asset,
     sensor,
@@ -37,13 +31,13 @@ from pydantic import Field
 
 from dia_assets.agents.data_folder import ADD_QUESTIONS_HINT, questions_file
 from dia_assets.agents.locations import default_warehouse
-from dia_assets.agents.query.questions import load_questions, markdown_table
-from dia_assets.platform import markdown
+from dia_assets.agents.query.questions import load_questions
 from dia_assets.platform.model.errors import NO_MODEL_MESSAGE
 from dia_assets.platform.model.litellm import litellm_chat
 from dia_assets.platform.settings import get_settings
 from dia_assets.platform.warehouse.base import target_dialect
 from dia_assets.platform.workspace import Workspace
+from dia_assets.question_metadata import answered_check, pipeline_metadata, result_metadata
 from dia_assets.question_outcomes import SINGLE_RUN, answer_each, answered_check_spec
 from dia_assets.resources import LLMResource, WorkspaceResource
 from dia_assets.resources.memory import MemoryResource
@@ -52,7 +46,6 @@ from dia_assets.resources.memory import MemoryResource
 # are imported where a step uses them, not here: every run worker loads this module, a build too.
 if TYPE_CHECKING:
     from dia_assets.agents.query.memory import QueryMemory
-    from dia_assets.contracts.query_result import QueryResult
 
 GROUP = "query"
 QUESTIONS = DynamicPartitionsDefinition(name="questions")
@@ -148,7 +141,7 @@ def materialize_question(
         return MaterializeResult(metadata={
             "status": "no_model", "question": question, "message": NO_MODEL_MESSAGE,
             "answer_path": MetadataValue.path(result.artifacts["answer"]),
-        }, check_results=[answered_check(result, workspace=workspace.root_path)])
+        }, check_results=[answered_check(result, QUERY_RESULT_KEY, workspace.root_path)])
     warehouse = warehouse_location(workspace)
     if target_dialect(warehouse).file_based and not Path(warehouse).exists():
         raise Failure(f"no warehouse at {warehouse}: materialize `warehouse` first (dia build / make demo)")
@@ -190,84 +183,11 @@ def materialize_question(
         context.log.warning(f"{qid}: {warning}")
     meta = result_metadata(result)
     if analysis is not None:
-        from dia_assets.analysis_assets import pipeline_metadata
-
         meta.update(pipeline_metadata(analysis))
-    return MaterializeResult(metadata=meta, check_results=[answered_check(result, workspace=workspace.root_path)])
+    return MaterializeResult(metadata=meta, check_results=[answered_check(result, QUERY_RESULT_KEY, workspace.root_path)])
 
 
 ANSWERED = answered_check_spec(QUERY_RESULT_KEY, QUESTIONS)
-
-
-def answered_check(result: "QueryResult", asset_key: AssetKey = QUERY_RESULT_KEY,
-                   workspace: Path | None = None) -> AssetCheckResult:
-    """An unanswered question is not a success: the check fails and says why. Nor is an answer
-    from a warehouse the last build could not replace (the workspace's state is STALE): it
-    answers from data that is no longer the current data."""
-    from dia_assets.agents.schema_creator.state import stale_reason
-
-    stale = stale_reason(workspace) if workspace is not None else None
-    answered = result.status == "answered" and not stale
-    head = f"STALE warehouse, the answer is from old data: {stale}. " if stale else ""
-    return AssetCheckResult(
-        asset_key=asset_key, check_name=ANSWERED.name, passed=answered, severity=AssetCheckSeverity.ERROR,
-        description=f"{head}{result.status}: {result.message}"[:2000],
-        metadata={"status": result.status, "attempts": MetadataValue.int(result.attempts),
-                  "rows": MetadataValue.int(result.row_count or 0)},
-    )
-
-
-def result_metadata(result: "QueryResult") -> dict[str, Any]:
-    checks = markdown.table(["check", "passed", "detail"],
-                            [[c.name, "yes" if c.passed else "NO", c.detail] for c in result.verification.checks])
-    meta: dict[str, Any] = {
-        "status": result.status,
-        "question": result.question,
-        "message": result.message,
-        "sql": MetadataValue.md(f"```sql\n{result.sql or ''}\n```"),
-        "contract": MetadataValue.json(result.contract.model_dump() if result.contract else {}),
-        "verification_passed": result.verification.passed,
-        "verification_checks": MetadataValue.md(checks),
-        "attempts": result.attempts,
-        "dagster/row_count": result.row_count,
-        "preview": MetadataValue.md(markdown_table(result.columns, result.preview) or "(no rows)"),
-        "tokens": MetadataValue.json(result.tokens.model_dump()),
-        "total_tokens": result.tokens.total_tokens,
-        "cost_usd": result.tokens.cost_usd,
-        "latency_s": result.latency_s,
-        "agent_overhead_s": result.overhead_s,
-        "memory_used": MetadataValue.json([m.model_dump() for m in result.memory_used]),
-        "lessons_written": len(result.lessons_written),
-        "dialect": result.dialect,
-        "privacy": result.privacy,
-    }
-    if result.chart is not None:
-        from dia_assets.agents.charts.render import inline_markdown
-
-        meta["chart"] = MetadataValue.md(inline_markdown(result.chart))
-        meta["chart_kind"] = result.chart.kind
-    if result.warnings:
-        meta["warnings"] = MetadataValue.md("\n".join(f"- {w}" for w in result.warnings))
-    for name, path in result.artifacts.items():
-        meta[f"path/{name}"] = MetadataValue.path(path)
-    if result.columns:
-        meta["dagster/column_schema"] = TableSchema(columns=[TableColumn(name=c) for c in result.columns])
-    if result.reads:  # what the SQL read anywhere (lineage audit: `dia lineage`, `lineage_report`)
-        meta["dia/tables_read"] = MetadataValue.json(result.reads)
-        meta["dia/columns_read"] = MetadataValue.md(
-            "\n".join(f"- `{t}`: {', '.join(cols) or '(rows only)'}" for t, cols in result.reads.items()))
-    if result.lineage:
-        deps = {out: [lineage_dep(src) for src in srcs] for out, srcs in result.lineage.items() if srcs}
-        if deps:
-            meta["dagster/column_lineage"] = TableColumnLineage(deps_by_column=deps)
-    return meta
-
-
-def lineage_dep(source: str) -> TableColumnDep:
-    """`table.column` read by an answer -> that column of the `warehouse/<table>` asset."""
-    table, _, column = source.rpartition(".")
-    return TableColumnDep(asset_key=AssetKey(["warehouse", table]) if table else AssetKey("warehouse"),
-                          column_name=column or source)
 
 
 def query_result_asset(deps: Sequence[str | AssetKey] = ("warehouse",), with_memory: bool = True) -> AssetsDefinition:

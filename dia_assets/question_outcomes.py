@@ -35,6 +35,7 @@ from dagster import (
 from dagster._core.definitions.asset_checks.asset_check_evaluation import AssetCheckEvaluation
 
 SINGLE_RUN = BackfillPolicy.single_run()
+ANSWERED_CHECK = "answered"
 
 
 def answered_check_spec(asset_key: AssetKey, partitions_def: object) -> AssetCheckSpec:
@@ -42,7 +43,7 @@ def answered_check_spec(asset_key: AssetKey, partitions_def: object) -> AssetChe
     check spec (a preview feature in Dagster 1.13, hence the warning filter)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", PreviewWarning)
-        return AssetCheckSpec("answered", asset=asset_key, partitions_def=partitions_def,  # type: ignore[arg-type]
+        return AssetCheckSpec(ANSWERED_CHECK, asset=asset_key, partitions_def=partitions_def,  # type: ignore[arg-type]
                               description="The question has a verified answer; fails with the reason otherwise "
                               "(no model, unanswerable, failed).")
 
@@ -62,7 +63,7 @@ def record(context: AssetExecutionContext, asset_key: AssetKey, key: str, result
         context.log_event(AssetObservation(asset_key, partition=key, metadata=metadata))
     for check in result.check_results or []:
         context.log_event(AssetCheckEvaluation(
-            asset_key=asset_key, check_name=check.check_name or "answered", passed=check.passed,
+            asset_key=asset_key, check_name=check.check_name or ANSWERED_CHECK, passed=check.passed,
             metadata=check.metadata, severity=check.severity, description=check.description, partition=key))
     return answered
 

@@ -1,14 +1,17 @@
 """The layer rule as a test (design review 2026-12-02, §6; tools/layers.py computes it).
 
 contracts < platform < agents < glue (Dagster assets, resources, sensors, CLI) < bench: a module
-imports its own layer or lower ones; an agent imports no sibling agent; nothing outside tests/
-imports tests; no import cycles. KNOWN lists today's violations. A new one fails the test, and so
+imports its own layer or lower ones; an agent imports a sibling agent only through the sibling's
+package (names in its `__all__`) and only along an edge declared in `layers.COMPOSES`, which is
+acyclic; nothing outside tests/ imports tests; no import cycles. KNOWN lists today's violations. A new one fails the test, and so
 does a KNOWN entry that no longer happens: delete it, so the list only shrinks.
 """
 
 from __future__ import annotations
 
 import importlib.util
+import json
+import subprocess
 import sys
 from pathlib import Path
 
@@ -22,45 +25,7 @@ sys.modules[_spec.name] = layers
 _spec.loader.exec_module(layers)
 
 KNOWN = {
-    "cycle: analysis_assets <-> query_assets",
-    "sibling: agents.analysis.agent -> agents.query.loop (analysis -> query)",
-    "sibling: agents.analysis.agent -> agents.query.memory (analysis -> query)",
-    "sibling: agents.analysis.agent -> agents.query.schema (analysis -> query)",
-    "sibling: agents.analysis.agent -> agents.query.tools (analysis -> query)",
-    "sibling: agents.analysis.agent -> agents.semantic_ops.judge (analysis -> semantic_ops)",
-    "sibling: agents.analysis.agent -> agents.semantic_ops.models (analysis -> semantic_ops)",
-    "sibling: agents.analysis.auto -> agents.query.loop (analysis -> query)",
-    "sibling: agents.analysis.auto -> agents.query.run (analysis -> query)",
-    "sibling: agents.analysis.auto -> agents.semantic_ops.models (analysis -> semantic_ops)",
-    "sibling: agents.analysis.auto -> agents.semantic_ops.vectors (analysis -> semantic_ops)",
-    "sibling: agents.analysis.run -> agents.query.loop (analysis -> query)",
-    "sibling: agents.analysis.run -> agents.query.memory (analysis -> query)",
-    "sibling: agents.analysis.run -> agents.query.run (analysis -> query)",
-    "sibling: agents.analysis.run -> agents.query.schema (analysis -> query)",
-    "sibling: agents.analysis.run -> agents.semantic_ops.models (analysis -> semantic_ops)",
-    "sibling: agents.analysis.run -> agents.semantic_ops.vectors (analysis -> semantic_ops)",
-    "sibling: agents.analysis.session -> agents.catalog.estimate (analysis -> catalog)",
-    "sibling: agents.analysis.session -> agents.query.schema (analysis -> query)",
-    "sibling: agents.analysis.session -> agents.semantic_ops.models (analysis -> semantic_ops)",
-    "sibling: agents.analysis.session -> agents.semantic_ops.operators (analysis -> semantic_ops)",
-    "sibling: agents.analysis.session -> agents.semantic_ops.tables (analysis -> semantic_ops)",
-    "sibling: agents.analysis.session -> agents.semantic_ops.vectors (analysis -> semantic_ops)",
-    "sibling: agents.catalog.build -> agents.semantic_ops.operators (catalog -> semantic_ops)",
-    "sibling: agents.catalog.refresh -> agents.semantic_ops.judge (catalog -> semantic_ops)",
-    "sibling: agents.charts.stored -> agents.query.run (charts -> query)",
-    "sibling: agents.evaluation.solvers -> agents.query.loop (evaluation -> query)",
-    "sibling: agents.evaluation.solvers -> agents.query.run (evaluation -> query)",
-    "sibling: agents.evaluation.solvers -> agents.query.verify (evaluation -> query)",
-    "sibling: agents.mcp.lineage -> agents.lineage.index (mcp -> lineage)",
     "sibling: agents.mcp.lineage -> agents.schema_creator.lineage (mcp -> schema_creator)",
-    "sibling: agents.mcp.service -> agents.lineage.index (mcp -> lineage)",
-    "sibling: agents.mcp.service -> agents.query.loop (mcp -> query)",
-    "sibling: agents.mcp.service -> agents.query.memory (mcp -> query)",
-    "sibling: agents.mcp.service -> agents.query.run (mcp -> query)",
-    "sibling: agents.mcp.service -> agents.query.tools (mcp -> query)",
-    "sibling: agents.query.run -> agents.charts.choose (query -> charts)",
-    "sibling: agents.query.run -> agents.charts.hints (query -> charts)",
-    "sibling: agents.query.run -> agents.charts.render (query -> charts)",
 }
 
 
@@ -125,3 +90,82 @@ def test_counts_are_printed(capsys: pytest.CaptureFixture[str], found: list[str]
     lines = dict(line.split(": ") for line in capsys.readouterr().out.splitlines())
     assert int(lines["sibling"]) == sum(1 for v in found if v.startswith("sibling:"))
     assert int(lines["modules"]) > 200 and set(layers.KINDS) <= set(lines)
+
+
+_AGENTS = {
+    "dia_assets/__init__.py": "",
+    "dia_assets/agents/__init__.py": "",
+    "dia_assets/agents/query/__init__.py": "__all__ = ['QueryAgent']\n",
+    "dia_assets/agents/query/loop.py": "class QueryAgent: ...\nclass _State: ...\n",
+    "dia_assets/agents/charts/__init__.py": "__all__ = ['chart']\n",
+    "dia_assets/agents/charts/render.py": "def chart(): ...\n",
+}
+
+
+@pytest.mark.parametrize(("files", "composes", "expected"), [
+    pytest.param(  # a module of a declared sibling: only its package is public
+        {"dia_assets/agents/analysis/run.py": "from dia_assets.agents.query.loop import QueryAgent\n"},
+        {"analysis": frozenset({"query"})},
+        ["sibling: agents.analysis.run -> agents.query.loop (analysis -> query)"], id="module"),
+    pytest.param(  # `from package import module` is still the module
+        {"dia_assets/agents/analysis/run.py": "from ..query import QueryAgent, loop\n"},
+        {"analysis": frozenset({"query"})},
+        ["sibling: agents.analysis.run -> agents.query.loop (analysis -> query)"], id="relative-module"),
+    pytest.param(  # through the package, but no declared edge
+        {"dia_assets/agents/analysis/run.py": "from dia_assets.agents.query import QueryAgent\n"},
+        {"analysis": frozenset({"charts"})},
+        ["sibling: agents.analysis.run -> agents.query (analysis -> query, not in COMPOSES)"], id="undeclared"),
+    pytest.param(  # a name the package does not export, and a private one
+        {"dia_assets/agents/analysis/run.py": "def f():\n    from dia_assets.agents.query import _State, loop_x\n",
+         "dia_assets/agents/query/__init__.py": "__all__ = ['QueryAgent', '_State']\n"},
+        {"analysis": frozenset({"query"})},
+        ["sibling: agents.analysis.run -> agents.query._State (analysis -> query, not exported)",
+         "sibling: agents.analysis.run -> agents.query.loop_x (analysis -> query, not exported)"], id="not-exported"),
+    pytest.param(  # declared edges that form a cycle are themselves a violation
+        {"dia_assets/agents/query/loop.py": "from dia_assets.agents.charts import chart\n",
+         "dia_assets/agents/charts/render.py": "import dia_assets.agents.query\n"},
+        {"query": frozenset({"charts"}), "charts": frozenset({"query"})},
+        ["sibling: COMPOSES cycle: charts <-> query"], id="declared-cycle"),
+    pytest.param(  # the allowed form stays quiet
+        {"dia_assets/agents/analysis/run.py": "from dia_assets.agents.query import QueryAgent\n"
+                                              "import dia_assets.agents.charts\n"},
+        {"analysis": frozenset({"query", "charts"})},
+        [], id="allowed"),
+])
+def test_agents_use_siblings_only_through_declared_packages(
+        tmp_path: Path, files: dict[str, str], composes: dict[str, frozenset[str]], expected: list[str]) -> None:
+    root = _write(tmp_path, {**_AGENTS, **files})
+    assert layers.violations(layers.graph(root), root, composes) == expected
+
+
+def test_the_declared_agent_edges_are_acyclic_and_name_agents() -> None:
+    assert layers.composes_cycles(layers.COMPOSES) == []
+    agents = {p.name for p in (ROOT / "dia_assets" / "agents").iterdir() if (p / "__init__.py").exists()}
+    named = set(layers.COMPOSES) | {b for bs in layers.COMPOSES.values() for b in bs}
+    assert named <= agents, sorted(named - agents)
+
+
+# the packages siblings import: importing one loads none of its modules (PEP 562 exports)
+PUBLIC = ("query", "semantic_ops", "charts", "catalog", "lineage")
+
+
+def test_agent_packages_export_lazily_and_every_export_resolves() -> None:
+    """What a sibling may import (`__all__`) exists and is public, and importing the package
+    loads neither its modules nor litellm or numpy (the code location's import time)."""
+    code = (
+        "import importlib, json, sys\n"
+        f"pkgs = {PUBLIC!r}\n"
+        "mods = [importlib.import_module('dia_assets.agents.' + p) for p in pkgs]\n"
+        "loaded = sorted(m for m in sys.modules if any(m.startswith(f'dia_assets.agents.{p}.') for p in pkgs)"
+        " or m in ('litellm', 'numpy'))\n"
+        "missing = [f'{m.__name__}.{n}' for m in mods for n in m.__all__ if getattr(m, n, None) is None]\n"
+        "print(json.dumps({'loaded': loaded, 'missing': missing, 'all': [sorted(m.__all__) for m in mods]}))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
+    got = json.loads(out.stdout)
+    assert got["loaded"] == []
+    assert got["missing"] == []
+    for pkg, names in zip(PUBLIC, got["all"], strict=True):
+        assert names, f"{pkg} exports nothing"
+        assert not [n for n in names if n.startswith("_")], pkg
+        assert set(names) == layers.exported(ROOT / "dia_assets" / "agents" / pkg)

@@ -142,7 +142,7 @@ def test_lineage_report_asset(answered: Path, monkeypatch: pytest.MonkeyPatch) -
 
 def test_query_result_metadata_names_what_the_sql_read(answered: Path) -> None:
     from dia_assets.contracts.query_result import QueryResult
-    from dia_assets.query_assets import result_metadata
+    from dia_assets.question_metadata import result_metadata
 
     meta = result_metadata(QueryResult.read(answered / "queries" / "roles" / "result.json"))
     assert meta["dia/tables_read"].value == {"staff": ["hourly_rate", "role"]}

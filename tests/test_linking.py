@@ -111,12 +111,13 @@ def test_first_prompt_respects_the_token_budget(tmp_path: Path) -> None:
     for budget in (2200, 3000):
         agent = QueryAgent(db, index, lambda *a, **k: None,
                            settings=AgentSettings(memory_refs=0, link_budget_tokens=budget))
-        messages = agent._opening("Which customers made the most transactions?", None, [])
+        run = agent.start("Which customers made the most transactions?")
+        messages = agent.opening(run)
         assert litellm.token_counter(model="gpt-4o", messages=messages, tools=tools) <= budget
-        linked[budget] = list(agent._linked)
-        assert {"broker_sbcustomer", "broker_sbtransaction"} <= set(agent._linked)
+        linked[budget] = list(run.linked)
+        assert {"broker_sbcustomer", "broker_sbtransaction"} <= set(run.linked)
         others = messages[1]["content"].split("Other tables (ask describe_table): ")[1].split("\n")[0]
-        assert not set(others.split(", ")) & set(agent._linked)  # each table is named once
+        assert not set(others.split(", ")) & set(run.linked)  # each table is named once
     assert len(linked[3000]) > len(linked[2200]) > 6
     db.close()
 

@@ -13,9 +13,21 @@ Reported, each as one stable line so a test can keep a list of today's known one
 - `cycle: a <-> b <-> ...`          a strongly connected set of modules (sorted), imports inside
                                       functions included (they still tie the modules together);
 - `up: a -> b (agents -> glue)`     an import from a lower layer into a higher one;
-- `sibling: a -> b (query -> memory)` an agent importing another agent's modules (the modules
-                                      directly under dia_assets/agents/ are shared, not an agent);
+- `sibling: a -> b (x -> y)`         an agent importing a sibling agent's module (`agents.query.loop`):
+                                      a sibling is used only through its package (the modules directly
+                                      under dia_assets/agents/ are shared, not an agent);
+  `sibling: a -> b (x -> y, not in COMPOSES)`  through the package, but along no declared edge;
+  `sibling: a -> b.n (x -> y, not exported)`   a name the package's `__all__` does not export
+                                      (a leading underscore is never exported);
+  `sibling: COMPOSES cycle: x <-> y`  the declared edges themselves form a cycle.
 - `tests: a -> b`                   code outside tests/ importing from tests.
+
+The rule for agents: an agent may import a sibling agent ONLY (a) through the sibling's package,
+`from dia_assets.agents.<x> import Name` with Name in that `__init__.py`'s `__all__` (exported
+lazily, PEP 562, so the package import stays cheap), and (b) along an edge declared in COMPOSES
+below, which must be acyclic. Edges that exist only because shared infrastructure still sits in
+an agent (the memory store, file readers, table statistics: moving to dia_assets/platform/) are
+not declared: they stay violations until the code moves.
 
     python tools/layers.py            # every violation, one per line; exit 1 if any
     python tools/layers.py --counts   # modules, import edges, and the number of each kind (exit 0)
@@ -38,6 +50,27 @@ MOUNTED = ("resources", "sensors")
 SCANNED = (PACKAGE, *MOUNTED, "bench")
 LAYERS = ("contracts", "platform", "agents", "glue", "bench")
 KINDS = ("cycle", "up", "sibling", "tests")
+
+# Which sibling agents each agent composes (design review §6.2: agents are leaves, except that one
+# agent may build on another through its public package). One table, checked to be acyclic; each
+# edge says why it is legitimate.
+COMPOSES: dict[str, frozenset[str]] = {
+    # extends the query agent (its loop, tools, schema index, answers); semantic steps in a
+    # pipeline; the catalog's selectivity estimates plan them
+    "analysis": frozenset({"query", "semantic_ops", "catalog"}),
+    # clusters labels with the semantic operators' kmeans; their judge names the clusters
+    "catalog": frozenset({"semantic_ops"}),
+    # scores the query agent; never the reverse
+    "evaluation": frozenset({"query"}),
+    # serves the query agent's answers and the lineage agent's index over MCP
+    "mcp": frozenset({"query", "lineage"}),
+    # an answered question gets a chart; charts know nothing of the query agent
+    "query": frozenset({"charts"}),
+    # where a value came from is the SQL the schema creator generated for it
+    "lineage": frozenset({"schema_creator"}),
+    # a build without an interpretation runs the interpreter first
+    "schema_creator": frozenset({"interpreter"}),
+}
 
 
 def module_name(path: Path, root: Path = ROOT) -> str:
@@ -90,6 +123,15 @@ def _package_of(module: str, path: Path) -> str:
     return module if path.name == "__init__.py" else module.rpartition(".")[0]
 
 
+def _from_target(module: str, path: Path, node: ast.ImportFrom) -> str:
+    """The absolute module a `from ... import` statement names (relative ones resolved)."""
+    if not node.level:
+        return node.module or ""
+    base = _package_of(module, path).split(".")
+    base = base[: len(base) - node.level + 1]
+    return ".".join(base + ([node.module] if node.module else []))
+
+
 def imports(module: str, path: Path, known: dict[str, Path]) -> set[str]:
     """The scanned or test modules `module` imports, anywhere in its file (lazy imports too).
     `from x import y` counts as an import of x.y when that is a module, else of x."""
@@ -108,12 +150,7 @@ def imports(module: str, path: Path, known: dict[str, Path]) -> set[str]:
             for alias in node.names:
                 add(alias.name)
         elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = _package_of(module, path).split(".")
-                base = base[: len(base) - node.level + 1]
-                target = ".".join(base + ([node.module] if node.module else []))
-            else:
-                target = node.module or ""
+            target = _from_target(module, path, node)
             for alias in node.names:
                 full = f"{target}.{alias.name}"
                 add(full if full in known else target)
@@ -175,12 +212,66 @@ def _short(module: str) -> str:
     return module.removeprefix(f"{PACKAGE}.")
 
 
-def violations(edges: dict[str, set[str]], root: Path = ROOT) -> list[str]:
-    """Every violation of the layer rule, one stable line each, sorted by kind then text."""
+def exported(package: Path) -> set[str]:
+    """The names a package's `__init__.py` lists in a literal `__all__` (none without one)."""
+    init = package / "__init__.py"
+    if not init.exists():
+        return set()
+    for node in ast.parse(init.read_text(encoding="utf-8"), filename=str(init)).body:
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) else []
+        if any(isinstance(t, ast.Name) and t.id == "__all__" for t in targets) and node.value is not None:
+            try:
+                return {str(name) for name in ast.literal_eval(node.value)}
+            except ValueError:  # computed: not checkable, so every imported name is reported
+                return set()
+    return set()
+
+
+def imported_names(module: str, path: Path, package: str) -> set[str]:
+    """The names `module` takes from `package` with `from package import name` (relative too)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and _from_target(module, path, node) == package:
+            names.update(alias.name for alias in node.names)
+    return names
+
+
+def composes_cycles(composes: dict[str, frozenset[str]]) -> list[list[str]]:
+    """Cycles among the declared agent edges (a self-edge counts)."""
+    groups = cycles({a: set(b) for a, b in composes.items()})
+    return groups + [[a] for a in sorted(composes) if a in composes[a]]
+
+
+def _sibling(src: str, dst: str, mine: str, theirs: str, composes: dict[str, frozenset[str]],
+             known: dict[str, Path], root: Path) -> list[str]:
+    """The agent rule for one import of a sibling agent: through its package, along a declared
+    edge, of exported public names only."""
+    line = f"sibling: {_short(src)} -> {_short(dst)} ({mine} -> {theirs}"
+    package = f"{PACKAGE}.agents.{theirs}"
+    if dst != package:
+        return [line + ")"]
+    if theirs not in composes.get(mine, frozenset()):
+        return [line + ", not in COMPOSES)"]
+    public = exported(root / PACKAGE / "agents" / theirs)
+    return [f"sibling: {_short(src)} -> {_short(dst)}.{name} ({mine} -> {theirs}, not exported)"
+            for name in sorted(imported_names(src, known[src], package))
+            if name != "*" and f"{package}.{name}" not in known  # a module: reported above
+            and (name.startswith("_") or name not in public)]
+
+
+def violations(edges: dict[str, set[str]], root: Path = ROOT,
+               composes: dict[str, frozenset[str]] | None = None) -> list[str]:
+    """Every violation of the layer rule, one stable line each, sorted by kind then text.
+    `composes` is the declared agent edges (default COMPOSES)."""
+    composes = COMPOSES if composes is None else composes
+    known = modules(root)
     out: dict[str, list[str]] = {kind: [] for kind in KINDS}
     scanned = {m: e for m, e in edges.items() if layer(m) is not None}
     for group in cycles(scanned):
         out["cycle"].append("cycle: " + " <-> ".join(_short(m) for m in group))
+    for group in composes_cycles(composes):
+        out["sibling"].append("sibling: COMPOSES cycle: " + " <-> ".join(group))
     for src in sorted(scanned):
         for dst in sorted(scanned[src]):
             if layer(dst) is None:
@@ -191,7 +282,7 @@ def violations(edges: dict[str, set[str]], root: Path = ROOT) -> list[str]:
                 out["up"].append(f"up: {_short(src)} -> {_short(dst)} ({a} -> {b})")
             mine, theirs = agent(src, root), agent(dst, root)
             if mine and theirs and mine != theirs:
-                out["sibling"].append(f"sibling: {_short(src)} -> {_short(dst)} ({mine} -> {theirs})")
+                out["sibling"] += _sibling(src, dst, mine, theirs, composes, known, root)
     return [line for kind in KINDS for line in sorted(out[kind])]
 
 

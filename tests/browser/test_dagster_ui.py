@@ -245,3 +245,18 @@ def test_unanswered_questions_are_not_shown_as_success(page: Any, dagster_ui: Da
     expect(page.get_by_text("Failed", exact=True).last).to_be_visible()
     expect(page.get_by_text(re.compile(r"^no_model: ")).first).to_be_visible()
     screenshot(page, "query-result-check")
+
+
+def test_declared_automation_is_on_and_says_what_it_runs(page: Any, dagster_ui: DagsterUI, screenshot: Any) -> None:
+    """A fresh instance: the project's declarative automation sensor is listed and running, and
+    its page says which assets follow which (the catalog after each new validation report)."""
+    page.goto("/automation")
+    row = page.locator("[data-index]").filter(has_text="dia_automation")
+    expect(row).to_contain_text("Automation condition sensor")
+    expect(page.locator("[data-index]").filter(has_text="nightly_refresh")).to_be_visible()
+    screenshot(page, "automation")
+    page.goto(row.get_by_role("link").first.get_attribute("href"))
+    expect(page.get_by_text(re.compile(r"semantic_catalog: eager")).first).to_be_visible()
+    expect(page.locator("tr").filter(has_text="Running").locator("input[type=checkbox]")).to_be_checked()
+    expect(page.get_by_text(re.compile(r"materializations? requested")).first).to_be_visible()
+    screenshot(page, "automation-sensor")

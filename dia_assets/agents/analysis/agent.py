@@ -1,5 +1,9 @@
 """The Query Generator with pipelines: the same loop (contract, probes, submit, verification)
-plus a `run_pipeline` tool whose SQL and semantic steps become tables in the session."""
+plus a `run_pipeline` tool whose SQL and semantic steps become tables in the session.
+
+`Pipelines` extends a plain QueryAgent through its public extension points only: one more
+`Tool`, an `AnswerHooks` object (a system prompt paragraph, the result's caveats) and, for the
+on-demand agent, `AnswerRun.use_database` when the first pipeline opens the session."""
 
 from __future__ import annotations
 
@@ -11,15 +15,21 @@ from pydantic import ValidationError
 from dia_assets.agents.analysis.caveats import answer_note, unverified_decisions, unverified_rows
 from dia_assets.agents.analysis.session import AnalysisSession
 from dia_assets.agents.analysis.steps import PipelineError
-from dia_assets.agents.query.loop import AgentSettings, AskUser, QueryAgent, _State
-from dia_assets.agents.query.memory import QueryMemory
-from dia_assets.agents.query.schema import SchemaIndex
-from dia_assets.agents.query.tools import AGENT_TOOLS, Explorer
-from dia_assets.agents.semantic_ops.judge import prompts as semantic_prompts
-from dia_assets.agents.semantic_ops.models import SemanticModelUnavailable
+from dia_assets.agents.query import (
+    AgentRun,
+    AnswerHooks,
+    AnswerRun,
+    QueryAgent,
+    SchemaIndex,
+    Tool,
+    ToolOutput,
+    query_tools,
+    refuse,
+)
+from dia_assets.agents.semantic_ops import SemanticModelUnavailable
+from dia_assets.agents.semantic_ops import judge_prompts as semantic_prompts
 from dia_assets.contracts.analysis_steps import Step
-from dia_assets.platform.model.base import ChatFn, ToolCall
-from dia_assets.platform.sql.gate import Gate
+from dia_assets.platform.model.base import ChatFn
 from dia_assets.platform.warehouse.base import Database
 
 _STR = {"type": "string"}
@@ -39,82 +49,91 @@ RUN_PIPELINE_PARAMETERS: dict[str, Any] = {
 }
 
 
-class PipelineAgent(QueryAgent):
-    """A QueryAgent over an AnalysisSession's database, with `run_pipeline`."""
+class Pipelines(AnswerHooks):
+    """`run_pipeline` for one question's QueryAgent: the tool, the session it runs in (given,
+    or opened by `open_session` on the first call, after which the run continues on the
+    session's database), the planner's notes, and the caveats added to the result."""
 
-    tool_names = (*AGENT_TOOLS, "run_pipeline")
-
-    def __init__(self, session: AnalysisSession, index: SchemaIndex, chat: ChatFn,
-                 memory: QueryMemory | None = None, settings: AgentSettings | None = None,
-                 ask_user: AskUser | None = None, privacy: str | None = None,
-                 catalog_link: Any = None) -> None:
-        super().__init__(session.db, index, chat, memory=memory, settings=settings, ask_user=ask_user,
-                         allow_writes=False, privacy=privacy, catalog_link=catalog_link)
-        self.session: AnalysisSession | None = session
+    def __init__(self, session: AnalysisSession | None = None,
+                 open_session: Callable[[], AnalysisSession] | None = None) -> None:
+        if session is None and open_session is None:
+            raise ValueError("Pipelines needs a session or a way to open one")
+        self.session = session
         self.plan_notes: list[str] = []
+        self._open_session = open_session
+        self.tool = Tool("run_pipeline", semantic_prompts()["run_pipeline"], RUN_PIPELINE_PARAMETERS,
+                         self.run_pipeline)
 
-    def _tool_specs(self) -> list[dict[str, Any]]:
-        specs = super()._tool_specs()
-        specs.append({"type": "function", "function": {
-            "name": "run_pipeline", "description": semantic_prompts()["run_pipeline"].strip(),
-            "parameters": RUN_PIPELINE_PARAMETERS}})
-        return specs
+    def agent(self, db: Database, index: SchemaIndex, chat: ChatFn, **kwargs: Any) -> QueryAgent:
+        """A QueryAgent offered `run_pipeline` beside its own tools. Never a modification: that
+        is SQL on the warehouse (allow_writes is dropped)."""
+        kwargs.pop("allow_writes", None)
+        return QueryAgent(db, index, chat, allow_writes=False, tools=[*query_tools(), self.tool],
+                          hooks=self, **kwargs)
 
-    def _opening(self, question: str, previous: Any, clarifications: list[Any]) -> list[dict[str, Any]]:
-        messages = super()._opening(question, previous, clarifications)
+    # -- hooks -----------------------------------------------------------------------------
+
+    def opening(self, run: AnswerRun, messages: list[dict[str, Any]]) -> None:
         messages[0]["content"] += "\n\n" + semantic_prompts()["pipeline_system"].strip()
-        return messages
 
-    def _pipeline_session(self) -> AnalysisSession:
-        return self.session
+    def finished(self, run: AnswerRun, agent_run: AgentRun) -> None:
+        if self.session is None:
+            return
+        agent_run.trace["pipeline"] = [r.model_dump() for r in self.session.records]
+        agent_run.trace["optimizations"] = self.plan_notes
+        caveats = unverified_decisions(self.session.records)
+        if caveats:  # "passed" covers the checks; say what they could not cover
+            agent_run.result.verification.unverified = caveats
+            agent_run.trace["verification"]["unverified"] = caveats
+            if agent_run.result.status == "answered":
+                rows = unverified_rows(self.session.records)
+                agent_run.result.message += f"; semantic decisions of {rows} rows not verified"
+            if agent_run.result.answer:
+                agent_run.result.answer += "\n\n" + answer_note(caveats)
 
-    def _result(self, *args: Any, **kwargs: Any) -> Any:
-        run = super()._result(*args, **kwargs)
-        if self.session is not None:
-            run.trace["pipeline"] = [r.model_dump() for r in self.session.records]
-            run.trace["optimizations"] = self.plan_notes
-            caveats = unverified_decisions(self.session.records)
-            if caveats:  # "passed" covers the checks; say what they could not cover
-                run.result.verification.unverified = caveats
-                run.trace["verification"]["unverified"] = caveats
-                if run.result.status == "answered":
-                    rows = unverified_rows(self.session.records)
-                    run.result.message += f"; semantic decisions of {rows} rows not verified"
-                if run.result.answer:
-                    run.result.answer += "\n\n" + answer_note(caveats)
-        return run
+    # -- the tool ----------------------------------------------------------------------------
 
-    def _tool_run_pipeline(self, call: ToolCall, args: dict[str, Any], state: _State) -> str:
+    def run_pipeline(self, run: AnswerRun, args: dict[str, Any]) -> ToolOutput:
         raw = args.get("steps")
         if not isinstance(raw, list) or not raw:
-            return self._tool(call, {"error": "run_pipeline needs a non-empty list of steps"}, refused=True)
+            return refuse({"error": "run_pipeline needs a non-empty list of steps"})
         try:
             steps = [Step.model_validate(s) for s in raw]
         except ValidationError as err:
             first = err.errors()[0]
-            return self._tool(call, {"error": f"bad step: {'.'.join(map(str, first['loc']))}: {first['msg']}"},
-                              refused=True)
+            return refuse({"error": f"bad step: {'.'.join(map(str, first['loc']))}: {first['msg']}"})
         try:
-            session = self._pipeline_session()
-            records, notes = session.run(steps, self._gate, self.index)
+            session = self._session_for(run)
+            records, notes = session.run(steps, run.gate, run.index)
         except PipelineError as err:
             done = [r.output for r in self.session.records] if self.session is not None else []
-            self._event("pipeline_error", error=str(err), done=done)
-            return self._tool(call, {"error": str(err), "tables_so_far": done}, refused=True)
+            run.event("pipeline_error", error=str(err), done=done)
+            return refuse({"error": str(err), "tables_so_far": done})
         except SemanticModelUnavailable as err:  # no answer can stand on it: stop, keep the tables
-            return self._stop_on_outage(call, err, state)
+            return self._stop_on_outage(run, err)
         self.plan_notes += notes
         for r in records:
-            self._event("pipeline_step", **r.model_dump())
-        payload = {"optimizations": notes, "steps": [
+            run.event("pipeline_step", **r.model_dump())
+        return ToolOutput({"optimizations": notes, "steps": [
             {"output": r.output, "op": r.step.op, "rows": r.rows, "columns": r.columns,
              **({"stage_mix": r.operator["stage_mix"], "model_calls": r.operator["model_calls"],
                  "cost_usd": r.operator["cost_usd"]} if r.operator else {}),
-             **({"estimated": r.estimate} if r.estimate else {})} for r in records]}
-        return self._tool(call, payload)
+             **({"estimated": r.estimate} if r.estimate else {})} for r in records]})
 
+    def _session_for(self, run: AnswerRun) -> AnalysisSession:
+        """The session; opened on first use, and the run moves onto its database (the warehouse
+        attached read-only, step tables beside it)."""
+        if self.session is None:
+            assert self._open_session is not None
+            self.session = self._open_session()
+            # step tables join a copy of the index: the warehouse's own is cached across questions
+            index = SchemaIndex(run.index.dialect, dict(run.index.tables))
+            index.refresh()
+            run.use_database(self.session.db, index)
+            run.event("pipeline_session", warehouse_tables=sorted(self.session.warehouse_tables))
+        return self.session
 
-    def _stop_on_outage(self, call: ToolCall, err: SemanticModelUnavailable, state: _State) -> str:
+    def _stop_on_outage(self, run: AnswerRun, err: SemanticModelUnavailable) -> ToolOutput:
         """A model stage is unreachable: the run ends failed with one line naming the model,
         the cause and what was kept (the partial step's tables, exported with the others)."""
         records = self.session.records if self.session is not None else []
@@ -126,36 +145,6 @@ class PipelineAgent(QueryAgent):
             kept = (f"; {last.step.op} -> {last.output} stopped after deciding {decided} of "
                     f"{last.operator.get('rows_in', 0)} rows (kept, the rest marked _stage='undecided')")
         message = f"{err}{kept}"
-        self._event("pipeline_stopped", error=message, done=[r.output for r in records])
-        self._finish(state, "failed", message)
-        return self._tool(call, {"error": message}, refused=True)
-
-
-class OnDemandPipelineAgent(PipelineAgent):
-    """The Query Generator over the warehouse itself, offered `run_pipeline` too: the model
-    decides. Until it runs a pipeline, everything (probes, gate, submit) is the plain
-    QueryAgent's; the first `run_pipeline` opens the analysis session (the warehouse attached
-    read-only, step tables beside it) and the loop continues there."""
-
-    def __init__(self, db: Database, index: SchemaIndex, chat: ChatFn,
-                 open_session: Callable[[], AnalysisSession], **kwargs: Any) -> None:
-        kwargs.pop("allow_writes", None)  # a modification is SQL on the warehouse: never offered here
-        QueryAgent.__init__(self, db, index, chat, allow_writes=False, **kwargs)
-        self.session = None
-        self.plan_notes = []
-        self._open_session = open_session
-
-    def _pipeline_session(self) -> AnalysisSession:
-        if self.session is None:
-            self.session = self._open_session()
-            old = self._explorer
-            s = self.settings
-            self.db = self.session.db
-            # step tables join a copy of the index: the warehouse's own is cached across questions
-            self.index = SchemaIndex(self.index.dialect, dict(self.index.tables))
-            self.index._build_terms()
-            self._gate = Gate(self.db, self.index.qualify_schema(), self.privacy)
-            self._explorer = Explorer(self.db, self.index, self.memory, s.probe_rows, s.timeout_s, gate=self._gate)
-            self._explorer.memory_checked = old.memory_checked
-            self._event("pipeline_session", warehouse_tables=sorted(self.session.warehouse_tables))
-        return self.session
+        run.event("pipeline_stopped", error=message, done=[r.output for r in records])
+        run.finish("failed", message)
+        return refuse({"error": message})

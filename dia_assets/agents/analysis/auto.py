@@ -10,13 +10,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from dia_assets.agents.analysis.agent import OnDemandPipelineAgent
+from dia_assets.agents.analysis.agent import Pipelines
 from dia_assets.agents.analysis.session import AnalysisSession
 from dia_assets.agents.analysis.steps import PipelineError
-from dia_assets.agents.query.loop import AgentRun, QueryAgent
-from dia_assets.agents.query.run import answer_question, checked_question_id, slug
-from dia_assets.agents.semantic_ops.models import CascadeConfig
-from dia_assets.agents.semantic_ops.vectors import VectorIndex
+from dia_assets.agents.query import AgentRun, QueryAgent, answer_question, checked_question_id, slug
+from dia_assets.agents.semantic_ops import CascadeConfig, VectorIndex
 from dia_assets.contracts.analysis_result import AnalysisResult
 from dia_assets.contracts.query_result import QueryResult
 from dia_assets.contracts.semantic_catalog import CatalogNode
@@ -78,11 +76,11 @@ def answer(
             raise PipelineError(f"embeddings unavailable: {type(err).__name__}: {err}"[:300]) from err
         return AnalysisSession(warehouse, emb, cfg, vector_index, catalog)
 
-    agents: list[OnDemandPipelineAgent] = []
+    agents: list[Pipelines] = []
 
     def make_agent(db: Any, index: Any, chat_fn: Any, **kw: Any) -> QueryAgent:
-        agents.append(OnDemandPipelineAgent(db, index, chat_fn, open_session=open_session, **kw))
-        return agents[-1]
+        agents.append(Pipelines(open_session=open_session))
+        return agents[-1].agent(db, index, chat_fn, **kw)
 
     try:
         result, run = answer_question(question, warehouse, model=model, chat=chat, workspace=workspace,

@@ -1,5 +1,5 @@
 """Answer one question with a pipeline: open the analysis session over the warehouse, run
-the PipelineAgent, write `analysis/<question_id>/` (analysis.json, trace.json, the answer,
+a QueryAgent extended with `Pipelines`, write `analysis/<question_id>/` (analysis.json, trace.json, the answer,
 result.parquet, steps.duckdb with every step table and its provenance)."""
 
 from __future__ import annotations
@@ -8,14 +8,17 @@ import json
 from pathlib import Path
 from typing import Any
 
-from dia_assets.agents.analysis.agent import PipelineAgent
+from dia_assets.agents.analysis.agent import Pipelines
 from dia_assets.agents.analysis.session import AnalysisSession
-from dia_assets.agents.query.loop import AgentSettings
-from dia_assets.agents.query.memory import QueryMemory
-from dia_assets.agents.query.run import no_model_result, slug, write_artifacts
-from dia_assets.agents.query.schema import SchemaIndex
-from dia_assets.agents.semantic_ops.models import CascadeConfig
-from dia_assets.agents.semantic_ops.vectors import VectorIndex
+from dia_assets.agents.query import (
+    AgentSettings,
+    QueryMemory,
+    SchemaIndex,
+    no_model_result,
+    slug,
+    write_artifacts,
+)
+from dia_assets.agents.semantic_ops import CascadeConfig, VectorIndex
 from dia_assets.contracts.analysis_result import AnalysisResult
 from dia_assets.contracts.semantic_catalog import CatalogNode
 from dia_assets.platform.embeddings import Embedder, make_embedder
@@ -58,13 +61,14 @@ def answer_with_pipeline(
     session = AnalysisSession(warehouse, embedder or make_embedder(), cascade, vector_index, catalog)
     try:
         index = SchemaIndex.build(session.db, manifest=SchemaIndex.load_manifest(manifest_path))
-        agent = PipelineAgent(session, index, chat, memory=memory, settings=settings, privacy=privacy,
-                              ask_user=ask_user, catalog_link=catalog_link)
+        pipelines = Pipelines(session)
+        agent = pipelines.agent(session.db, index, chat, memory=memory, settings=settings, privacy=privacy,
+                                ask_user=ask_user, catalog_link=catalog_link)
         run = agent.answer(question, qid)
-        result = AnalysisResult.from_run(run.result, session.records, agent.plan_notes,
+        result = AnalysisResult.from_run(run.result, session.records, pipelines.plan_notes,
                                          session.warehouse_tables)
         run.trace["pipeline"] = [r.model_dump() for r in session.records]
-        run.trace["optimizations"] = agent.plan_notes
+        run.trace["optimizations"] = pipelines.plan_notes
         if folder is not None:
             result.query = write_artifacts(run.result, run.output, run.trace, folder)
             write_analysis(result, session, run.trace, folder)

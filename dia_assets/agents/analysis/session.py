@@ -18,16 +18,17 @@ from sqlglot import exp
 
 from dia_assets.agents.analysis import plan
 from dia_assets.agents.analysis.steps import PipelineError
-from dia_assets.agents.catalog.estimate import HIGH, LOW, UNKNOWN, Estimate, estimate_filter
-from dia_assets.agents.query.schema import ColumnInfo, SchemaIndex, TableInfo
-from dia_assets.agents.semantic_ops.models import (
+from dia_assets.agents.catalog import HIGH, LOW, UNKNOWN, Estimate, estimate_filter
+from dia_assets.agents.query import ColumnInfo, SchemaIndex, TableInfo
+from dia_assets.agents.semantic_ops import (
     CascadeConfig,
+    InProcessIndex,
     SemanticModelUnavailable,
     SemanticOpError,
+    SemanticOps,
+    VectorIndex,
+    qcol,
 )
-from dia_assets.agents.semantic_ops.operators import SemanticOps
-from dia_assets.agents.semantic_ops.tables import qcol
-from dia_assets.agents.semantic_ops.vectors import InProcessIndex, VectorIndex
 from dia_assets.contracts.analysis_steps import ROW_WISE, SEMANTIC_OPS, Step, StepRecord
 from dia_assets.contracts.semantic_catalog import CatalogNode
 from dia_assets.platform.embeddings import Embedder

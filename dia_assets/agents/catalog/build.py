@@ -18,7 +18,7 @@ from dia_assets.agents.catalog.column_text import (
     name_words,
     sample_values,
 )
-from dia_assets.agents.semantic_ops.operators import kmeans
+from dia_assets.agents.semantic_ops import kmeans
 from dia_assets.contracts.interpretation import Interpretation
 from dia_assets.contracts.manifest import Manifest
 from dia_assets.contracts.semantic_catalog import CatalogNode, SemanticCatalog

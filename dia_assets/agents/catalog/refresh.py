@@ -47,7 +47,7 @@ def model_namer(model: str | None) -> DomainNamer | None:
     """Domain names from a model through the semantic operators' judge, or None."""
     if not model:
         return None
-    from dia_assets.agents.semantic_ops.judge import Judge, JudgeTask
+    from dia_assets.agents.semantic_ops import Judge, JudgeTask
 
     judge = Judge(model, "strong")
 

@@ -22,7 +22,7 @@ from typing import Any
 import sqlglot
 from sqlglot import exp
 
-from dia_assets.platform.sql.predicates import literal_filter
+from dia_assets.platform.sql.predicates import boundary_swap, literal_filter
 
 CLASSES = ("dropped_filter", "constant_or_comparison", "wrong_join_key", "group_by", "wrong_aggregate",
            "dropped_distinct", "flipped_order", "limit_off_by_one", "fanout_join", "join_type")
@@ -74,9 +74,6 @@ def _drop(node: exp.Expression, root: exp.Expression) -> str:
     else:
         return ""
     return f"dropped {text[:80]}"
-
-
-_FLIPS = {exp.GT: exp.GTE, exp.GTE: exp.GT, exp.LT: exp.LTE, exp.LTE: exp.LT, exp.EQ: exp.NEQ, exp.NEQ: exp.EQ}
 
 
 def _bump(lit: exp.Literal) -> exp.Expression | None:
@@ -147,7 +144,7 @@ def mutants(sql: str, dialect: str, schema: dict[str, dict[str, str]], contract:
         return pred is not None and _conjunct_of_where(node)
 
     def flip(node: exp.Expression, root: exp.Expression) -> str:
-        new = _FLIPS.get(type(node))
+        new = boundary_swap(node)
         if new is None or not list(node.find_all(exp.Literal)):
             return ""
         text = node.sql()

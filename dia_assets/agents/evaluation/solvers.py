@@ -70,7 +70,7 @@ class AgentSolver:
             return self._solve(instance, db)
 
     def _solve(self, instance: EvalInstance, db: Database) -> Prediction:
-        from dia_assets.agents.query.run import answer_question
+        from dia_assets.agents.query import answer_question
 
         model, key = self.model, None
         try:
@@ -119,7 +119,7 @@ class AgentSolver:
 def _eval_settings() -> Any:
     """The agent's defaults, minus work a score never reads (transpiling the answer to other
     dialects)."""
-    from dia_assets.agents.query.loop import AgentSettings
+    from dia_assets.agents.query import AgentSettings
 
     settings = AgentSettings()
     if hasattr(settings, "transpile_to"):
@@ -131,8 +131,7 @@ def _count_entity(sql: str, db: Database) -> str | None:
     """What the gold's plain COUNT counts (`verify.count_entity`), on the agent's own view of
     the database; None when it cannot be told."""
     try:
-        from dia_assets.agents.query.run import schema_index
-        from dia_assets.agents.query.verify import count_entity
+        from dia_assets.agents.query import count_entity, schema_index
         from dia_assets.platform.warehouse.base import connect as open_database
 
         agent_db = open_database(_agent_target(db))

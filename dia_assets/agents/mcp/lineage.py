@@ -77,7 +77,7 @@ def lineage_of(target: str, workspace: Path, schema: dict[str, dict[str, str]], 
 
 def _read_by(workspace: Path, table: str, column: str | None) -> list[dict[str, str]]:
     """The saved answers whose SQL read `table` (or `table.column`)."""
-    from dia_assets.agents.lineage.index import LineageError, answers, workspace_manifest
+    from dia_assets.agents.lineage import LineageError, answers, workspace_manifest
 
     try:
         saved = answers(workspace, workspace_manifest(workspace))

@@ -34,9 +34,7 @@ from typing import Any
 
 from dia_assets.agents.locations import default_warehouse, workspace_root
 from dia_assets.agents.mcp.privacy import artifact_view
-from dia_assets.agents.query.loop import AgentSettings
-from dia_assets.agents.query.run import checked_question_id
-from dia_assets.agents.query.tools import capped_rows, result_bytes
+from dia_assets.agents.query import AgentSettings, capped_rows, checked_question_id, result_bytes
 from dia_assets.platform.model.base import ChatFn
 from dia_assets.platform.model.errors import NO_MODEL_MESSAGE
 from dia_assets.platform.settings import get_settings
@@ -120,7 +118,7 @@ class DiaService:
             raise ToolRefused(f"cannot open the warehouse {self.warehouse}: {type(err).__name__}: {err}") from err
 
     def _index(self, db: Any) -> Any:
-        from dia_assets.agents.query.run import schema_index
+        from dia_assets.agents.query import schema_index
 
         index = schema_index(db, self.files.manifest)
         return index if shows_values(self.privacy) else index.without_values()
@@ -206,7 +204,7 @@ class DiaService:
     def ask(self, question: str, question_id: str | None = None) -> dict[str, Any]:
         """The full Query Generator (contract, probes, verification, repair) on one question;
         artifacts (with the chart) in queries/<id>/."""
-        from dia_assets.agents.query.run import answer_question
+        from dia_assets.agents.query import answer_question
         from dia_assets.platform.model.litellm import litellm_chat
 
         question = bounded("question", question).strip()
@@ -304,7 +302,7 @@ class DiaService:
                 raise ToolRefused("shared memory is off for this server")
             return None
         try:
-            from dia_assets.agents.query.memory import StoreMemory, warehouse_fingerprint
+            from dia_assets.agents.query import StoreMemory, warehouse_fingerprint
 
             if self._store is None:  # opened once per server (connect, migrate), then reused
                 if self.memory_factory is not None:
@@ -351,7 +349,7 @@ class DiaService:
     def relationships(self, table: str | None = None, to: str | None = None) -> dict[str, Any]:
         """Foreign keys of the built warehouse (all, or those touching `table`) and, with `to`,
         the shortest join path from `table` to `to`."""
-        from dia_assets.agents.lineage.index import LineageError, workspace_manifest
+        from dia_assets.agents.lineage import LineageError, workspace_manifest
         from dia_assets.agents.mcp.relationships import foreign_keys, join_path
 
         try:

@@ -10,9 +10,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from dia_assets.agents.charts.choose import ChartModel, chart_model_from_env
-from dia_assets.agents.charts.hints import workspace_semantic_types
-from dia_assets.agents.charts.render import chart_for_result
+from dia_assets.agents.charts import (
+    ChartModel,
+    chart_for_result,
+    chart_model_from_env,
+    workspace_semantic_types,
+)
 from dia_assets.agents.query.dialects import Database, QueryOutput, open_database
 from dia_assets.agents.query.loop import AgentRun, AgentSettings, AskUser, QueryAgent
 from dia_assets.agents.query.memory import QueryMemory

@@ -1,5 +1,5 @@
-"""The agent's tools: JSON schemas for litellm tool calling, the exploration tools, and the
-delimiting of tool results.
+"""The agent's tools: `Tool` objects (name, description, JSON-schema parameters, a function of
+the run and the arguments), the exploration tools, and the delimiting of tool results.
 
 Tool results are JSON inside `<tool_result name=...>` blocks; every `<` inside is escaped
 (`\\u003c`), so a data value can never close the block or open another one. The loop acts
@@ -9,9 +9,11 @@ only on the structured tool calls it allows, never on text.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import yaml
 
@@ -94,17 +96,57 @@ def fill(template: str, **values: Any) -> str:
     return template
 
 
-def tool_specs(names: tuple[str, ...], max_rows: int = 50, timeout_s: float = 10.0) -> list[dict[str, Any]]:
-    texts = prompts()["tools"]
-    return [
-        {"type": "function", "function": {
-            "name": name,
-            "description": fill(texts[name], max_rows=max_rows, timeout_s=timeout_s).strip(),
-            "parameters": _PARAMETERS[name],
-        }}
-        for name in names
-    ]
+@dataclass
+class ToolOutput:
+    """What a tool function returns: the payload the model reads, whether the call was refused,
+    and extra fields for the trace's `tool` event (e.g. the policy that refused it)."""
 
+    payload: Any
+    refused: bool = False
+    event: dict[str, Any] = field(default_factory=dict)
+
+
+def refuse(payload: Any, **event: Any) -> ToolOutput:
+    return ToolOutput(payload, refused=True, event=event)
+
+
+# the function of a tool: (the AnswerRun, the parsed arguments) -> a ToolOutput, or a plain
+# payload meaning an accepted call
+ToolFunction = Callable[[Any, dict[str, Any]], Any]
+
+
+@dataclass(frozen=True)
+class Tool:
+    """One tool the agent offers: what the model sees (name, description, JSON-schema
+    parameters) and what runs. The loop dispatches by name through the agent's list of tools,
+    so an agent built on the Query Generator adds a Tool instead of overriding the loop."""
+
+    name: str
+    description: str  # `{max_rows}` and `{timeout_s}` are filled from the agent's settings
+    parameters: dict[str, Any]
+    function: ToolFunction
+
+    def spec(self, max_rows: int = 50, timeout_s: float = 10.0) -> dict[str, Any]:
+        """The litellm (OpenAI) tool schema."""
+        return {"type": "function", "function": {
+            "name": self.name,
+            "description": fill(self.description, max_rows=max_rows, timeout_s=timeout_s).strip(),
+            "parameters": self.parameters,
+        }}
+
+
+def prompt_tool(name: str, function: ToolFunction) -> Tool:
+    """A tool whose description is in prompts/query_agent.yaml and schema in `_PARAMETERS`."""
+    return Tool(name, prompts()["tools"][name], _PARAMETERS[name], function)
+
+
+def _not_dispatched(run: Any, args: dict[str, Any]) -> Any:
+    raise RuntimeError("this tool's calls are read by the loop itself, never dispatched")
+
+
+def tool_specs(names: tuple[str, ...], max_rows: int = 50, timeout_s: float = 10.0) -> list[dict[str, Any]]:
+    """Schemas of the named prompt tools (the reflection's `write_lesson`, benches, tests)."""
+    return [prompt_tool(name, _not_dispatched).spec(max_rows, timeout_s) for name in names]
 
 
 
@@ -234,3 +276,45 @@ class Explorer:
                     "detail": f"stale: its precondition does not hold on this database ({detail}); do not use it"}
         return {"id": item.id, "title": item.title, "kind": item.kind, "rule": item.body,
                 "probe_sql": item.probe_sql, "verified": detail}
+
+
+class ExplorerRun(Protocol):
+    """What the exploration tools need of a run (loop.AnswerRun)."""
+
+    explorer: Explorer
+
+    def memory_down(self, step: str, err: BaseException) -> None: ...
+
+
+def _probe(run: ExplorerRun, args: dict[str, Any]) -> Any:
+    return run.explorer.probe(str(args.get("sql", "")))
+
+
+def _describe_table(run: ExplorerRun, args: dict[str, Any]) -> Any:
+    return run.explorer.describe_table(str(args.get("name", "")))
+
+
+def _search_schema(run: ExplorerRun, args: dict[str, Any]) -> Any:
+    return run.explorer.search_schema(str(args.get("term", "")))
+
+
+def _recall(run: ExplorerRun, args: dict[str, Any]) -> Any:
+    try:  # the memory store may be down; the answer goes on without it
+        return run.explorer.recall(str(args.get("query", "")))
+    except Exception as err:
+        run.memory_down("recall", err)
+        return {"error": "the memory store is unavailable; continue without it"}
+
+
+def _read_memory(run: ExplorerRun, args: dict[str, Any]) -> Any:
+    try:
+        return run.explorer.read_memory(str(args.get("id", "")))
+    except Exception as err:
+        run.memory_down("recall", err)
+        return {"error": "the memory store is unavailable; continue without it"}
+
+
+EXPLORER_FUNCTIONS: dict[str, ToolFunction] = {
+    "probe": _probe, "describe_table": _describe_table, "search_schema": _search_schema,
+    "recall": _recall, "read_memory": _read_memory,
+}

@@ -18,7 +18,7 @@ from dia_assets.agents.query.sanity import sanity_checks
 from dia_assets.agents.query.schema import SchemaIndex
 from dia_assets.contracts.query_result import Check, FilterSpec, OutputContract, Verification
 from dia_assets.platform.sql.gate import Gate
-from dia_assets.platform.sql.predicates import negated
+from dia_assets.platform.sql.predicates import MIRRORED, NEGATED, NODE_KINDS, SPELLINGS, negated
 from dia_assets.platform.sql.rows import normalize_rows
 
 _PREDICATES = (exp.Predicate, exp.In, exp.Between, exp.Like, exp.ILike, exp.Is)
@@ -335,25 +335,8 @@ def check_filters(contract: OutputContract, tree: exp.Expression) -> list[Check]
     return [_check_filter(flt, tree) for flt in contract.filters]
 
 
-_OPS = {
-    "=": "eq", "==": "eq", "eq": "eq", "in": "eq", "equals": "eq",
-    "<>": "ne", "!=": "ne", "ne": "ne", "not in": "ne", "not_in": "ne",
-    ">": "gt", "gt": "gt", ">=": "ge", "gte": "ge", "ge": "ge",
-    "<": "lt", "lt": "lt", "<=": "le", "lte": "le", "le": "le",
-    "like": "like", "ilike": "like", "not like": "nlike",
-    "between": "between",
-    "is null": "null", "is not null": "notnull",
-}
-_FLIP = {"gt": "lt", "lt": "gt", "ge": "le", "le": "ge"}
-_TREE_OPS = [(exp.EQ, "eq"), (exp.NEQ, "ne"), (exp.GT, "gt"), (exp.GTE, "ge"), (exp.LT, "lt"),
-             (exp.LTE, "le"), (exp.In, "eq"), (exp.Like, "like"), (exp.ILike, "like"),
-             (exp.Between, "between")]
-_NEGATE = {"eq": "ne", "ne": "eq", "like": "nlike", "null": "notnull", "notnull": "null",
-           "gt": "le", "le": "gt", "lt": "ge", "ge": "lt"}
-
-
 def declared_op(op: str | None) -> str | None:
-    return _OPS.get(" ".join(str(op).lower().split())) if op else None
+    return SPELLINGS.get(" ".join(str(op).lower().split())) if op else None
 
 
 def tree_op(pred: exp.Expression, column: str) -> str | None:
@@ -363,18 +346,18 @@ def tree_op(pred: exp.Expression, column: str) -> str | None:
     if isinstance(pred, exp.Is):
         kind = "null"
     else:
-        for cls, op in _TREE_OPS:
+        for cls, op in NODE_KINDS:
             if isinstance(pred, cls):
                 kind = op
                 break
     if kind is None:
         return None
-    if kind in _FLIP and isinstance(pred, exp.Binary):
+    if kind in MIRRORED and isinstance(pred, exp.Binary):
         left = {c.name.lower() for c in pred.left.find_all(exp.Column)}
         if name not in left:
-            kind = _FLIP[kind]
+            kind = MIRRORED[kind]
     if negated(pred):
-        kind = _NEGATE.get(kind, kind)
+        kind = NEGATED.get(kind, kind)
     return kind
 
 

@@ -4,13 +4,62 @@ and the evaluation (gold contracts, mutants)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from sqlglot import exp
 
-_OPS = [(exp.EQ, "="), (exp.NEQ, "<>"), (exp.GT, ">"), (exp.GTE, ">="), (exp.LT, "<"), (exp.LTE, "<="),
-        (exp.Like, "like"), (exp.ILike, "ilike")]
-_FLIP = {">": "<", "<": ">", ">=": "<=", "<=": ">="}
+
+@dataclass(frozen=True)
+class Comparison:
+    """One comparison kind, in the one table every reader of predicates shares: the agent's
+    verifier (a declared filter against the SQL's WHERE), the literal filters of a contract,
+    the gold contracts and the mutants."""
+
+    kind: str  # normalised: the verifier compares kinds
+    spellings: tuple[str, ...] = ()  # how a contract may write it ("gte", ">=", ...)
+    nodes: tuple[tuple[type[exp.Expression], str], ...] = ()  # sqlglot node -> its SQL symbol
+    mirror: str | None = None  # the kind with the operands swapped (`5 < x` is `x > 5`)
+    negation: str | None = None  # the kind under NOT
+    boundary: str | None = None  # the kind a mutant swaps it for (> to >=, = to <>)
+
+
+COMPARISONS: tuple[Comparison, ...] = (
+    Comparison("eq", ("=", "==", "eq", "in", "equals"), ((exp.EQ, "="), (exp.In, "in")), negation="ne",
+               boundary="ne"),
+    Comparison("ne", ("<>", "!=", "ne", "not in", "not_in"), ((exp.NEQ, "<>"),), negation="eq",
+               boundary="eq"),
+    Comparison("gt", (">", "gt"), ((exp.GT, ">"),), mirror="lt", negation="le", boundary="ge"),
+    Comparison("ge", (">=", "gte", "ge"), ((exp.GTE, ">="),), mirror="le", negation="lt", boundary="gt"),
+    Comparison("lt", ("<", "lt"), ((exp.LT, "<"),), mirror="gt", negation="ge", boundary="le"),
+    Comparison("le", ("<=", "lte", "le"), ((exp.LTE, "<="),), mirror="ge", negation="gt", boundary="lt"),
+    Comparison("like", ("like", "ilike"), ((exp.Like, "like"), (exp.ILike, "ilike")), negation="nlike"),
+    Comparison("nlike", ("not like",)),
+    Comparison("between", ("between",), ((exp.Between, "between"),)),
+    Comparison("null", ("is null",), negation="notnull"),
+    Comparison("notnull", ("is not null",), negation="null"),
+)
+
+SPELLINGS = {spelling: c.kind for c in COMPARISONS for spelling in c.spellings}
+NODE_KINDS = [(node, c.kind) for c in COMPARISONS for node, _ in c.nodes]  # in table order
+MIRRORED = {c.kind: c.mirror for c in COMPARISONS if c.mirror}
+NEGATED = {c.kind: c.negation for c in COMPARISONS if c.negation}
+_BY_KIND = {c.kind: c for c in COMPARISONS}
+
+
+def _first_node(kind: str) -> tuple[type[exp.Expression], str]:
+    return _BY_KIND[kind].nodes[0]
+
+
+# literal filters read binary comparisons (IN and BETWEEN have their own branches)
+_OPS = [(node, symbol) for c in COMPARISONS for node, symbol in c.nodes if issubclass(node, exp.Binary)]
+_FLIP = {_first_node(c.kind)[1]: _first_node(c.mirror)[1] for c in COMPARISONS if c.mirror}
+_BOUNDARY = {_first_node(c.kind)[0]: _first_node(c.boundary)[0] for c in COMPARISONS if c.boundary}
+
+
+def boundary_swap(node: exp.Expression) -> type[exp.Expression] | None:
+    """The comparison a mutant puts in place of `node` (> and >=, < and <=, = and <>), or None."""
+    return _BOUNDARY.get(type(node))
 
 
 def literal_value(node: exp.Expression) -> Any:

@@ -3,7 +3,9 @@
 Every answer (`dia ask`, the `query_result` asset) leaves `queries/<id>/result.json` (question,
 SQL, column lineage) and `result.parquet` (all result rows). The rules chart them as they would
 a fresh result (`choose.rule_chart`, the same dressing), so a chart improves with the rules
-and never needs a model.
+and never needs a model. It lives with the query agent because it rewrites the query agent's
+stored answer (result.json, answer.md): the charts agent draws, and knows nothing of answers on
+disk, so charts never imports query (tools/layers.py COMPOSES: query -> charts).
 """
 
 from __future__ import annotations
@@ -11,9 +13,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from dia_assets.agents.charts.choose import choose_chart
-from dia_assets.agents.charts.hints import workspace_semantic_types
-from dia_assets.agents.charts.render import render_chart, write_chart_file
+from dia_assets.agents.charts import (
+    choose_chart,
+    render_chart,
+    workspace_semantic_types,
+    write_chart_file,
+)
+from dia_assets.agents.query.run import checked_question_id, render_answer
 from dia_assets.contracts.chart import ChartSpec
 from dia_assets.contracts.query_result import QueryResult
 from dia_assets.platform.workspace import QueryFiles, Workspace
@@ -52,8 +58,6 @@ def chart_stored(workspace: str | Path, question_id: str, output: str | Path | N
     """Chart `queries/<question_id>/` by the rules. Without `output` the chart files in the
     answer's folder are replaced (and result.json, answer.md updated to match); with it, one
     file is written there (.png, .svg, .html or .json) and the folder is left as it was."""
-    from dia_assets.agents.query.run import checked_question_id, render_answer
-
     ws = Path(workspace)
     files = Workspace(ws).query(checked_question_id(question_id))
     folder = files.folder
