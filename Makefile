@@ -61,7 +61,7 @@ test-ui: $(STAMP)
 
 # `dia ui` runs `dg dev` ([tool.dg] in pyproject.toml; `dagster dev -w workspace.yaml` without
 # dagster-dg-cli) in its own session and, on Ctrl-C, stops it, every child and the embedded
-# PostgreSQL (dia_assets/devserver.py).
+# PostgreSQL (dia_assets/dagster/devserver.py).
 ui: $(BASE_STAMP) $(DAGSTER_HOME)/dagster.yaml
 	$(BIN)/dia ui
 

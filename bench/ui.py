@@ -14,7 +14,7 @@ Two comparisons, each measured in the same run because the machines are shared a
   the full agent path, no network). Target: UI <= 2x `dia eval`.
 
 The workspace is built by `dia demo` (as `make demo`), then `dagster dev` is started with
-`dia_assets.dev_session` (as `make ui`, same instance config); a
+`dia_assets.dagster.dev_session` (as `make ui`, same instance config); a
 `sitecustomize.py` on the PYTHONPATH of every process it starts registers the oracle's answers
 with litellm when litellm is imported (so processes that never call a model do not import it), and
 logs every model call. The build is served without a model, as after `make demo` (the CLI build
@@ -194,7 +194,7 @@ def gold_answers(gold: Path, warehouse: Path) -> dict[str, dict[str, Any]]:
 def _dia(args: list[str], env: dict[str, str], log: Path) -> tuple[float, int]:
     started = time.perf_counter()
     with log.open("w") as out:
-        done = subprocess.run([sys.executable, "-c", "from dia_assets.cli import app; app()", *args], cwd=ROOT,
+        done = subprocess.run([sys.executable, "-c", "from dia_assets.cli.app import app; app()", *args], cwd=ROOT,
                               env=env, stdout=out, stderr=subprocess.STDOUT, check=False)
     return round(time.perf_counter() - started, 2), done.returncode
 
@@ -273,7 +273,7 @@ def _uptime() -> str:
 
 
 def main() -> int:  # noqa: PLR0915 - one measurement, in order
-    from dia_assets.dev_session import dev_session, session_env, write_instance_config
+    from dia_assets.dagster.dev_session import dev_session, session_env, write_instance_config
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--keep", action="store_true", help="keep the temporary folder (logs, workspaces)")

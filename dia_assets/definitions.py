@@ -15,27 +15,27 @@ from dagster import (
 )
 
 from dia_assets.agents.schema_creator.lineage import remember_planned_lineage
-from dia_assets.analysis_assets import analysis_result_asset
-from dia_assets.catalog_assets import semantic_catalog
-from dia_assets.interpretation_assets import interpretation_asset, raw_file_assets
-from dia_assets.lineage_assets import lineage_report
-from dia_assets.memory_assets import memory_lessons_asset
-from dia_assets.platform.settings import get_settings
-from dia_assets.query_assets import query_job, query_result_asset, question_partitions_sensor
-from dia_assets.resources import LLMResource, WorkspaceResource
-from dia_assets.resources.embeddings import EmbeddingsResource
-from dia_assets.resources.memory import MemoryResource
-from dia_assets.resources.warehouse import duckdb_resource
-from dia_assets.resources.workspace import default_workspace
-from dia_assets.schema_assets import schema_definitions
-from dia_assets.sensors import JOBS, SCHEDULES, SENSORS
-from dia_assets.table_specs import (
+from dia_assets.dagster.analysis import analysis_result_asset
+from dia_assets.dagster.catalog import semantic_catalog
+from dia_assets.dagster.interpretation import interpretation_asset, raw_file_assets
+from dia_assets.dagster.lineage import lineage_report
+from dia_assets.dagster.memory import memory_lessons_asset
+from dia_assets.dagster.query import query_job, query_result_asset, question_partitions_sensor
+from dia_assets.dagster.resources import LLMResource, WorkspaceResource
+from dia_assets.dagster.resources.embeddings import EmbeddingsResource
+from dia_assets.dagster.resources.memory import MemoryResource
+from dia_assets.dagster.resources.warehouse import duckdb_resource
+from dia_assets.dagster.resources.workspace import default_workspace
+from dia_assets.dagster.schema import schema_definitions
+from dia_assets.dagster.sensors import JOBS, SCHEDULES, SENSORS
+from dia_assets.dagster.tables import (
     WAREHOUSE,
     definition_stats,
     manifest_tables,
     read_interpretation,
     table_key,
 )
+from dia_assets.platform.settings import get_settings
 
 warnings.filterwarnings("ignore", category=BetaWarning)  # observable_source_asset is beta in 1.13
 

@@ -6,8 +6,8 @@ import os
 
 from dagster import Definitions, MaterializeResult, asset, in_process_executor
 
-from dia_assets.query_assets import query_result_asset
-from dia_assets.resources import LLMResource, WorkspaceResource
+from dia_assets.dagster.query import query_result_asset
+from dia_assets.dagster.resources import LLMResource, WorkspaceResource
 
 
 @asset

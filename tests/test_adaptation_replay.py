@@ -25,12 +25,12 @@ from dagster import (
 )
 from typer.testing import CliRunner
 
-from dia_assets.cli import app
-from dia_assets.interpretation_assets import interpretation_asset, raw_file_assets
-from dia_assets.resources import LLMResource, WorkspaceResource
-from dia_assets.resources.warehouse import duckdb_resource
-from dia_assets.schema_assets import schema_assets, schema_checks
-from dia_assets.sensors import (
+from dia_assets.cli.app import app
+from dia_assets.dagster.interpretation import interpretation_asset, raw_file_assets
+from dia_assets.dagster.resources import LLMResource, WorkspaceResource
+from dia_assets.dagster.resources.warehouse import duckdb_resource
+from dia_assets.dagster.schema import schema_assets, schema_checks
+from dia_assets.dagster.sensors import (
     build_job,
     drift_sensor,
     new_data_sensor,

@@ -175,11 +175,11 @@ def test_analysis_result_asset_materializes_a_partition(warehouse, tmp_path, mon
 
     from dagster import DagsterInstance, materialize
 
-    from dia_assets.analysis_assets import analysis_result_asset
-    from dia_assets.query_assets import QUESTIONS
-    from dia_assets.resources import LLMResource, WorkspaceResource
-    from dia_assets.resources.embeddings import EmbeddingsResource
-    from dia_assets.resources.memory import MemoryResource
+    from dia_assets.dagster.analysis import analysis_result_asset
+    from dia_assets.dagster.query import QUESTIONS
+    from dia_assets.dagster.resources import LLMResource, WorkspaceResource
+    from dia_assets.dagster.resources.embeddings import EmbeddingsResource
+    from dia_assets.dagster.resources.memory import MemoryResource
 
     ws = tmp_path / "ws"
     ws.mkdir()
@@ -221,7 +221,7 @@ def test_analysis_result_asset_materializes_a_partition(warehouse, tmp_path, mon
 def test_dia_ask_pipeline_end_to_end(warehouse, tmp_path, monkeypatch) -> None:
     from typer.testing import CliRunner
 
-    from dia_assets.cli import app
+    from dia_assets.cli.app import app
 
     monkeypatch.setenv("DIA_WORKSPACE", str(tmp_path / "ws"))
     monkeypatch.setenv("DIA_SEMANTIC_LIGHT_MODEL", "fake/light")
@@ -261,7 +261,7 @@ def test_plain_dia_ask_plans_a_pipeline_when_the_question_needs_one(warehouse, t
     prompt says when; the scripted model uses it, so the answer comes from a pipeline."""
     from typer.testing import CliRunner
 
-    from dia_assets.cli import app
+    from dia_assets.cli.app import app
 
     monkeypatch.setenv("DIA_WORKSPACE", str(tmp_path / "ws"))
     monkeypatch.delenv("DIA_PRIVACY", raising=False)
@@ -294,7 +294,7 @@ def test_plain_dia_ask_plans_a_pipeline_when_the_question_needs_one(warehouse, t
 def test_plain_dia_ask_keeps_a_sql_question_in_sql(warehouse, tmp_path, monkeypatch) -> None:
     from typer.testing import CliRunner
 
-    from dia_assets.cli import app
+    from dia_assets.cli.app import app
 
     monkeypatch.setenv("DIA_WORKSPACE", str(tmp_path / "ws"))
     monkeypatch.delenv("DIA_PRIVACY", raising=False)
@@ -316,7 +316,7 @@ def test_plain_dia_ask_keeps_a_sql_question_in_sql(warehouse, tmp_path, monkeypa
 def test_pipelines_not_offered_without_samples_privacy(warehouse, tmp_path, monkeypatch) -> None:
     from typer.testing import CliRunner
 
-    from dia_assets.cli import app
+    from dia_assets.cli.app import app
 
     monkeypatch.setenv("DIA_WORKSPACE", str(tmp_path / "ws"))
     monkeypatch.setenv("DIA_PRIVACY", "aggregates")
@@ -360,10 +360,10 @@ def test_query_result_links_through_the_catalog_and_plans_a_pipeline(warehouse, 
 
     from dagster import DagsterInstance, materialize
 
-    from dia_assets.query_assets import QUESTIONS, query_result_asset
-    from dia_assets.resources import LLMResource, WorkspaceResource
-    from dia_assets.resources.embeddings import EmbeddingsResource
-    from dia_assets.resources.memory import MemoryResource
+    from dia_assets.dagster.query import QUESTIONS, query_result_asset
+    from dia_assets.dagster.resources import LLMResource, WorkspaceResource
+    from dia_assets.dagster.resources.embeddings import EmbeddingsResource
+    from dia_assets.dagster.resources.memory import MemoryResource
 
     ws = tmp_path / "ws"
     ws.mkdir()

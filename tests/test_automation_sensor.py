@@ -16,7 +16,7 @@ from dagster._core.types.loadable_target_origin import LoadableTargetOrigin
 from dagster._core.workspace.load_target import InProcessWorkspaceLoadTarget
 from dagster._daemon.asset_daemon import AssetDaemon
 
-from dia_assets.sensors.automation import AUTOMATION_SENSOR
+from dia_assets.dagster.sensors.automation import AUTOMATION_SENSOR
 
 # runs stay queued: the test checks what the daemon asks for, not the build itself
 QUEUED = {"run_coordinator": {"module": "dagster._core.run_coordinator", "class": "QueuedRunCoordinator"}}

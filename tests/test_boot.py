@@ -9,8 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from dia_assets.dev_session import session_env
-from dia_assets.devserver import BOOT, boot_env
+from dia_assets.dagster.dev_session import session_env
+from dia_assets.dagster.devserver import BOOT, boot_env
 
 ROOT = Path(__file__).resolve().parents[1]
 PROBE = """
@@ -52,7 +52,7 @@ import sitecustomize as s
 import probe_child
 
 ctx = mp.get_context("forkserver")
-ctx.set_forkserver_preload([m for m in s.WARM if m == "dia_assets.warm_run_workers"])
+ctx.set_forkserver_preload([m for m in s.WARM if m == "dia_assets.dagster.warm_run_workers"])
 with ctx.Pool(1) as pool:
     print(pool.apply(probe_child.seen))
 """
@@ -61,15 +61,15 @@ import sys
 
 def seen():
     # what the forked worker has before it imports anything itself
-    have = ["preloaded" if "dia_assets.warm_run_workers" in sys.modules else "-",
+    have = ["preloaded" if "dia_assets.dagster.warm_run_workers" in sys.modules else "-",
             "litellm" if "litellm" in sys.modules else "-", "scipy.stats" if "scipy.stats" in sys.modules else "-"]
-    warmed = sys.modules["dia_assets.warm_run_workers"].WARMED if have[0] != "-" else []
+    warmed = sys.modules["dia_assets.dagster.warm_run_workers"].WARMED if have[0] != "-" else []
     return " ".join([*have, *[s.replace(" ", "_") for s in warmed]])
 """
 
 
 def test_run_workers_fork_with_the_model_library_loaded_only_when_a_model_is_set(tmp_path: Path) -> None:
-    """Under `dia ui` the run workers' forkserver imports dia_assets.warm_run_workers: with a
+    """Under `dia ui` the run workers' forkserver imports dia_assets.dagster.warm_run_workers: with a
     model configured a question run starts with litellm, the agents, the tokenizer and the
     lexicon loaded (it spent most of its time before the first answer loading them, each run
     again); without one nothing is loaded (a build never needs them)."""

@@ -198,8 +198,8 @@ def test_an_answered_question_gets_its_chart_in_files_answer_and_dagster(tmp_pat
     from dagster import DagsterInstance, materialize
 
     from dia_assets.contracts.query_result import QueryResult
-    from dia_assets.query_assets import query_result_asset, register_question_partitions
-    from dia_assets.resources import LLMResource, WorkspaceResource
+    from dia_assets.dagster.query import query_result_asset, register_question_partitions
+    from dia_assets.dagster.resources import LLMResource, WorkspaceResource
     from tests.query_fixtures import FAKE_MODEL, build_example_warehouse, call, register_tools
 
     root = tmp_path / "ws"

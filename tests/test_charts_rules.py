@@ -332,7 +332,7 @@ def test_dia_chart_renders_a_stored_answer_without_a_model(con: duckdb.DuckDBPyC
                                                             monkeypatch: pytest.MonkeyPatch) -> None:
     from typer.testing import CliRunner
 
-    from dia_assets.cli import app
+    from dia_assets.cli.app import app
     from dia_assets.contracts.query_result import QueryResult
 
     ws = tmp_path / "ws"

@@ -6,7 +6,7 @@ import json
 
 from typer.testing import CliRunner
 
-from dia_assets.cli import app
+from dia_assets.cli.app import app
 from tests.conftest import EXAMPLES
 
 runner = CliRunner()

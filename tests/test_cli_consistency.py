@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from dia_assets.cli import app
-from dia_assets.cli_compat import rewrite
+from dia_assets.cli.app import app
+from dia_assets.cli.compat import rewrite
 from tests import memory_fixtures
 from tests.conftest import EXAMPLES, ROOT
 from tests.eval_fixtures import SAMPLE, sample_wh  # noqa: F401 - fixture
@@ -175,7 +175,7 @@ def test_workspace_flag_is_scoped_to_the_command(tmp_path: Path, monkeypatch: py
 
 
 def test_ui_takes_a_port_and_passes_the_rest(monkeypatch: pytest.MonkeyPatch) -> None:
-    import dia_assets.devserver as devserver
+    import dia_assets.dagster.devserver as devserver
 
     seen: list[list[str]] = []
     monkeypatch.setattr(devserver, "run", lambda args: seen.append(list(args)) or 0)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import psutil
 
-from dia_assets.devserver import _group, shutdown
+from dia_assets.dagster.devserver import _group, shutdown
 from dia_assets.platform.memory.server import live_postgres_in
 from tests.memory_fixtures import ROOT
 
@@ -62,7 +62,7 @@ def test_dagster_dev_hears_sigint_even_when_started_from_a_background_job():
     """A shell starts background jobs with SIGINT ignored; `dia ui` resets it for its child."""
     import signal
 
-    from dia_assets.devserver import _default_signals
+    from dia_assets.dagster.devserver import _default_signals
 
     probe = "import signal; print(signal.getsignal(signal.SIGINT) is signal.default_int_handler)"
     previous = signal.signal(signal.SIGINT, signal.SIG_IGN)

@@ -273,7 +273,7 @@ def test_each_model_line_of_the_readme_reaches_dia_doctor(monkeypatch: pytest.Mo
 
     from typer.testing import CliRunner
 
-    from dia_assets.cli import app
+    from dia_assets.cli.app import app
     from dia_assets.platform.model.doctor import base_vars, provider_of
     from dia_assets.platform.model.litellm import reset_door
 

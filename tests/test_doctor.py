@@ -11,7 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-from dia_assets.cli import app  # noqa: E402
+from dia_assets.cli.app import app  # noqa: E402
 from dia_assets.platform.model.litellm import reset_door  # noqa: E402
 from tests.fake_llm import register  # noqa: E402
 

@@ -90,7 +90,7 @@ def test_each_instance_is_timed_alone() -> None:
 
 
 def test_bird_runs_default_to_executed_order_and_100_iterations(tmp_path: Path) -> None:
-    from dia_assets.cli_eval import _is_bird
+    from dia_assets.cli.eval import _is_bird
 
     path = write_bird(tmp_path / "bird")
     assert _is_bird(path, "auto") and _is_bird(path, "bird")

@@ -117,7 +117,7 @@ def test_dia_eval_finds_the_benchmark_databases_and_limits(tmp_path: Path) -> No
     import typer
     from typer.testing import CliRunner
 
-    from dia_assets.cli_eval import eval as eval_command
+    from dia_assets.cli.eval import eval as eval_command
 
     path = write_bird(tmp_path / "bird")
     app = typer.Typer()

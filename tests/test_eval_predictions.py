@@ -26,7 +26,7 @@ from dia_assets.agents.evaluation.predictions import (
 )
 from dia_assets.agents.evaluation.runner import read_records, run_eval
 from dia_assets.agents.evaluation.sandbox import REFUSED, PredictionSandbox, scoring_gate
-from dia_assets.cli_eval import eval as eval_command
+from dia_assets.cli.eval import eval as eval_command
 from dia_assets.platform.sql.safety import SQLRefused
 from tests.eval_fixtures import SAMPLE, make_sqlite, sample_wh  # noqa: F401 - fixture
 

@@ -91,7 +91,7 @@ def test_dia_eval_oracle_through_the_agent_scores_100_and_resumes(sample_wh: Pat
     with the gold SQL through the Query Generator's loop (contract, safety, verification)."""
     import typer
 
-    from dia_assets.cli_eval import eval as eval_command
+    from dia_assets.cli.eval import eval as eval_command
 
     app = typer.Typer()
     app.command("eval")(eval_command)
@@ -125,7 +125,7 @@ def test_dia_eval_without_a_model_says_what_is_missing(sample_wh: Path, tmp_path
                                                        monkeypatch: pytest.MonkeyPatch) -> None:
     import typer
 
-    from dia_assets.cli_eval import eval as eval_command
+    from dia_assets.cli.eval import eval as eval_command
 
     monkeypatch.delenv("DIA_MODEL", raising=False)
     app = typer.Typer()

@@ -10,9 +10,13 @@ from dagster import AssetKey, DagsterInstance, SensorResult, build_sensor_contex
 from dagster._core.definitions.data_version import StaleStatus
 
 from dia_assets.agents.interpreter.run import interpret_to_files
-from dia_assets.interpretation_assets import interpretation_asset, raw_file_assets, record_raw_files
-from dia_assets.resources import LLMResource, WorkspaceResource
-from dia_assets.sensors.data_sensors import new_data_sensor
+from dia_assets.dagster.interpretation import (
+    interpretation_asset,
+    raw_file_assets,
+    record_raw_files,
+)
+from dia_assets.dagster.resources import LLMResource, WorkspaceResource
+from dia_assets.dagster.sensors.data_sensors import new_data_sensor
 
 
 @pytest.fixture

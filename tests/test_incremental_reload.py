@@ -182,7 +182,7 @@ def test_falls_back_to_a_full_build_when_the_report_does_not_describe_the_wareho
 def test_dia_build_is_incremental_by_default(built: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch) -> None:
     from typer.testing import CliRunner
 
-    from dia_assets.cli import app
+    from dia_assets.cli.app import app
 
     data, ws = built
     monkeypatch.setenv("DIA_WORKSPACE", str(ws))

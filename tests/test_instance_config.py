@@ -1,4 +1,4 @@
-"""The instance config the project writes (Makefile's dagster.yaml rule, dia_assets/instance.py):
+"""The instance config the project writes (Makefile's dagster.yaml rule, dia_assets/dagster/instance.py):
 the same text in both places, and a run queue that Dagster reads as looked at every second."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from pathlib import Path
 from dagster import DagsterInstance
 from dagster._core.instance.ref import InstanceRef
 
-from dia_assets.dev_session import write_instance_config
-from dia_assets.instance import DAGSTER_YAML
+from dia_assets.dagster.dev_session import write_instance_config
+from dia_assets.dagster.instance import DAGSTER_YAML
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -7,9 +7,9 @@ import json
 from dagster import AssetKey, AutomationCondition, DagsterInstance, materialize
 
 from dia_assets.contracts.interpretation import INTERPRETATION_VERSION
-from dia_assets.interpretation_assets import interpretation_asset, observe_folder, raw_file_assets
+from dia_assets.dagster.interpretation import interpretation_asset, observe_folder, raw_file_assets
+from dia_assets.dagster.resources import LLMResource, WorkspaceResource
 from dia_assets.platform.files.discover import content_hash
-from dia_assets.resources import LLMResource, WorkspaceResource
 from tests.conftest import EXAMPLES
 
 

@@ -15,7 +15,7 @@ from dagster import materialize
 from typer.testing import CliRunner
 
 from dia_assets.agents.query import InMemoryMemory, answer_question
-from dia_assets.cli import app
+from dia_assets.cli.app import app
 from dia_assets.contracts.lineage import LineageIndex
 from dia_assets.contracts.manifest import Manifest
 from dia_assets.pipeline import run
@@ -120,9 +120,9 @@ def test_question_lineage_and_errors(answered: Path) -> None:
 
 
 def test_lineage_report_asset(answered: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from dia_assets.lineage_assets import lineage_report
-    from dia_assets.resources import WorkspaceResource
-    from dia_assets.resources.warehouse import duckdb_resource
+    from dia_assets.dagster.lineage import lineage_report
+    from dia_assets.dagster.resources import WorkspaceResource
+    from dia_assets.dagster.resources.warehouse import duckdb_resource
 
     monkeypatch.setenv("DIA_WORKSPACE", str(answered))
     monkeypatch.delenv("DIA_WAREHOUSE", raising=False)
@@ -142,7 +142,7 @@ def test_lineage_report_asset(answered: Path, monkeypatch: pytest.MonkeyPatch) -
 
 def test_query_result_metadata_names_what_the_sql_read(answered: Path) -> None:
     from dia_assets.contracts.query_result import QueryResult
-    from dia_assets.question_metadata import result_metadata
+    from dia_assets.dagster.question_metadata import result_metadata
 
     meta = result_metadata(QueryResult.read(answered / "queries" / "roles" / "result.json"))
     assert meta["dia/tables_read"].value == {"staff": ["hourly_rate", "role"]}

@@ -6,7 +6,7 @@ import json
 
 from dia_assets.agents.interpreter import interpret
 from dia_assets.agents.interpreter.enrich import enrich
-from dia_assets.resources import LLMResource
+from dia_assets.dagster.resources import LLMResource
 from tests.fake_llm import register
 
 

@@ -298,8 +298,8 @@ def test_a_nested_array_named_like_another_file_gets_its_own_table(tmp_path):
 
 
 def test_raw_file_partitions_are_distinct_per_file(tmp_path):
-    from dia_assets.interpretation_assets import folder_partitions
-    from dia_assets.schema_assets import raw_partition
+    from dia_assets.dagster.interpretation import folder_partitions
+    from dia_assets.dagster.schema import raw_partition
 
     data = _write(tmp_path, {"a b.csv": "id\n1\n", "a_b.csv": "id\n2\n", "sub/a_b.csv": "id\n3\n"})
     keys = list(folder_partitions(data))

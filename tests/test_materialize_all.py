@@ -19,7 +19,7 @@ from dagster import (
     build_sensor_context,
 )
 
-from dia_assets.query_assets import question_partitions_sensor
+from dia_assets.dagster.query import question_partitions_sensor
 
 NO_WORKSPACE = Path(__file__).parent / "snapshots" / "no_workspace"
 QUESTIONS_YAML = """

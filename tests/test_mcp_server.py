@@ -23,7 +23,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
 from dia_assets.agents.mcp.service import DiaService, ToolRefused
-from dia_assets.mcp_server import build_server
+from dia_assets.cli.mcp_server import build_server
 from tests.memory_fixtures import HashEmbedder, db_url, fresh_database_url, pg_server  # noqa: F401 - pytest fixtures
 from tests.query_fixtures import FAKE_MODEL, call, register_tools
 
@@ -525,7 +525,7 @@ def _env(ws: Path) -> dict[str, str]:
             "LITELLM_LOCAL_MODEL_COST_MAP": "True", "DIA_PRIVACY": "samples"}
 
 
-DIA = ["-c", "from dia_assets.cli import app; app()", "mcp"]
+DIA = ["-c", "from dia_assets.cli.app import app; app()", "mcp"]
 
 
 def test_stdio_transport(built: Path) -> None:
@@ -582,7 +582,7 @@ def test_streamable_http_transport_on_loopback(http_server: str, built: Path) ->
 def test_http_refuses_a_non_loopback_address() -> None:
     from typer.testing import CliRunner
 
-    from dia_assets.cli import app
+    from dia_assets.cli.app import app
 
     result = CliRunner().invoke(app, ["mcp", "--http", "--host", "0.0.0.0"])
     assert result.exit_code == 2 and "loopback" in result.output
@@ -591,7 +591,7 @@ def test_http_refuses_a_non_loopback_address() -> None:
 def test_a_bad_privacy_mode_is_a_message() -> None:
     from typer.testing import CliRunner
 
-    from dia_assets.cli import app
+    from dia_assets.cli.app import app
 
     result = CliRunner().invoke(app, ["mcp"], env={"DIA_PRIVACY": "nothing"})
     assert result.exit_code == 2 and "DIA_PRIVACY=nothing: expected one of schema-only, aggregates, samples" in result.output

@@ -6,12 +6,12 @@ from pathlib import Path
 import dagster as dg
 from typer.testing import CliRunner
 
-from dia_assets.cli_memory import memory_app
-from dia_assets.memory_assets import memory_lessons
+from dia_assets.cli.memory import memory_app
+from dia_assets.dagster.memory import memory_lessons
+from dia_assets.dagster.resources.embeddings import EmbeddingsResource
+from dia_assets.dagster.resources.memory import MemoryResource
+from dia_assets.dagster.resources.workspace import WorkspaceResource
 from dia_assets.platform.memory import Kind, MemoryStore, NewMemory, Status, Tier
-from dia_assets.resources.embeddings import EmbeddingsResource
-from dia_assets.resources.memory import MemoryResource
-from dia_assets.resources.workspace import WorkspaceResource
 from tests import memory_fixtures
 
 # pytest fixtures, shared through the module namespace
@@ -162,7 +162,7 @@ def test_cli_reports_an_unreachable_store_without_the_password(tmp_path: Path) -
 
 
 def test_counts_table_is_well_formed_markdown_even_when_empty() -> None:
-    from dia_assets.memory_assets import _counts_table
+    from dia_assets.dagster.memory import _counts_table
 
     for counts in ({}, {"session": {"hint": 2, "pitfall": 1}}):
         lines = _counts_table(counts).splitlines()

@@ -14,6 +14,7 @@ import litellm  # noqa: E402
 from litellm import CustomLLM  # noqa: E402
 
 from dia_assets.agents.memory.judge import litellm_conflict_judge, parse_verdict  # noqa: E402
+from dia_assets.dagster.resources.embeddings import EmbeddingsResource  # noqa: E402
 from dia_assets.platform.memory import (
     ConflictPolicy,
     EmbeddingMismatch,
@@ -25,7 +26,6 @@ from dia_assets.platform.memory import (
     Status,
     make_embedder,
 )
-from dia_assets.resources.embeddings import EmbeddingsResource  # noqa: E402
 from tests import memory_fixtures  # noqa: E402
 
 # pytest fixtures, shared through the module namespace

@@ -64,8 +64,8 @@ def test_same_subject_for_lessons_is_the_same_precondition() -> None:
 
 def test_confirmation_strategy_gets_a_judge(monkeypatch: pytest.MonkeyPatch) -> None:
     """`conflict_strategy="confirmation"` wires the litellm judge into the store."""
-    from dia_assets.resources.embeddings import EmbeddingsResource
-    from dia_assets.resources.memory import MemoryResource
+    from dia_assets.dagster.resources.embeddings import EmbeddingsResource
+    from dia_assets.dagster.resources.memory import MemoryResource
 
     opened: dict = {}
 

@@ -18,10 +18,10 @@ from dia_assets.agents.interpreter.one_table import file_name
 from dia_assets.agents.schema_creator.build import overrides_path, summary
 from dia_assets.agents.schema_creator.plan import plan_manifest
 from dia_assets.contracts.interpretation import ForeignKey, SourceRef
+from dia_assets.dagster.resources.workspace import WorkspaceResource
+from dia_assets.dagster.schema import schema_definitions
+from dia_assets.dagster.tables import manifest_tables, table_metadata
 from dia_assets.pipeline import run
-from dia_assets.resources.workspace import WorkspaceResource
-from dia_assets.schema_assets import schema_definitions
-from dia_assets.table_specs import manifest_tables, table_metadata
 from tests.memory_fixtures import pg_server  # noqa: F401  (fixture)
 
 KINDS = [(i, f"kind {i}", f"{i * 1.25:.2f}") for i in range(1, 21)]
@@ -264,7 +264,7 @@ def test_a_union_file_gone_since_interpretation_is_a_clear_error(tmp_path: Path,
 def test_a_files_decision_is_built_from_a_new_interpretation(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from dagster import DagsterInstance, build_sensor_context
 
-    from dia_assets.sensors.data_sensors import review_gate_sensor
+    from dia_assets.dagster.sensors.data_sensors import review_gate_sensor
 
     data, ws = tmp_path / "data", tmp_path / "ws"
     _kinds_folder(data, other_columns=True)

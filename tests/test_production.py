@@ -32,11 +32,11 @@ def pg_instance(tmp_path: Path, pg_server, monkeypatch: pytest.MonkeyPatch):  # 
 
 def test_postgres_instance_records_a_materialization_of_the_graph_on_a_postgres_warehouse(
         tmp_path: Path, pg_instance, pg_server, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: ANN001, F811
-    from dia_assets.interpretation_assets import interpretation_asset
-    from dia_assets.lineage_assets import lineage_report
-    from dia_assets.resources import LLMResource, WorkspaceResource
-    from dia_assets.resources.warehouse import duckdb_resource
-    from dia_assets.schema_assets import schema_assets, schema_checks
+    from dia_assets.dagster.interpretation import interpretation_asset
+    from dia_assets.dagster.lineage import lineage_report
+    from dia_assets.dagster.resources import LLMResource, WorkspaceResource
+    from dia_assets.dagster.resources.warehouse import duckdb_resource
+    from dia_assets.dagster.schema import schema_assets, schema_checks
 
     instance, instance_url = pg_instance
     warehouse_url = fresh_database_url(pg_server, f"warehouse_{os.getpid()}")

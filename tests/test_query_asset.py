@@ -7,14 +7,14 @@ from pathlib import Path
 import pytest
 from dagster import DagsterInstance, build_sensor_context, materialize
 
-from dia_assets.query_assets import (
+from dia_assets.dagster.query import (
     QUERY_RESULT_KEY,
     QUESTIONS,
     query_result_asset,
     question_partitions_sensor,
     register_question_partitions,
 )
-from dia_assets.resources import LLMResource, WorkspaceResource
+from dia_assets.dagster.resources import LLMResource, WorkspaceResource
 from tests.memory_fixtures import db_url, pg_server  # noqa: F401 - pytest fixtures
 from tests.query_fixtures import FAKE_MODEL, build_example_warehouse, call, register_tools
 
@@ -126,14 +126,14 @@ def test_asset_with_memory_requires_the_memory_resource() -> None:
 def _defs(with_model: bool):  # noqa: ANN202
     from dagster import Definitions
 
-    from dia_assets.query_assets import query_job
+    from dia_assets.dagster.query import query_job
 
     return Definitions(assets=[query_result_asset(deps=[], with_memory=False)], jobs=[query_job],
                        resources={"workspace": WorkspaceResource(), "llm": LLMResource()})
 
 
 def test_demo_step_answers_every_question(ws: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture) -> None:
-    from dia_assets.query_assets import demo_questions_step
+    from dia_assets.dagster.query import demo_questions_step
 
     monkeypatch.setenv("DIA_WORKSPACE", str(ws))
     monkeypatch.setenv("DIA_MODEL", FAKE_MODEL)
@@ -153,7 +153,7 @@ def test_demo_step_answers_every_question(ws: Path, monkeypatch: pytest.MonkeyPa
 
 
 def test_demo_step_without_a_model(ws: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture) -> None:
-    from dia_assets.query_assets import demo_questions_step
+    from dia_assets.dagster.query import demo_questions_step
 
     instance = DagsterInstance.ephemeral()
     assert demo_questions_step(_defs(False), instance, ws, lambda m: None)
@@ -163,9 +163,9 @@ def test_demo_step_without_a_model(ws: Path, monkeypatch: pytest.MonkeyPatch, ca
 
 
 def test_asset_with_the_shared_memory_store(ws: Path, db_url: str) -> None:  # noqa: F811
+    from dia_assets.dagster.resources.embeddings import EmbeddingsResource
+    from dia_assets.dagster.resources.memory import MemoryResource
     from dia_assets.platform.memory import MemoryStore, database_fingerprint
-    from dia_assets.resources.embeddings import EmbeddingsResource
-    from dia_assets.resources.memory import MemoryResource
 
     instance = DagsterInstance.ephemeral()
     register_question_partitions(instance)

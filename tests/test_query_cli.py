@@ -9,7 +9,7 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from dia_assets.cli_ask import ask
+from dia_assets.cli.ask import ask
 from tests.query_fixtures import FAKE_MODEL, build_tiny_duckdb, call, register_tools
 
 app = typer.Typer()

@@ -99,7 +99,7 @@ def test_aggregates_allow_statistics_schema_only_allows_counts() -> None:
 def test_interpreter_model_pass_respects_privacy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from dia_assets.agents.interpreter import interpret
     from dia_assets.agents.interpreter.enrich import enrich
-    from dia_assets.resources import LLMResource
+    from dia_assets.dagster.resources import LLMResource
     from tests.fake_llm import register
 
     (tmp_path / "staff.csv").write_text("badge,name\nB1,Zorblax\nB2,Quintavius\nB3,Nebulon\n")

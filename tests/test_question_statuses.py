@@ -24,12 +24,12 @@ from dagster._core.test_utils import create_test_daemon_workspace_context, insta
 from dagster._core.workspace.load_target import ModuleTarget
 from dagster._daemon.backfill import execute_backfill_iteration
 
-from dia_assets.query_assets import (
+from dia_assets.dagster.query import (
     QUERY_RESULT_KEY,
     query_result_asset,
     register_question_partitions,
 )
-from dia_assets.resources import LLMResource, WorkspaceResource
+from dia_assets.dagster.resources import LLMResource, WorkspaceResource
 from tests.query_fixtures import FAKE_MODEL, build_example_warehouse, call, register_tools
 
 ROOT = Path(__file__).resolve().parents[1]

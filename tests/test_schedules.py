@@ -6,8 +6,8 @@ from pathlib import Path
 
 from dagster import build_schedule_context, validate_run_config
 
+from dia_assets.dagster.sensors.schedules import FULL_BUILD
 from dia_assets.definitions import build_defs
-from dia_assets.sensors.schedules import FULL_BUILD
 
 EMPTY = Path(__file__).parent / "snapshots" / "no_workspace"
 

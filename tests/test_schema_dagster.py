@@ -9,8 +9,8 @@ from dagster_duckdb import DuckDBResource
 
 from dia_assets.agents.schema_creator.build import overrides_path
 from dia_assets.contracts.report import ValidationReport
-from dia_assets.resources.workspace import WorkspaceResource
-from dia_assets.schema_assets import schema_assets, schema_checks
+from dia_assets.dagster.resources.workspace import WorkspaceResource
+from dia_assets.dagster.schema import schema_assets, schema_checks
 from tests.schema_fixtures import EXAMPLES
 
 

@@ -92,11 +92,11 @@ def test_asset_materializes_and_cli_searches(tmp_path, example_interpretation, d
     from dagster_duckdb import DuckDBResource
     from typer.testing import CliRunner
 
-    from dia_assets.catalog_assets import semantic_catalog
-    from dia_assets.cli_catalog import catalog_app
-    from dia_assets.resources.embeddings import EmbeddingsResource
-    from dia_assets.resources.memory import MemoryResource
-    from dia_assets.resources.workspace import WorkspaceResource
+    from dia_assets.cli.catalog import catalog_app
+    from dia_assets.dagster.catalog import semantic_catalog
+    from dia_assets.dagster.resources.embeddings import EmbeddingsResource
+    from dia_assets.dagster.resources.memory import MemoryResource
+    from dia_assets.dagster.resources.workspace import WorkspaceResource
 
     ws = _workspace(tmp_path, example_interpretation)
     embeddings = EmbeddingsResource(model="wordllama")

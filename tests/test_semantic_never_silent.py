@@ -23,7 +23,7 @@ from dia_assets.agents.semantic_ops.models import (
     SemanticModelUnavailable,
 )
 from dia_assets.agents.semantic_ops.operators import SemanticOps
-from dia_assets.cli_ask import verification_line
+from dia_assets.cli.ask import verification_line
 from dia_assets.contracts.analysis_steps import Step, StepRecord
 from dia_assets.contracts.query_result import Check, Verification
 from dia_assets.platform.embeddings import WordLlamaEmbedder
@@ -219,7 +219,7 @@ def warehouse(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def ask(warehouse: Path, model: str) -> Any:
-    from dia_assets.cli import app
+    from dia_assets.cli.app import app
 
     return CliRunner().invoke(app, ["ask", "How many reviews are negative?", "--pipeline", "--no-memory",
                                     "--no-interactive", "--model", model, "--warehouse", str(warehouse), "--id", "neg"])

@@ -17,10 +17,10 @@ from dagster import (
 from dagster._core.test_utils import create_run_for_test
 
 from dia_assets.agents.interpreter.run import interpret_to_files
+from dia_assets.dagster.sensors.data_sensors import new_data_sensor, review_gate_sensor
+from dia_assets.dagster.sensors.drift_sensor import drift_sensor
+from dia_assets.dagster.sensors.quality_sensor import quality_sensor
 from dia_assets.platform.files.discover import content_hash
-from dia_assets.sensors.data_sensors import new_data_sensor, review_gate_sensor
-from dia_assets.sensors.drift_sensor import drift_sensor
-from dia_assets.sensors.quality_sensor import quality_sensor
 
 
 @pytest.fixture
@@ -180,7 +180,7 @@ def test_drift_sensor_waits_for_the_build_that_wrote_the_interpretation(env, mon
 
     from dagster import DagsterRunStatus
 
-    ds = importlib.import_module("dia_assets.sensors.drift_sensor")  # the package re-exports the sensor under this name
+    ds = importlib.import_module("dia_assets.dagster.sensors.drift_sensor")  # the package re-exports the sensor under this name
 
     data, ws = env
     instance = DagsterInstance.ephemeral()
@@ -206,7 +206,7 @@ def test_a_key_break_fails_key_validity_on_the_table_and_on_the_location_before_
 
     from dia_assets.agents.adaptation.drift import Change, DriftReport
     from dia_assets.contracts.manifest import Manifest, ManifestTable
-    from dia_assets.sensors.drift_sensor import failed_key_checks
+    from dia_assets.dagster.sensors.drift_sensor import failed_key_checks
 
     (tmp_path / "schema").mkdir()
     Manifest(generated_at="2026-01-01T00:00:00", data_dir=str(tmp_path), tables=[ManifestTable(

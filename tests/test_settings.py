@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from dia_assets.cli import app
+from dia_assets.cli.app import app
 from dia_assets.platform.settings import (
     FIELDS,
     Settings,
@@ -137,7 +137,7 @@ def test_sources_of_a_given_mapping() -> None:
 # Reads of DIA_* that stay outside the settings object, each with its reason.
 ALLOWED = {
     # save and restore of DIA_WORKSPACE around a command that `-w` changed: not a setting read
-    ("dia_assets/cli_errors.py", "os.environ.get"),
+    ("dia_assets/cli/errors.py", "os.environ.get"),
 }
 
 
@@ -198,8 +198,8 @@ def test_demo_keeps_a_persistent_instance_in_the_workspace(tmp_path: Path, monke
     dagster.yaml), not an ephemeral instance: the runs are there for `dia ui` afterwards."""
     from dagster import DagsterRunStatus
 
-    from dia_assets.demo import _instance
-    from dia_assets.instance import DAGSTER_YAML
+    from dia_assets.cli.demo import _instance
+    from dia_assets.dagster.instance import DAGSTER_YAML
 
     _no_dagster_home(monkeypatch)
     ws = tmp_path / "ws"
@@ -225,7 +225,7 @@ def test_demo_keeps_a_persistent_instance_in_the_workspace(tmp_path: Path, monke
 
 
 def test_the_instance_folder_setting_and_dagster_home_win(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from dia_assets.instance import dagster_home, use_persistent_instance
+    from dia_assets.dagster.instance import dagster_home, use_persistent_instance
 
     _no_dagster_home(monkeypatch)
     monkeypatch.setenv("DIA_DAGSTER_HOME", str(tmp_path / "mine"))
@@ -238,7 +238,7 @@ def test_the_instance_folder_setting_and_dagster_home_win(tmp_path: Path, monkey
 
 
 def test_dia_ui_hands_the_persistent_instance_to_dagster_dev(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import dia_assets.devserver as devserver
+    import dia_assets.dagster.devserver as devserver
 
     seen: dict[str, str | None] = {}
 

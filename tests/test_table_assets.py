@@ -10,9 +10,9 @@ from dagster import AssetKey, asset, materialize
 from dagster_duckdb import DuckDBResource
 
 from dia_assets.agents.schema_creator.build import overrides_path, write_plan
-from dia_assets.resources.workspace import WorkspaceResource
-from dia_assets.schema_assets import schema_definitions
-from dia_assets.table_specs import manifest_tables
+from dia_assets.dagster.resources.workspace import WorkspaceResource
+from dia_assets.dagster.schema import schema_definitions
+from dia_assets.dagster.tables import manifest_tables
 from tests.schema_fixtures import EXAMPLES
 
 TABLES = {"staff", "hospital_departments", "hospital_wards", "payroll", "shifts", "shifts_assignments"}

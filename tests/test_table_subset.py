@@ -19,10 +19,10 @@ from dia_assets.agents.schema_creator.incremental import (
     subset_manifest,
 )
 from dia_assets.contracts.manifest import Manifest
-from dia_assets.resources.workspace import WorkspaceResource
-from dia_assets.schema_assets import schema_definitions
-from dia_assets.sensors.schedules import FULL_BUILD
-from dia_assets.table_specs import manifest_tables
+from dia_assets.dagster.resources.workspace import WorkspaceResource
+from dia_assets.dagster.schema import schema_definitions
+from dia_assets.dagster.sensors.schedules import FULL_BUILD
+from dia_assets.dagster.tables import manifest_tables
 from tests.schema_fixtures import EXAMPLES
 
 TABLES = {"staff", "hospital_departments", "hospital_wards", "payroll", "shifts", "shifts_assignments"}

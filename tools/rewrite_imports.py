@@ -77,6 +77,50 @@ MOVED = {
     # schema_creator.swap.file_identity -> platform.warehouse.fingerprint)
     "dia_assets.agents.schema_creator.target": "dia_assets.platform.tables.target",
     "dia_assets.agents.schema_creator.table_stats": "dia_assets.platform.tables.stats",
+    # slice 6: the Dagster glue under dia_assets/dagster/, the CLI under dia_assets/cli/
+    "dia_assets.sensors.automation": "dia_assets.dagster.sensors.automation",
+    "dia_assets.sensors.data_sensors": "dia_assets.dagster.sensors.data_sensors",
+    "dia_assets.sensors.drift_sensor": "dia_assets.dagster.sensors.drift_sensor",
+    "dia_assets.sensors.jobs": "dia_assets.dagster.sensors.jobs",
+    "dia_assets.sensors.quality_sensor": "dia_assets.dagster.sensors.quality_sensor",
+    "dia_assets.sensors.run_outcome": "dia_assets.dagster.sensors.run_outcome",
+    "dia_assets.sensors.schedules": "dia_assets.dagster.sensors.schedules",
+    "dia_assets.sensors.settings": "dia_assets.dagster.sensors.settings",
+    "dia_assets.resources.embeddings": "dia_assets.dagster.resources.embeddings",
+    "dia_assets.resources.llm": "dia_assets.dagster.resources.llm",
+    "dia_assets.resources.memory": "dia_assets.dagster.resources.memory",
+    "dia_assets.resources.warehouse": "dia_assets.dagster.resources.warehouse",
+    "dia_assets.resources.workspace": "dia_assets.dagster.resources.workspace",
+    "dia_assets.analysis_assets": "dia_assets.dagster.analysis",
+    "dia_assets.catalog_assets": "dia_assets.dagster.catalog",
+    "dia_assets.interpretation_assets": "dia_assets.dagster.interpretation",
+    "dia_assets.lineage_assets": "dia_assets.dagster.lineage",
+    "dia_assets.memory_assets": "dia_assets.dagster.memory",
+    "dia_assets.query_assets": "dia_assets.dagster.query",
+    "dia_assets.schema_assets": "dia_assets.dagster.schema",
+    "dia_assets.table_specs": "dia_assets.dagster.tables",
+    "dia_assets.question_metadata": "dia_assets.dagster.question_metadata",
+    "dia_assets.question_outcomes": "dia_assets.dagster.question_outcomes",
+    "dia_assets.run_writer": "dia_assets.dagster.run_writer",
+    "dia_assets.instance": "dia_assets.dagster.instance",
+    "dia_assets.dev_session": "dia_assets.dagster.dev_session",
+    "dia_assets.devserver": "dia_assets.dagster.devserver",
+    "dia_assets.warm_run_workers": "dia_assets.dagster.warm_run_workers",
+    "dia_assets.demo": "dia_assets.cli.demo",
+    "dia_assets.mcp_server": "dia_assets.cli.mcp_server",
+    "dia_assets.cli_analysis": "dia_assets.cli.analysis",
+    "dia_assets.cli_ask": "dia_assets.cli.ask",
+    "dia_assets.cli_catalog": "dia_assets.cli.catalog",
+    "dia_assets.cli_chart": "dia_assets.cli.chart",
+    "dia_assets.cli_common": "dia_assets.cli.common",
+    "dia_assets.cli_compat": "dia_assets.cli.compat",
+    "dia_assets.cli_config": "dia_assets.cli.config",
+    "dia_assets.cli_doctor": "dia_assets.cli.doctor",
+    "dia_assets.cli_errors": "dia_assets.cli.errors",
+    "dia_assets.cli_eval": "dia_assets.cli.eval",
+    "dia_assets.cli_lineage": "dia_assets.cli.lineage",
+    "dia_assets.cli_mcp": "dia_assets.cli.mcp",
+    "dia_assets.cli_memory": "dia_assets.cli.memory",
 }
 _MOVED = re.compile(r"\b(" + "|".join(re.escape(k) for k in MOVED) + r")\b")
 # split between platform.model.base (ChatFn, Reply (was ChatReply), ToolCall), .errors
@@ -88,19 +132,21 @@ def _is_module(folder: str, dotted: str) -> bool:
     """Whether `<folder><dotted>` names a module or package of the folder."""
     parts = dotted.strip(".").split(".")
     base = ROOT / folder
+    moved = {f"{PACKAGE}.{folder}." + ".".join(parts[:n]) for n in (len(parts), len(parts) - 1) if n}
     return (base.joinpath(*parts).with_suffix(".py").is_file()
             or (base.joinpath(*parts) / "__init__.py").is_file()
-            or (len(parts) > 1 and base.joinpath(*parts[:-1]).with_suffix(".py").is_file()))
+            or (len(parts) > 1 and base.joinpath(*parts[:-1]).with_suffix(".py").is_file())
+            or bool(moved & MOVED.keys()))  # a module that moved out of the folder (slice 6)
 
 
 def rewrite(text: str) -> str:
     """The text with every import of a top-level folder moved under the package."""
-    text = _MOVED.sub(lambda m: MOVED[m[1]], text)
     text = _FROM.sub(rf"\1from {PACKAGE}.\2", text)
     text = _IMPORT_AS.sub(rf"\1import {PACKAGE}.\2\3", text)
-    return _QUOTED.sub(
+    text = _QUOTED.sub(
         lambda m: f"{m[1]}{PACKAGE}.{m[2]}{m[3]}{m[1]}" if _is_module(m[2], m[3]) else m[0], text
     )
+    return _MOVED.sub(lambda m: MOVED[m[1]], text)  # last: a folder's module may have moved on
 
 
 def bare_imports(text: str) -> list[str]:

@@ -1,4 +1,4 @@
-"""Imported by every Python process `dia ui` and `dia_assets.dev_session` start under `dagster dev`
+"""Imported by every Python process `dia ui` and `dia_assets.dagster.dev_session` start under `dagster dev`
 (this folder comes first on their PYTHONPATH; Python imports the first `sitecustomize` it finds).
 
 Two of Dagster's fixed costs have no setting, and a run launched in the UI paid both (issue 31,
@@ -10,7 +10,7 @@ bench/ui.py):
   the background, that imported those modules once (WARM). Each run is still its own process and
   still loads the code location (dia_assets.definitions) afresh, so a code change is seen. With
   a model configured the forkserver also loads what a question run needs before its first
-  answer (litellm, the agents, the tokenizer, the lexicon: dia_assets/warm_run_workers.py),
+  answer (litellm, the agents, the tokenizer, the lexicon: dia_assets/dagster/warm_run_workers.py),
   which each question run of a *Materialize all* paid on its own before;
 - the daemon's backfill loop sleeps 30 s between iterations (`DEFAULT_DAEMON_INTERVAL_SECONDS`,
   read by the loop at each start): a *Materialize all* started up to 30 s after the click, and
@@ -35,8 +35,8 @@ WARM = ("dagster", "dagster._grpc.impl", "dagster._core.execution.api", "dagster
         "pydantic", "dia_assets.agents.interpreter.interpreter", "dia_assets.agents.schema_creator.build",
         "dia_assets.agents.query.loop",
         # with a model configured, what a question run loaded before its first answer (litellm,
-        # the agents, tokenizer, lexicon): dia_assets/warm_run_workers.py; nothing without one
-        "dia_assets.warm_run_workers")
+        # the agents, tokenizer, lexicon): dia_assets/dagster/warm_run_workers.py; nothing without one
+        "dia_assets.dagster.warm_run_workers")
 
 
 def _command() -> list[str]:

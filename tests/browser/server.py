@@ -3,7 +3,7 @@
 The workspace is built the way `make demo` builds it (`dia demo` in a subprocess, into a
 temporary workspace and DAGSTER_HOME), so the UI shows what a new user sees after
 `make demo && make ui`. Starting, awaiting and stopping `dagster dev` is
-`dia_assets.dev_session` (shared with bench/ui.py): its own session on a free loopback port,
+`dia_assets.dagster.dev_session` (shared with bench/ui.py): its own session on a free loopback port,
 always stopped as a whole with the embedded PostgreSQL.
 """
 
@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from dia_assets.dev_session import (
+from dia_assets.dagster.dev_session import (
     ROOT,
     DevSession,
     dev_session,
@@ -47,7 +47,7 @@ def build_workspace(base: Path, data_dir: Path = EXAMPLE_DATA, home: Path | None
     takes. Another folder with the same `home` is a switch of folders in one instance."""
     workspace, home = base / "ws", home or base / "home"
     write_instance_config(home)
-    cmd = [sys.executable, "-c", "from dia_assets.cli import app; app()", "demo",
+    cmd = [sys.executable, "-c", "from dia_assets.cli.app import app; app()", "demo",
            "--workspace", str(workspace), "--data-dir", str(data_dir)]
     log = base / "demo.log"
     with log.open("w") as out:

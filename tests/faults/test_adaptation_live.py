@@ -19,7 +19,7 @@ import yaml
 from dagster import AssetCheckKey, AssetKey, DagsterEventType, DagsterRun, DagsterRunStatus
 from typer.testing import CliRunner
 
-from dia_assets.cli import app
+from dia_assets.cli.app import app
 from tests.faults.live_daemon import LiveDaemon, loop_floor_patchable, scratch
 from tests.memory_fixtures import db_url, pg_server  # noqa: F401
 from tests.replay_data import OLD_TEMPLATE, QUERIES, customers, orders, products

@@ -16,7 +16,7 @@ from dia_assets.agents.schema_creator.build import report_describes
 from dia_assets.agents.schema_creator.generation import pending_path
 from dia_assets.agents.schema_creator.state import read_state, stale_reason
 from dia_assets.agents.schema_creator.swap import content_hash
-from dia_assets.cli import app
+from dia_assets.cli.app import app
 from dia_assets.contracts.manifest import Manifest
 from dia_assets.contracts.report import ValidationReport
 from dia_assets.pipeline import run

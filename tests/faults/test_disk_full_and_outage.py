@@ -17,7 +17,7 @@ from dia_assets.agents.schema_creator import generation
 from dia_assets.agents.schema_creator.build import report_describes
 from dia_assets.agents.schema_creator.failures import one_line
 from dia_assets.agents.schema_creator.state import read_state
-from dia_assets.cli import app
+from dia_assets.cli.app import app
 from dia_assets.contracts.report import ValidationReport
 from dia_assets.pipeline import run
 from tests.faults.state_harness import count, export

@@ -98,10 +98,10 @@ def test_memory_down_at_catalog_refresh_does_not_fail_the_build(
     from dagster_duckdb import DuckDBResource
 
     from dia_assets.agents.schema_creator.plan import plan_manifest
-    from dia_assets.catalog_assets import semantic_catalog
-    from dia_assets.resources.embeddings import EmbeddingsResource
-    from dia_assets.resources.memory import MemoryResource
-    from dia_assets.resources.workspace import WorkspaceResource
+    from dia_assets.dagster.catalog import semantic_catalog
+    from dia_assets.dagster.resources.embeddings import EmbeddingsResource
+    from dia_assets.dagster.resources.memory import MemoryResource
+    from dia_assets.dagster.resources.workspace import WorkspaceResource
 
     ws = tmp_path / "ws"
     example_interpretation.write(ws / "interpretation.json")
@@ -143,10 +143,10 @@ def test_catalog_inputs_missing_still_fails_the_step(tmp_path: Path, db_url: str
     import dagster as dg
     from dagster_duckdb import DuckDBResource
 
-    from dia_assets.catalog_assets import semantic_catalog
-    from dia_assets.resources.embeddings import EmbeddingsResource
-    from dia_assets.resources.memory import MemoryResource
-    from dia_assets.resources.workspace import WorkspaceResource
+    from dia_assets.dagster.catalog import semantic_catalog
+    from dia_assets.dagster.resources.embeddings import EmbeddingsResource
+    from dia_assets.dagster.resources.memory import MemoryResource
+    from dia_assets.dagster.resources.workspace import WorkspaceResource
 
     embeddings = EmbeddingsResource(model="wordllama")
     result = dg.materialize([semantic_catalog], raise_on_error=False, resources={

@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 
 from dia_assets.agents.schema_creator.attempt import read_attempt
 from dia_assets.agents.schema_creator.state import read_state
-from dia_assets.cli import app
+from dia_assets.cli.app import app
 from tests.faults.live_daemon import NEW_DATA, LiveDaemon, loop_floor_patchable, scratch
 from tests.faults.state_harness import count, export, write_csv
 from tests.memory_fixtures import db_url, pg_server  # noqa: F401

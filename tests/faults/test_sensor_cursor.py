@@ -33,9 +33,9 @@ from dagster._core.test_utils import create_run_for_test, instance_for_test
 
 from dia_assets.agents.adaptation.data_cursor import DataCursor
 from dia_assets.contracts.attempt import BuildAttempt
-from dia_assets.schema_assets import VERDICT_KEY
-from dia_assets.sensors.data_sensors import new_data_sensor
-from dia_assets.sensors.run_outcome import REQUEST_TAG
+from dia_assets.dagster.schema import VERDICT_KEY
+from dia_assets.dagster.sensors.data_sensors import new_data_sensor
+from dia_assets.dagster.sensors.run_outcome import REQUEST_TAG
 
 
 @pytest.fixture

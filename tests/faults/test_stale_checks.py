@@ -18,14 +18,14 @@ from typer.testing import CliRunner
 
 from dia_assets.agents.schema_creator import validate as validate_module
 from dia_assets.agents.schema_creator.attempt import read_attempt
-from dia_assets.cli import app
+from dia_assets.cli.app import app
 from dia_assets.contracts.report import ValidationReport
-from dia_assets.interpretation_assets import interpretation_asset, raw_file_assets
-from dia_assets.query_assets import query_result_asset, register_question_partitions
-from dia_assets.resources import LLMResource, WorkspaceResource
-from dia_assets.resources.warehouse import duckdb_resource
-from dia_assets.schema_assets import schema_assets, schema_checks
-from dia_assets.sensors import build_job, quality_check_job
+from dia_assets.dagster.interpretation import interpretation_asset, raw_file_assets
+from dia_assets.dagster.query import query_result_asset, register_question_partitions
+from dia_assets.dagster.resources import LLMResource, WorkspaceResource
+from dia_assets.dagster.resources.warehouse import duckdb_resource
+from dia_assets.dagster.schema import schema_assets, schema_checks
+from dia_assets.dagster.sensors import build_job, quality_check_job
 from tests.conftest import ROOT
 from tests.faults.state_harness import count, export
 from tests.query_fixtures import FAKE_MODEL, call, register_tools

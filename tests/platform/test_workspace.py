@@ -48,7 +48,7 @@ def test_saved_answers_in_question_order(tmp_path: Path) -> None:
 
 
 def test_the_workspace_resource_uses_the_tree(tmp_path: Path) -> None:
-    from dia_assets.resources.workspace import WorkspaceResource
+    from dia_assets.dagster.resources.workspace import WorkspaceResource
 
     res = WorkspaceResource(root=str(tmp_path), data_dir=str(tmp_path))
     assert res.tree.manifest == res.path("schema", "manifest.json") == res.files.manifest
@@ -84,7 +84,7 @@ def _joins(tree: ast.AST) -> list[tuple[int, str]]:
 
 # an evaluation run writes its own report.md into its output folder, which is not the workspace
 _OTHER_FOLDERS = {("dia_assets/agents/evaluation/report.py", "report.md"), ("dia_assets/agents/evaluation/runner.py", "report.md"),
-                  ("dia_assets/cli_eval.py", "report.md")}
+                  ("dia_assets/cli/eval.py", "report.md")}
 
 
 def test_no_module_joins_the_tree_itself() -> None:

@@ -29,7 +29,7 @@ from dia_assets.agents.mcp.service import INPUT_LIMITS, DiaService, ToolRefused
 from tests.query_fixtures import build_tiny_duckdb
 
 ROOT = Path(__file__).resolve().parents[2]
-DIA = ["-c", "from dia_assets.cli import app; app()", "mcp", "--http"]
+DIA = ["-c", "from dia_assets.cli.app import app; app()", "mcp", "--http"]
 INITIALIZE = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
     "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "probe", "version": "0"}}}
 HEADERS = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
@@ -176,7 +176,7 @@ def test_lineage_of_a_long_unknown_target_is_a_message(ws: Path) -> None:
 
 
 def test_an_unexpected_failure_is_a_message_over_mcp(ws: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from dia_assets.mcp_server import build_server
+    from dia_assets.cli.mcp_server import build_server
 
     svc = DiaService(warehouse=str(ws / "warehouse.duckdb"), workspace=ws, privacy="schema-only", use_memory=False)
 

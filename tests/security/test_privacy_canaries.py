@@ -143,7 +143,7 @@ def _interpreter_and_catalog(canary: dict[str, Path], mode: str, monkeypatch: py
     from dia_assets.agents.interpreter import interpret
     from dia_assets.agents.interpreter.enrich import enrich
     from dia_assets.contracts.manifest import Manifest
-    from dia_assets.resources import LLMResource
+    from dia_assets.dagster.resources import LLMResource
 
     monkeypatch.setenv("DIA_PRIVACY", mode)
     handler = register_tools(["{}", "{}", "{}"])
@@ -253,7 +253,7 @@ def _mcp_steps() -> list[tuple[str, str, dict[str, Any]]]:
 def _mcp_run(canary: dict[str, Path], mode: str, db_url: str) -> tuple[list[str], str]:  # noqa: F811
     from dia_assets.agents.mcp.service import DiaService
     from dia_assets.agents.query.memory import warehouse_fingerprint
-    from dia_assets.mcp_server import build_server
+    from dia_assets.cli.mcp_server import build_server
     from dia_assets.platform.memory import Kind, MemoryStore, NewMemory, Tier
 
     store = MemoryStore.open(url=db_url, embedder=HashEmbedder())

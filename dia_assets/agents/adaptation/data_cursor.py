@@ -4,7 +4,7 @@ The cursor moves past a change only when the run requested for it finished its c
 (succeeded, or validated the data and refused it). A run that failed, was canceled or vanished
 (its process killed with the daemon) is asked for again on the next tick, a bounded number of
 times, so an interrupted build is redone after a restart instead of being forgotten. No Dagster
-here: the sensor (sensors/data_sensors.py) tells what became of the run.
+here: the sensor (dia_assets/dagster/sensors/data_sensors.py) tells what became of the run.
 """
 
 from __future__ import annotations

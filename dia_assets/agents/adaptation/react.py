@@ -1,6 +1,6 @@
 """The reaction to one drift report, as plain data: jobs to run, checks to fail, review lines.
 
-The drift sensor (sensors/drift_sensor.py) only translates these into Dagster run requests and
+The drift sensor (dia_assets/dagster/sensors/drift_sensor.py) only translates these into Dagster run requests and
 check evaluations, so every rule here is testable on plain values:
 
 - any drift: the warehouse checks (`checks`, tagged with the affected tables) and a `replan` of
@@ -11,7 +11,7 @@ check evaluations, so every rule here is testable on plain values:
   an expert to decide the key (review/drift_review.md).
 
 Falling answer quality (answer_quality.assess) re-answers the failed questions with fresh memory
-(`react_to_quality`; sensors/quality_sensor.py translates).
+(`react_to_quality`; dia_assets/dagster/sensors/quality_sensor.py translates).
 """
 
 from __future__ import annotations

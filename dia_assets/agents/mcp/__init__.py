@@ -1,2 +1,2 @@
 """What `dia mcp` serves (tools, resources, lineage), framework-free; the MCP SDK wiring is
-dia_assets/mcp_server.py."""
+dia_assets/cli/mcp_server.py."""

@@ -1,5 +1,5 @@
 """What `dia mcp` serves, as plain Python: the tools and resources over one warehouse and
-workspace (DIA_WAREHOUSE, DIA_WORKSPACE). `dia_assets/mcp_server.py` only wires these into
+workspace (DIA_WAREHOUSE, DIA_WORKSPACE). `dia_assets/cli/mcp_server.py` only wires these into
 the MCP SDK.
 
 An MCP host is a model: everything returned here is shown to one, so the privacy mode

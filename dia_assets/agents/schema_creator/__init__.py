@@ -1,5 +1,5 @@
 """Schema Creator (DIA §3.4): interpretation + expert overrides -> manifest -> warehouse
--> validation report. Framework-free; the Dagster glue lives in `dia_assets.schema_assets`.
+-> validation report. Framework-free; the Dagster glue lives in `dia_assets.dagster.schema`.
 
 Modules, one concept each: `overrides` (expert YAML), `plan` (manifest), `sqlgen`
 (DDL and load SQL), `load` (staging -> refined -> rejects, atomic swap), `postgres`
