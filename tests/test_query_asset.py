@@ -163,9 +163,9 @@ def test_demo_step_without_a_model(ws: Path, monkeypatch: pytest.MonkeyPatch, ca
 
 
 def test_asset_with_the_shared_memory_store(ws: Path, db_url: str) -> None:  # noqa: F811
-    from dia_assets.agents.memory import MemoryStore, database_fingerprint
     from dia_assets.dagster.resources.embeddings import EmbeddingsResource
     from dia_assets.dagster.resources.memory import MemoryResource
+    from dia_assets.platform.memory import MemoryStore, database_fingerprint
 
     instance = DagsterInstance.ephemeral()
     register_question_partitions(instance)

@@ -34,10 +34,9 @@ from dia_assets.agents.value_parsing import (
     parse_expression,
     present,
     sql_list,
-    sql_str,
 )
 from dia_assets.contracts.interpretation import Column, ValueFormat
-from dia_assets.platform.naming import quote_ident
+from dia_assets.platform.naming import quote_ident, sql_str
 
 TOP_K = 10
 # Columns per pass-B query: one per query on long tables (measured: 12 columns of 1M rows

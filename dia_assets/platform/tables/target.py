@@ -1,4 +1,5 @@
-"""The warehouse the Schema Creator writes and validates: DuckDB file or PostgreSQL URL.
+"""A read connection to a built warehouse (DuckDB file or PostgreSQL URL): the schema creator
+validates through it, lineage and the table statistics read through it.
 
 Validation SQL is written once in DuckDB's dialect and transpiled with sqlglot for
 PostgreSQL, so the checks read both warehouses the same way.
@@ -10,10 +11,17 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
+import sqlglot
 
-from dia_assets.agents.schema_creator.sqlgen import transpile
 from dia_assets.platform import limits
 from dia_assets.platform.warehouse.base import build_dialect
+
+
+def transpile(sql: str, dialect: str) -> str:
+    """DuckDB SQL (every statement of it) in `dialect`: the checks are written once, for DuckDB."""
+    if dialect == "duckdb":
+        return sql
+    return ";\n".join(sqlglot.transpile(sql, read="duckdb", write=dialect))
 
 
 class Target:
