@@ -81,6 +81,9 @@ MOVED = {
     "dia_assets.cli_lineage": "dia_assets.cli.lineage",
     "dia_assets.cli_mcp": "dia_assets.cli.mcp",
     "dia_assets.cli_memory": "dia_assets.cli.memory",
+    # slice 5: the interpreter's keys.py and foreign_keys.py split into the package keys/ (primary,
+    # foreign, features, score, assign); `keys` kept its path, its package exports what both did
+    "dia_assets.agents.interpreter.foreign_keys": "dia_assets.agents.interpreter.keys",
 }
 _MOVED = re.compile(r"\b(" + "|".join(re.escape(k) for k in MOVED) + r")\b")
 # split between platform.model.base (ChatFn, Reply (was ChatReply), ToolCall), .errors
