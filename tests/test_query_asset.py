@@ -221,8 +221,8 @@ def test_a_fresh_memory_replan_holds_back_the_lessons_the_failed_answer_used(
     previous (failed) answer of that question used."""
     import json
 
-    from dia_assets import query_assets
     from dia_assets.agents.query.memory import InMemoryMemory, Item
+    from dia_assets.dagster import query as query_assets
 
     memory = InMemoryMemory([
         Item("m1", "Staff per role counts every row", "rule one", "SELECT TRUE", "aggregation", "session"),

@@ -113,10 +113,13 @@ def rewrite(text: str) -> str:
 
 
 def bare_imports(text: str) -> list[str]:
-    """`import resources` / `import sensors.x` without `as`: the bound name would change, so
-    these are reported for a hand edit rather than rewritten."""
+    """`import resources` / `import sensors.x` without `as`, and `from dia_assets import <a moved
+    module>`: the bound name would change, so these are reported for a hand edit rather than
+    rewritten."""
     bare = re.findall(rf"^\s*import (?:{_NAMES})\b(?!(?:\.\w+)*\s+as\s).*$", text, re.MULTILINE)
-    return bare + [line for line in _SPLIT.findall(_MOVED.sub(lambda m: MOVED[m[1]], text))]
+    moved_from = [line for line in re.findall(rf"^\s*from {PACKAGE} import .*$", text, re.MULTILINE)
+                  if any(f"{PACKAGE}.{name}" in MOVED for name in re.findall(r"\w+", line.split(" import ", 1)[1]))]
+    return bare + moved_from + [line for line in _SPLIT.findall(_MOVED.sub(lambda m: MOVED[m[1]], text))]
 
 
 def python_files() -> list[Path]:
