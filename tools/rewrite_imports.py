@@ -113,12 +113,13 @@ def rewrite(text: str) -> str:
 
 
 def bare_imports(text: str) -> list[str]:
-    """`import resources` / `import sensors.x` without `as`, and `from dia_assets import <a moved
-    module>`: the bound name would change, so these are reported for a hand edit rather than
-    rewritten."""
+    """`import resources` / `import sensors.x` without `as`, and `from dia_assets[.x] import <a moved
+    module>` (`from dia_assets.agents.interpreter import foreign_keys`, one line or in parentheses):
+    the bound name would change, so these are reported for a hand edit rather than rewritten."""
     bare = re.findall(rf"^\s*import (?:{_NAMES})\b(?!(?:\.\w+)*\s+as\s).*$", text, re.MULTILINE)
-    moved_from = [line for line in re.findall(rf"^\s*from {PACKAGE} import .*$", text, re.MULTILINE)
-                  if any(f"{PACKAGE}.{name}" in MOVED for name in re.findall(r"\w+", line.split(" import ", 1)[1]))]
+    moved_from = [m[0].strip().splitlines()[0] for m in re.finditer(
+                      rf"^[ \t]*from ({PACKAGE}(?:\.\w+)*) import (\([^)]*\)|.*)$", text, re.MULTILINE)
+                  if any(f"{m[1]}.{name}" in MOVED for name in re.findall(r"\w+", m[2]))]
     return bare + moved_from + [line for line in _SPLIT.findall(_MOVED.sub(lambda m: MOVED[m[1]], text))]
 
 
