@@ -15,8 +15,8 @@ confidence by the logistic function:
 
 Special cases (`score_candidates`): a structural reference (a child flattened from its parent's
 nested array) is 1.0; a candidate with no values to measure has its name alone (0.85 for an
-exact name, HIGH for name evidence of at least 0.8, else REPORTED); the only parent with name evidence that covers
-every value, with no negative value term, is raised to HIGH.
+exact name, HIGH for name evidence of at least 0.8, else REPORTED); the only parent with name
+evidence that covers every value, with no negative value term, is raised to HIGH.
 
 Primary keys (`pk_confidence`): a single column from its identifier score, a composite from its
 weakest column, `COMPOSITE_PENALTY` less per extra column, never above 0.9.
