@@ -121,6 +121,9 @@ MOVED = {
     "dia_assets.cli_lineage": "dia_assets.cli.lineage",
     "dia_assets.cli_mcp": "dia_assets.cli.mcp",
     "dia_assets.cli_memory": "dia_assets.cli.memory",
+    # slice 5: the interpreter's keys.py and foreign_keys.py split into the package keys/ (primary,
+    # foreign, features, score, assign); `keys` kept its path, its package exports what both did
+    "dia_assets.agents.interpreter.foreign_keys": "dia_assets.agents.interpreter.keys",
 }
 _MOVED = re.compile(r"\b(" + "|".join(re.escape(k) for k in MOVED) + r")\b")
 # split between platform.model.base (ChatFn, Reply (was ChatReply), ToolCall), .errors
@@ -150,12 +153,13 @@ def rewrite(text: str) -> str:
 
 
 def bare_imports(text: str) -> list[str]:
-    """`import resources` / `import sensors.x` without `as`, and `from dia_assets import <a moved
-    module>`: the bound name would change, so these are reported for a hand edit rather than
-    rewritten."""
+    """`import resources` / `import sensors.x` without `as`, and `from dia_assets[.x] import <a moved
+    module>` (`from dia_assets.agents.interpreter import foreign_keys`, one line or in parentheses):
+    the bound name would change, so these are reported for a hand edit rather than rewritten."""
     bare = re.findall(rf"^\s*import (?:{_NAMES})\b(?!(?:\.\w+)*\s+as\s).*$", text, re.MULTILINE)
-    moved_from = [line for line in re.findall(rf"^\s*from {PACKAGE} import .*$", text, re.MULTILINE)
-                  if any(f"{PACKAGE}.{name}" in MOVED for name in re.findall(r"\w+", line.split(" import ", 1)[1]))]
+    moved_from = [m[0].strip().splitlines()[0] for m in re.finditer(
+                      rf"^[ \t]*from ({PACKAGE}(?:\.\w+)*) import (\([^)]*\)|.*)$", text, re.MULTILINE)
+                  if any(f"{m[1]}.{name}" in MOVED for name in re.findall(r"\w+", m[2]))]
     return bare + moved_from + [line for line in _SPLIT.findall(_MOVED.sub(lambda m: MOVED[m[1]], text))]
 
 

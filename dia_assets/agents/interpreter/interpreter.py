@@ -10,7 +10,7 @@ from pathlib import Path
 
 import duckdb
 
-from dia_assets.agents.interpreter import foreign_keys, keys, one_table, quality
+from dia_assets.agents.interpreter import keys, one_table, quality
 from dia_assets.agents.interpreter.declared_keys import apply_declared
 from dia_assets.agents.interpreter.join_paths import join_paths
 from dia_assets.agents.interpreter.names import (
@@ -132,7 +132,7 @@ def interpret(data_dir: str | Path, progress: Progress | None = None,
                 result.quality_issues.append(_failure_issue(info.source.name, info.source.path, "finding its keys", exc))
                 continue
             result.quality_issues.extend(quality.key_issues(info.source))
-        finder = foreign_keys.Finder(con, infos, grouping.apart)
+        finder = keys.Finder(con, infos, grouping.apart)
         result.foreign_keys = finder.find()
         if keys.revise_keys(con, infos, result.foreign_keys):  # keys other tables refer to, link tables
             result.foreign_keys = finder.find()
