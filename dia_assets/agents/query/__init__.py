@@ -14,8 +14,9 @@ comes through `dia_assets.platform.model` (a `ChatFn`).
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from dia_assets.platform.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from dia_assets.agents.query.dialects import open_database, transpile, transpile_all
@@ -103,18 +104,7 @@ _EXPORTS = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    target = _EXPORTS.get(name)
-    if target is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    module, _, attr = target.partition(":")
-    value = getattr(importlib.import_module(module), attr or name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *_EXPORTS})
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
 
 __all__ = [
