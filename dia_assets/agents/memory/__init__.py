@@ -38,8 +38,7 @@ if TYPE_CHECKING:
     from dia_assets.agents.memory.retrieval import MemoryFilter, RetrievalWeights
     from dia_assets.agents.memory.store import MemoryStore
     from dia_assets.agents.memory.verify import (
-        DuckDBProbeRunner,
-        PostgresProbeRunner,
+        GatedProbeRunner,
         ProbeRunner,
         duckdb_probe_runner,
         probe_confirms,
@@ -84,8 +83,7 @@ _EXPORTS = {
     "MemoryFilter": "dia_assets.agents.memory.retrieval",
     "RetrievalWeights": "dia_assets.agents.memory.retrieval",
     "MemoryStore": "dia_assets.agents.memory.store",
-    "DuckDBProbeRunner": "dia_assets.agents.memory.verify",
-    "PostgresProbeRunner": "dia_assets.agents.memory.verify",
+    "GatedProbeRunner": "dia_assets.agents.memory.verify",
     "ProbeRunner": "dia_assets.agents.memory.verify",
     "duckdb_probe_runner": "dia_assets.agents.memory.verify",
     "probe_confirms": "dia_assets.agents.memory.verify",
@@ -108,7 +106,7 @@ def __dir__() -> list[str]:
 __all__ = [
     "ConflictJudge",
     "ConflictPolicy",
-    "DuckDBProbeRunner",
+    "GatedProbeRunner",
     "Embedder",
     "EmbeddingMismatch",
     "Evidence",
@@ -125,7 +123,6 @@ __all__ = [
     "MemoryStore",
     "MemoryStoreUnavailable",
     "NewMemory",
-    "PostgresProbeRunner",
     "ProbeRunner",
     "RetrievalWeights",
     "Status",
