@@ -95,7 +95,7 @@ def open_database(target: str | Path, name: str = "", catalog_reads: bool = Fals
         path = engine.local_path(shown)
         if not path.is_file():
             raise FileNotFoundError(f"no database file at {path}")
-        engine = sniff_file(path) or engine
+        engine = sniff_file(path, engine) or engine
         shown, opened = str(path), str(path.resolve())
     options = {"catalog_reads": True} if catalog_reads and engine.catalog_reads else {}
     return Database(engine.name, shown, name, engine.open(opened, **options))

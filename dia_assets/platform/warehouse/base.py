@@ -183,18 +183,23 @@ def target_dialect(target: str | Path | None) -> Dialect:
     raise UnknownDialect(text)
 
 
-def sniff_file(path: Path) -> Dialect | None:
-    """The file-based engine whose header the file starts with, or None."""
+def sniff_file(path: Path, classified: Dialect | None = None) -> Dialect | None:
+    """The file-based engine whose header the file starts with, or None. `classified` (the
+    target's own engine) is kept when it declares no header or its header matches: the header
+    corrects a suffix (a DuckDB file named `.db`), it does not override a declared engine."""
     try:
         with path.open("rb") as fh:
             head = fh.read(64)
     except OSError:
         return None
-    for name in _ORDER:
-        header = REGISTRY[name].file_header
-        if header is not None and head[header[0]:header[0] + len(header[1])] == header[1]:
-            return REGISTRY[name]
-    return None
+
+    def matches(dialect: Dialect) -> bool:
+        offset, magic = dialect.file_header or (0, b"")
+        return dialect.file_header is not None and head[offset:offset + len(magic)] == magic
+
+    if classified is not None and (classified.file_header is None or matches(classified)):
+        return classified
+    return next((REGISTRY[name] for name in _ORDER if matches(REGISTRY[name])), None)
 
 
 def connect(target: str | Path, read_only: bool = True, **options: Any) -> Connection:
