@@ -82,6 +82,15 @@ def test_an_engine_registered_alone_is_reported_incomplete(tmp_path: Path) -> No
             assert db.query("SELECT 42").rows == [(42,)]
         finally:
             db.close()
+        # evaluation and memory probes open it through the registry, as itself (its file's
+        # DuckDB header does not turn it back into DuckDB), with no line naming it
+        from dia_assets.agents.evaluation.databases import open_database
+        from dia_assets.agents.memory.verify import GatedProbeRunner
+
+        with open_database(f"toy:///{tmp_path}/t.duckdb") as scored:
+            assert scored.dialect == "dia_toy_engine" and scored.query("SELECT 7").rows == [(7,)]
+        with GatedProbeRunner.open(f"toy:///{tmp_path}/t.duckdb") as probe:
+            assert probe("SELECT 1 = 1") == [(True,)]
     finally:
         REGISTRY.clear()
         REGISTRY.update(before[0])
