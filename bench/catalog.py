@@ -71,7 +71,7 @@ def verbatim(question: str, columns: list[str]) -> list[str]:
 
 def build_warehouse(name: str, raw: Path, out: Path) -> tuple[Path, Path, str]:
     """(workspace, warehouse, how): reused when `out` already holds a finished build."""
-    from dia_assets.agents.schema_creator.build import run
+    from dia_assets.pipeline import run
     from dia_assets.platform.workspace import Workspace
 
     ws, target = out / f"{name}_ws", out / f"{name}.duckdb"
@@ -95,8 +95,8 @@ def main() -> int:
     parser.add_argument("--show", action="store_true", help="print each question's top columns")
     args = parser.parse_args()
 
-    from dia_assets.agents.memory.store import MemoryStore
     from dia_assets.platform.embeddings import WordLlamaEmbedder
+    from dia_assets.platform.memory.store import MemoryStore
 
     questions = load_questions(args.questions)
     unplain = {q["id"]: verbatim(q["question"], q["columns"]) for q in questions}

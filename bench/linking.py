@@ -81,7 +81,7 @@ def dataset_names(datasets: Path) -> list[str]:
 
 def build_parts(workdir: Path, datasets: Path) -> list[tuple[str, Path, Any, str]]:
     """Each dataset built by the Schema Creator once per workdir: (name, warehouse, manifest, prefix)."""
-    from dia_assets.agents.schema_creator.build import run
+    from dia_assets.pipeline import run
     from dia_assets.platform.workspace import Workspace
 
     parts = [(name, datasets / name / "raw", None, f"{name}_") for name in dataset_names(datasets)]

@@ -30,8 +30,8 @@ from pathlib import Path
 
 import numpy as np
 
-from dia_assets.agents.memory import Kind, MemoryStore, NewMemory, Tier, WordLlamaEmbedder
-from dia_assets.agents.memory.migrations import SCHEMA
+from dia_assets.platform.memory import Kind, MemoryStore, NewMemory, Tier, WordLlamaEmbedder
+from dia_assets.platform.memory.migrations import SCHEMA
 
 IMPORT_MAX_S = 90.0
 P50_MAX_MS = 20.0

@@ -48,7 +48,7 @@ QUESTION_SETS = [ROOT / "examples" / "eval" / "questions.jsonl",
 
 
 def build_duckdb(name: str, raw: Path, out: Path, overrides: Path | None = None) -> tuple[Path, str]:
-    from dia_assets.agents.schema_creator.build import run
+    from dia_assets.pipeline import run
 
     target = out / f"{name}.duckdb"
     if target.exists():
@@ -93,7 +93,7 @@ def main() -> int:
     if "postgres" in engines:
         import psycopg
 
-        from dia_assets.agents.memory.server import EmbeddedServer
+        from dia_assets.platform.memory.server import EmbeddedServer
 
         server = EmbeddedServer(Path(tempfile.mkdtemp(prefix="dia-oracle-pg-")) / "pgdata")
         uri = server.uri()

@@ -57,7 +57,7 @@ def make_csv(path: Path, name: str, rows: int, seed: int) -> None:
 
 def _build(data: Path, ws: Path, incremental: bool) -> dict:
     """`dia build` (incremental) or `dia build --full`, timed as a whole."""
-    from dia_assets.agents.schema_creator.build import run
+    from dia_assets.pipeline import run
 
     start = time.perf_counter()
     result = run(data, ws, incremental=incremental)

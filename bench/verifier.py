@@ -88,7 +88,7 @@ MAX_ROWS = 200_000
 
 def build_warehouse(name: str, raw: Path, out: Path, overrides: Path | None = None) -> tuple[Path, Any, str]:
     """(warehouse, manifest or None, how it was made)."""
-    from dia_assets.agents.schema_creator.build import run
+    from dia_assets.pipeline import run
 
     target = out / f"{name}.duckdb"
     try:

@@ -41,7 +41,7 @@ def _build(data: Path, ws: Path) -> dict:
     """One build, timed by step (the step hook marks when each begins)."""
     import duckdb
 
-    from dia_assets.agents.schema_creator.build import run
+    from dia_assets.pipeline import run
     from dia_assets.platform.workspace import Workspace
 
     steps: dict[str, float] = {}

@@ -15,7 +15,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 os.environ.pop("DIA_MODEL", None)
 if "DIA_PGDATA_HOME" not in os.environ:
     # as root, embedded PostgreSQL data under a private test folder is kept here instead of
-    # /var/lib/dia/pgdata (agents/memory/placement.py); removed at exit, after pgserver's own
+    # /var/lib/dia/pgdata (platform/memory/placement.py); removed at exit, after pgserver's own
     # exit hooks (registered later, so run earlier) have stopped the servers
     _PGDATA_HOME = Path(tempfile.mkdtemp(prefix="dia-pgdata-tests-"))
     _PGDATA_HOME.chmod(0o755)

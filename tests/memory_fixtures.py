@@ -26,8 +26,8 @@ import psycopg
 import pytest
 from psycopg.conninfo import make_conninfo
 
-from dia_assets.agents.memory.server import EmbeddedServer
-from dia_assets.agents.memory.store import MemoryStore
+from dia_assets.platform.memory.server import EmbeddedServer
+from dia_assets.platform.memory.store import MemoryStore
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 ROOT = Path(__file__).resolve().parents[1]

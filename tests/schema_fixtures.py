@@ -9,10 +9,8 @@ from pathlib import Path
 
 import duckdb
 
-from dia_assets.agents.schema_creator.build import BuildResult, run
 from dia_assets.agents.schema_creator.overrides import parse_overrides
 from dia_assets.agents.schema_creator.plan import plan_manifest
-from dia_assets.agents.schema_creator.target import Target
 from dia_assets.contracts.interpretation import (
     Column,
     Interpretation,
@@ -22,6 +20,8 @@ from dia_assets.contracts.interpretation import (
     ValueFormat,
 )
 from dia_assets.contracts.manifest import Manifest
+from dia_assets.pipeline import BuildResult, run
+from dia_assets.platform.tables.target import Target
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"

@@ -68,7 +68,7 @@ def test_duplicate_column_names(tmp_path):
 def test_huge_field(tmp_path, monkeypatch, first_buffer):
     """A field longer than DIA_CSV_BUFFER (1 MB here) is read in one go: the record count sized
     the buffer to twice the longest record before the read."""
-    from dia_assets.agents.interpreter import readers
+    from dia_assets.platform.files import readers
 
     if first_buffer:
         monkeypatch.setenv("DIA_CSV_BUFFER", first_buffer)

@@ -7,8 +7,8 @@ from __future__ import annotations
 import duckdb
 
 from dia_assets.agents.catalog.refresh import refresh_catalog
-from dia_assets.agents.memory.store import MemoryStore
-from dia_assets.agents.schema_creator.build import run
+from dia_assets.pipeline import run
+from dia_assets.platform.memory.store import MemoryStore
 from tests.memory_fixtures import HashEmbedder, db_url, pg_server  # noqa: F401
 from tests.schema_fixtures import EXAMPLES
 

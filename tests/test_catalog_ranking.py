@@ -31,8 +31,8 @@ from dia_assets.agents.catalog.ranking import (
 from dia_assets.agents.catalog.refresh import refresh_catalog
 from dia_assets.agents.catalog.store import CatalogStore
 from dia_assets.agents.evaluation.retrieval import mean_reciprocal_rank, reciprocal_rank
-from dia_assets.agents.memory.store import MemoryStore
 from dia_assets.platform.embeddings import WordLlamaEmbedder
+from dia_assets.platform.memory.store import MemoryStore
 from tests.memory_fixtures import db_url, pg_server  # noqa: F401
 
 STAFF = [(1, "King", "Steven", 24000, 0.31, 1200.5), (2, "Yang", "Neena", 17000, 0.28, 300.0),
@@ -60,7 +60,7 @@ def embedder() -> WordLlamaEmbedder:
 
 @pytest.fixture
 def searched(tmp_path, db_url, embedder) -> Iterator[tuple[CatalogStore, str]]:  # noqa: F811
-    from dia_assets.agents.schema_creator.build import run
+    from dia_assets.pipeline import run
 
     ws, warehouse = tmp_path / "ws", tmp_path / "music.duckdb"
     run(_raw(tmp_path / "raw"), ws, warehouse=str(warehouse))
@@ -76,7 +76,7 @@ def searched(tmp_path, db_url, embedder) -> Iterator[tuple[CatalogStore, str]]: 
 def staff(tmp_path, db_url, embedder) -> Iterator[tuple[CatalogStore, str]]:  # noqa: F811
     """A warehouse whose column names a plain question does not use: `surname` for last_name,
     `levy` for tax_rate, an abbreviated, glued `acctbal`."""
-    from dia_assets.agents.schema_creator.build import run
+    from dia_assets.pipeline import run
 
     raw = tmp_path / "raw"
     raw.mkdir()
@@ -221,7 +221,7 @@ FILMS = [("Blue Hour", "Drama", 96), ("Salt and Smoke", "Action", 110), ("Paper 
 def films(tmp_path, db_url, embedder) -> Iterator[tuple[CatalogStore, str]]:  # noqa: F811
     """A film table whose `category` a question calls "genres" (a plural the static embedding
     places far from its lemma)."""
-    from dia_assets.agents.schema_creator.build import run
+    from dia_assets.pipeline import run
 
     raw = tmp_path / "raw"
     raw.mkdir()
@@ -266,7 +266,7 @@ CLIENTS = [(101, "Atelier Nova", 21000.0, "Lyon"), (102, "Baltic Gifts", 59700.0
 def clients(tmp_path, db_url, embedder) -> Iterator[tuple[CatalogStore, str]]:  # noqa: F811
     """Customers and their payments: "client" is a synonym of every `customers` column's table
     word, so it decides nothing between a customer's credit limit and a payment's amount."""
-    from dia_assets.agents.schema_creator.build import run
+    from dia_assets.pipeline import run
 
     raw = tmp_path / "raw"
     raw.mkdir()

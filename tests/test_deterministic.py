@@ -21,9 +21,9 @@ import duckdb
 import pytest
 
 from dia_assets.agents.interpreter import interpret
-from dia_assets.agents.interpreter.readers import read_json_source
 from dia_assets.contracts.interpretation import Interpretation
 from dia_assets.platform import limits
+from dia_assets.platform.files.readers import read_json_source
 from tests.conftest import EXAMPLES
 
 THREADS = 4

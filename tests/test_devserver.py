@@ -11,8 +11,8 @@ from pathlib import Path
 
 import psutil
 
-from dia_assets.agents.memory.server import live_postgres_in
 from dia_assets.dagster.devserver import _group, shutdown
+from dia_assets.platform.memory.server import live_postgres_in
 from tests.memory_fixtures import ROOT
 
 # Stands in for `dagster dev`: holds the embedded server like a code server or run worker
@@ -20,7 +20,7 @@ from tests.memory_fixtures import ROOT
 _STUBBORN = """
 import signal, subprocess, sys, time
 from pathlib import Path
-from dia_assets.agents.memory import MemoryStore
+from dia_assets.platform.memory import MemoryStore
 from tests.memory_fixtures import HashEmbedder
 for s in (signal.SIGINT, signal.SIGTERM):
     signal.signal(s, signal.SIG_IGN)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from dia_assets import devserver
+from dia_assets.dagster import devserver
 from tests.conftest import ROOT
 
 DG = Path(sys.executable).with_name("dg")

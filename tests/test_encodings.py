@@ -14,8 +14,9 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from dia_assets.agents.interpreter import encodings, interpret
-from dia_assets.agents.interpreter.encodings import detect, detect_lines, sample_lines
+from dia_assets.agents.interpreter import interpret
+from dia_assets.platform.files import encodings
+from dia_assets.platform.files.encodings import detect, detect_lines, sample_lines
 
 TEXTS: dict[str, list[tuple[str, str]]] = {
     "cp1252": [("Zürich", "Falsches Üben von Xylophonmusik quält jeden größeren Zwerg."),
@@ -223,7 +224,7 @@ def test_other_candidates_read_their_languages(encoding: str, city: str, sentenc
 
 def test_build_loads_the_original_text_into_the_warehouse(tmp_path: Path) -> None:
     """`dia build` end to end: every table in the DuckDB warehouse holds the exact Unicode text."""
-    from dia_assets.agents.schema_creator.build import run
+    from dia_assets.pipeline import run
 
     data = tmp_path / "data"
     data.mkdir()

@@ -67,7 +67,7 @@ def test_gold_does_not_depend_on_dedup_or_spelling(sample_wh: Path, tmp_path: Pa
 def test_gold_gives_the_same_answers_on_the_schema_creators_warehouse(sample_wh: Path, tmp_path: Path,  # noqa: F811
                                                                      example_interpretation) -> None:
     """The stand-in warehouse answers exactly like the real one (examples/data/overrides.yaml applied)."""
-    from dia_assets.agents.schema_creator.build import run
+    from dia_assets.pipeline import run
 
     built = run(SAMPLE.parents[1] / "data", tmp_path / "ws", interpretation=example_interpretation,
                 overrides_seed=SAMPLE.parents[1] / "data" / "overrides.yaml")

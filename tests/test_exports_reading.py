@@ -12,10 +12,10 @@ import duckdb
 import pytest
 
 from dia_assets.agents.interpreter import interpret
-from dia_assets.agents.interpreter.declared import parse_schema_file
-from dia_assets.agents.interpreter.dialect import sniff
-from dia_assets.agents.interpreter.header import decide
-from dia_assets.agents.schema_creator.build import run
+from dia_assets.pipeline import run
+from dia_assets.platform.files.declared import parse_schema_file
+from dia_assets.platform.files.dialect import sniff
+from dia_assets.platform.files.header import decide
 
 # A bulk-copy export: `+|` between fields, `&|` + newline between records, XML with newlines,
 # a NUL as the empty-string marker, no header; a schema file names the columns.
@@ -513,7 +513,7 @@ def test_cp1252_line_far_past_the_sample_is_read_again_decoded(tmp_path, monkeyp
     interp = interpret(data)
     src = interp.source("late")
     assert src.parse.ok and src.row_count == 200_001 and src.parse.encoding == "cp1252" and src.parse.rewritten
-    from dia_assets.agents.interpreter import scanned_read
+    from dia_assets.platform.files import scanned
 
     # the loader reads the same way: the early read is dropped, the row decoded
     result = run(data, tmp_path / "ws", interpretation=interp)
@@ -523,7 +523,7 @@ def test_cp1252_line_far_past_the_sample_is_read_again_decoded(tmp_path, monkeyp
         assert con.execute("SELECT name FROM late WHERE id = 200001").fetchone()[0] == "Ren\u00e9e"
     finally:
         con.close()
-    monkeypatch.setattr(scanned_read, "looks_clean", lambda _path: False)  # no early read
+    monkeypatch.setattr(scanned, "looks_clean", lambda _path: False)  # no early read
     after_scan = interpret(data).source("late")
     assert src.model_dump() == after_scan.model_dump()
 

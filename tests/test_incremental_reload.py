@@ -13,9 +13,10 @@ import duckdb
 import pytest
 
 from dia_assets.agents.interpreter import interpret
-from dia_assets.agents.schema_creator.build import run, summary, validate_warehouse
-from dia_assets.agents.schema_creator.swap import file_identity
+from dia_assets.agents.schema_creator.build import summary, validate_warehouse
 from dia_assets.contracts.interpretation import Interpretation
+from dia_assets.pipeline import run
+from dia_assets.platform.warehouse.fingerprint import file_identity
 
 ROOT = Path(__file__).resolve().parents[1]
 MARK = "TIMESTAMP '2000-01-01 00:00:00'"

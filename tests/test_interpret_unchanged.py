@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from dia_assets.agents.interpreter import interpret, readers
+from dia_assets.agents.interpreter import interpret
 from dia_assets.contracts.interpretation import Interpretation
+from dia_assets.platform.files import readers
 
 
 def _write(data: Path) -> None:
@@ -29,7 +30,7 @@ def reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
         seen.append(Path(path).name)
         return original(con, path, *args, **kwargs)
 
-    for module in ("dia_assets.agents.interpreter.interpreter", "dia_assets.agents.interpreter.scanned_read"):
+    for module in ("dia_assets.agents.interpreter.interpreter", "dia_assets.platform.files.scanned"):
         monkeypatch.setattr(f"{module}.read_source", spy)
     return seen
 

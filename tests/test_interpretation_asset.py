@@ -6,10 +6,10 @@ import json
 
 from dagster import AssetKey, AutomationCondition, DagsterInstance, materialize
 
-from dia_assets.agents.interpreter.discover import content_hash
 from dia_assets.contracts.interpretation import INTERPRETATION_VERSION
 from dia_assets.dagster.interpretation import interpretation_asset, observe_folder, raw_file_assets
 from dia_assets.dagster.resources import LLMResource, WorkspaceResource
+from dia_assets.platform.files.discover import content_hash
 from tests.conftest import EXAMPLES
 
 

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from dia_assets.agents.interpreter import interpret
-from dia_assets.agents.schema_creator.build import run
 from dia_assets.contracts.interpretation import Interpretation
+from dia_assets.pipeline import run
 
 
 def _write(folder: Path, name: str, header: list[str], rows: list[list[object]]) -> None:

@@ -105,7 +105,7 @@ def test_the_score_fails_when_keys_are_wrong(tmp_path):
 def test_clean_generated_exports_are_accepted_without_overrides(tmp_path, seed):
     """Every declared key holds in a generated export, so it builds to `accepted` with no
     overrides: no inferred key blocks it."""
-    from dia_assets.agents.schema_creator.build import run
+    from dia_assets.pipeline import run
 
     raw = write_schema(generate(seed), tmp_path)
     result = run(raw, tmp_path / "ws")

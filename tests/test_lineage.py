@@ -15,10 +15,10 @@ from dagster import materialize
 from typer.testing import CliRunner
 
 from dia_assets.agents.query import InMemoryMemory, answer_question
-from dia_assets.agents.schema_creator.build import run
 from dia_assets.cli.app import app
 from dia_assets.contracts.lineage import LineageIndex
 from dia_assets.contracts.manifest import Manifest
+from dia_assets.pipeline import run
 from dia_assets.platform.model.litellm import litellm_chat
 from dia_assets.platform.sql.reads import sql_reads
 from tests.query_fixtures import FAKE_MODEL, call, register_tools

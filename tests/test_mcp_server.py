@@ -35,7 +35,7 @@ TOOLS = {"list_tables", "describe_table", "ask", "run_sql", "lineage", "search_m
 @pytest.fixture(scope="module")
 def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A workspace built by the Schema Creator from the example data (the demo's overrides)."""
-    from dia_assets.agents.schema_creator.build import run
+    from dia_assets.pipeline import run
 
     os.environ.pop("DIA_WAREHOUSE", None)
     ws = tmp_path_factory.mktemp("mcp") / "ws"
@@ -241,8 +241,8 @@ def test_schema_only_privacy_keeps_data_values_from_the_host(built: Path, monkey
 
 
 def test_search_memory_recalls_lessons_with_their_check(built: Path, db_url: str) -> None:  # noqa: F811
-    from dia_assets.agents.memory import Kind, MemoryStore, NewMemory, Tier
     from dia_assets.agents.query.memory import warehouse_fingerprint
+    from dia_assets.platform.memory import Kind, MemoryStore, NewMemory, Tier
 
     store = MemoryStore.open(url=db_url, embedder=HashEmbedder())
     scope = warehouse_fingerprint(str(built / "warehouse.duckdb"))
@@ -480,7 +480,7 @@ def test_resources_are_summaries_with_the_full_documents_behind_them(built: Path
 def test_on_postgres_numeric_is_a_number_and_paging_holds(tmp_path: Path, pg_server: Any,  # noqa: F811
                                                           example_interpretation: Any) -> None:
     """PostgreSQL hands NUMERIC back as Decimal and has no ORDER BY ALL: the same tools there."""
-    from dia_assets.agents.schema_creator.build import run
+    from dia_assets.pipeline import run
 
     url = fresh_database_url(pg_server, f"mcp_{os.getpid()}")
     ws = tmp_path / "ws"

@@ -11,13 +11,16 @@ import numpy as np
 import psycopg
 import pytest
 
-from dia_assets.agents.memory import (
+from dia_assets.agents.memory import MaintenancePolicy
+from dia_assets.agents.memory.examples import infer_kind, read_examples
+from dia_assets.agents.memory.export import export_lessons
+from dia_assets.agents.memory.maintenance import consolidate, forget, promote, run_maintenance
+from dia_assets.platform.memory import (
     ConflictPolicy,
     EmbeddingMismatch,
     GatedProbeRunner,
     JudgeVerdict,
     Kind,
-    MaintenancePolicy,
     MemoryFilter,
     MemoryStore,
     MemoryStoreUnavailable,
@@ -29,15 +32,12 @@ from dia_assets.agents.memory import (
     duckdb_probe_runner,
     probe_confirms,
 )
-from dia_assets.agents.memory.bulk import copy_examples, is_big
-from dia_assets.agents.memory.conflicts import content_hash, normalize_sql
-from dia_assets.agents.memory.connection import redact
-from dia_assets.agents.memory.examples import infer_kind, read_examples
-from dia_assets.agents.memory.export import export_lessons
-from dia_assets.agents.memory.maintenance import consolidate, forget, promote, run_maintenance
-from dia_assets.agents.memory.migrations import SCHEMA, migrate, missing_search_indexes
-from dia_assets.agents.memory.models import utcnow
-from dia_assets.agents.memory.retrieval import fuse
+from dia_assets.platform.memory.bulk import copy_examples, is_big
+from dia_assets.platform.memory.conflicts import content_hash, normalize_sql
+from dia_assets.platform.memory.connection import redact
+from dia_assets.platform.memory.migrations import SCHEMA, migrate, missing_search_indexes
+from dia_assets.platform.memory.models import utcnow
+from dia_assets.platform.memory.retrieval import fuse
 from tests import memory_fixtures
 from tests.memory_fixtures import HashEmbedder, make_duckdb, make_other_duckdb
 
@@ -671,7 +671,7 @@ def test_concurrent_writers_lose_nothing_and_duplicate_nothing(db_url: str) -> N
     MemoryStore.open(url=db_url, embedder=HashEmbedder()).close()  # schema exists first
     code = """
 import sys, time
-from dia_assets.agents.memory import MemoryStore, NewMemory, Kind
+from dia_assets.platform.memory import MemoryStore, NewMemory, Kind
 from tests.memory_fixtures import HashEmbedder
 worker, url, start = int(sys.argv[1]), sys.argv[2], float(sys.argv[3])
 store = MemoryStore.open(url=url, embedder=HashEmbedder())

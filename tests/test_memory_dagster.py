@@ -6,12 +6,12 @@ from pathlib import Path
 import dagster as dg
 from typer.testing import CliRunner
 
-from dia_assets.agents.memory import Kind, MemoryStore, NewMemory, Status, Tier
 from dia_assets.cli.memory import memory_app
 from dia_assets.dagster.memory import memory_lessons
 from dia_assets.dagster.resources.embeddings import EmbeddingsResource
 from dia_assets.dagster.resources.memory import MemoryResource
 from dia_assets.dagster.resources.workspace import WorkspaceResource
+from dia_assets.platform.memory import Kind, MemoryStore, NewMemory, Status, Tier
 from tests import memory_fixtures
 
 # pytest fixtures, shared through the module namespace

@@ -17,8 +17,8 @@ from pathlib import Path
 import psutil
 import pytest
 
-from dia_assets.agents.memory import Kind, MemoryStore, NewMemory, embedded_pg
-from dia_assets.agents.memory.connection import ConnectionTarget
+from dia_assets.platform.memory import Kind, MemoryStore, NewMemory, embedded_pg
+from dia_assets.platform.memory.connection import ConnectionTarget
 from tests.memory_fixtures import ROOT, HashEmbedder, run_python
 
 
@@ -52,7 +52,7 @@ def _release(store: MemoryStore) -> None:
 _WRITER = """
 import sys, time, os
 from pathlib import Path
-from dia_assets.agents.memory import MemoryStore, NewMemory, Kind
+from dia_assets.platform.memory import MemoryStore, NewMemory, Kind
 from tests.memory_fixtures import HashEmbedder
 pgdata, worker = Path(sys.argv[1]), int(sys.argv[2])
 store = MemoryStore.open(pgdata=pgdata, embedder=HashEmbedder())
@@ -123,7 +123,7 @@ def test_a_crashed_server_is_restarted_on_next_use(pgdata: Path) -> None:
 def test_a_stale_pid_file_and_dead_handles_are_handled(pgdata: Path) -> None:
     pgdata.parent.mkdir(parents=True, exist_ok=True)
     done = run_python(
-        "import sys\nfrom dia_assets.agents.memory import MemoryStore, NewMemory, Kind\n"
+        "import sys\nfrom dia_assets.platform.memory import MemoryStore, NewMemory, Kind\n"
         "from tests.memory_fixtures import HashEmbedder\n"
         "s = MemoryStore.open(pgdata=sys.argv[1], embedder=HashEmbedder())\n"
         "s.insert(NewMemory(kind=Kind.JOIN, title='t', body='b', probe_sql='SELECT 1'))\n".replace(
@@ -198,7 +198,7 @@ def test_wordllama_loads_and_embeds_with_networking_disabled() -> None:
 def test_two_processes_placing_one_folder_at_once_agree(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """As root, several processes starting on a fresh workspace race to create the same symlink;
     the loser must use the winner's link, not fail (seen once in CI: FileExistsError)."""
-    from dia_assets.agents.memory import placement
+    from dia_assets.platform.memory import placement
 
     workspace = tmp_path / "ws"
     workspace.mkdir(mode=0o700)

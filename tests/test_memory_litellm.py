@@ -13,7 +13,9 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 import litellm  # noqa: E402
 from litellm import CustomLLM  # noqa: E402
 
-from dia_assets.agents.memory import (  # noqa: E402
+from dia_assets.agents.memory.judge import litellm_conflict_judge, parse_verdict  # noqa: E402
+from dia_assets.dagster.resources.embeddings import EmbeddingsResource  # noqa: E402
+from dia_assets.platform.memory import (
     ConflictPolicy,
     EmbeddingMismatch,
     JudgeVerdict,
@@ -24,8 +26,6 @@ from dia_assets.agents.memory import (  # noqa: E402
     Status,
     make_embedder,
 )
-from dia_assets.agents.memory.judge import litellm_conflict_judge, parse_verdict  # noqa: E402
-from dia_assets.dagster.resources.embeddings import EmbeddingsResource  # noqa: E402
 from tests import memory_fixtures  # noqa: E402
 
 # pytest fixtures, shared through the module namespace

@@ -8,20 +8,20 @@ from pathlib import Path
 
 import pytest
 
-from dia_assets.agents.memory import MemoryStore
-from dia_assets.agents.memory.conflicts import (
-    ConflictPolicy,
-    JudgeVerdict,
-    probe_subject,
-    same_subject,
-)
-from dia_assets.agents.memory.models import Kind, NewMemory, Status
 from dia_assets.agents.query.memory import (
     FreshMemory,
     InMemoryMemory,
     Item,
     used_in_previous_answer,
 )
+from dia_assets.platform.memory import MemoryStore
+from dia_assets.platform.memory.conflicts import (
+    ConflictPolicy,
+    JudgeVerdict,
+    probe_subject,
+    same_subject,
+)
+from dia_assets.platform.memory.models import Kind, NewMemory, Status
 from tests import memory_fixtures
 
 pg_server = memory_fixtures.pg_server

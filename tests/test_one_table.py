@@ -15,12 +15,13 @@ from dagster_duckdb import DuckDBResource
 from dia_assets.agents.adaptation.snapshot import interpreted_snapshot, snapshot
 from dia_assets.agents.interpreter import interpret
 from dia_assets.agents.interpreter.one_table import file_name
-from dia_assets.agents.schema_creator.build import overrides_path, run, summary
+from dia_assets.agents.schema_creator.build import overrides_path, summary
 from dia_assets.agents.schema_creator.plan import plan_manifest
 from dia_assets.contracts.interpretation import ForeignKey, SourceRef
 from dia_assets.dagster.resources.workspace import WorkspaceResource
 from dia_assets.dagster.schema import schema_definitions
 from dia_assets.dagster.tables import manifest_tables, table_metadata
+from dia_assets.pipeline import run
 from tests.memory_fixtures import pg_server  # noqa: F401  (fixture)
 
 KINDS = [(i, f"kind {i}", f"{i * 1.25:.2f}") for i in range(1, 21)]

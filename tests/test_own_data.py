@@ -23,7 +23,6 @@ from dagster._core.test_utils import create_run_for_test
 
 from dia_assets.agents.data_folder import folder_id, overrides_seed, questions_file
 from dia_assets.agents.query.run import load_questions
-from dia_assets.agents.schema_creator.build import build
 from dia_assets.dagster.query import (
     QUESTIONS,
     question_partitions_sensor,
@@ -31,6 +30,7 @@ from dia_assets.dagster.query import (
 )
 from dia_assets.dagster.sensors.data_sensors import new_data_sensor, review_gate_sensor
 from dia_assets.dagster.sensors.drift_sensor import drift_sensor
+from dia_assets.pipeline import build
 from tests.conftest import EXAMPLES, ROOT
 from tests.data_folders import folder_a, folder_b
 

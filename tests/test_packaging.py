@@ -166,6 +166,25 @@ def test_the_rewrite_follows_modules_moved_into_the_platform() -> None:
     assert rw.bare_imports(f"from {old}query.llm import ChatReply\n") == [f"from {old}query.llm import ChatReply"]
 
 
+def test_the_rewrite_follows_the_interpreter_keys_split_into_a_package() -> None:
+    """A branch written before the keys split (issue 32, slice 5) still merges: a path to the old
+    foreign_keys module becomes the keys package, which exports what both old modules did, and a
+    module imported by name from its old package (the bound name is used) is listed by hand."""
+    rw = _rewriter()
+    old = "dia_assets.agents.interpreter."  # spelled apart, or the rewrite run over this file would rewrite it
+    assert rw.rewrite(f"from {old}foreign_keys import Finder, score_terms\n") == (
+        "from dia_assets.agents.interpreter.keys import Finder, score_terms\n")
+    assert rw.rewrite(f"from {old}foreign_keys_extra import x\n") == f"from {old}foreign_keys_extra import x\n"
+    by_name = f"from {old[:-1]} import foreign_keys, keys, one_table"
+    assert rw.bare_imports(by_name + "\nfrom dia_assets.agents.interpreter import keys, quality\n") == [by_name]
+    assert rw.bare_imports(f"from {old[:-1]} import (\n    foreign_keys,\n    keys,\n)\n") == [
+        f"from {old[:-1]} import ("]
+    keys = importlib.import_module("dia_assets.agents.interpreter.keys")
+    for name in ("Finder", "find_foreign_keys", "targets", "score_terms", "assign", "Candidate", "Measure",
+                 "Target", "family", "NOT_KEYABLE", "find_keys", "restore_found_keys", "revise_keys"):
+        assert name in keys.__all__ and getattr(keys, name) is not None, name
+
+
 def test_no_code_imports_the_top_level_folders_by_their_bare_names() -> None:
     """Code merged from elsewhere that still says `from resources ...`: run the rewrite."""
     run = subprocess.run([sys.executable, str(ROOT / "tools" / "rewrite_imports.py"), "--check"],

@@ -207,7 +207,7 @@ def test_reused_profile_keeps_one_decision(tmp_path: Path) -> None:
 def test_partitioned_export_builds_and_validates(tmp_path: Path) -> None:
     """The (timestamp with offset, id) key a schema file declares loads, and its lookup query finds
     the row again (the key's text is compared as the database writes it: `+00`, not `+00:00`)."""
-    from dia_assets.agents.schema_creator.build import run
+    from dia_assets.pipeline import run
 
     data = tmp_path / "data"
     data.mkdir()

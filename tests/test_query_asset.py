@@ -163,9 +163,9 @@ def test_demo_step_without_a_model(ws: Path, monkeypatch: pytest.MonkeyPatch, ca
 
 
 def test_asset_with_the_shared_memory_store(ws: Path, db_url: str) -> None:  # noqa: F811
-    from dia_assets.agents.memory import MemoryStore, database_fingerprint
     from dia_assets.dagster.resources.embeddings import EmbeddingsResource
     from dia_assets.dagster.resources.memory import MemoryResource
+    from dia_assets.platform.memory import MemoryStore, database_fingerprint
 
     instance = DagsterInstance.ephemeral()
     register_question_partitions(instance)
@@ -221,8 +221,8 @@ def test_a_fresh_memory_replan_holds_back_the_lessons_the_failed_answer_used(
     previous (failed) answer of that question used."""
     import json
 
-    from dia_assets import query_assets
     from dia_assets.agents.query.memory import InMemoryMemory, Item
+    from dia_assets.dagster import query as query_assets
 
     memory = InMemoryMemory([
         Item("m1", "Staff per role counts every row", "rule one", "SELECT TRUE", "aggregation", "session"),

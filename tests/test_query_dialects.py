@@ -102,7 +102,7 @@ def test_postgres_modification_scratch_is_a_rolled_back_transaction(pg_warehouse
 
 
 def test_store_memory_adapter_recall_verify_and_lessons(hash_store, tmp_path: Path) -> None:  # noqa: ANN001, F811
-    from dia_assets.agents.memory import Kind, NewMemory, Tier
+    from dia_assets.platform.memory import Kind, NewMemory, Tier
 
     wh = build_tiny_duckdb(tmp_path / "w.duckdb")
     scope = "db-test"

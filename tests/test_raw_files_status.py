@@ -14,8 +14,8 @@ from dagster._core.workspace.context import WorkspaceProcessContext
 from dagster._core.workspace.load_target import InProcessWorkspaceLoadTarget
 from dagster_graphql.test.utils import execute_dagster_graphql
 
-from dia_assets.agents.interpreter.discover import content_hash
 from dia_assets.dagster.interpretation import RAW_FILES, record_raw_files
+from dia_assets.platform.files.discover import content_hash
 
 QUERY = """
 query RawFiles {

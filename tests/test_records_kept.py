@@ -22,10 +22,10 @@ import psycopg
 import pytest
 import zstandard
 
-from dia_assets.agents.interpreter.excel_formulas import unvalued_formulas
-from dia_assets.agents.interpreter.final_record import _unterminated, cut_final_record
-from dia_assets.agents.schema_creator.build import BuildResult, run
 from dia_assets.agents.schema_creator.load import LoadError
+from dia_assets.pipeline import BuildResult, run
+from dia_assets.platform.files.excel_formulas import unvalued_formulas
+from dia_assets.platform.files.final_record import _unterminated, cut_final_record
 from tests.memory_fixtures import fresh_database_url, pg_server  # noqa: F401  (fixture)
 
 

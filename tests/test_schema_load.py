@@ -13,9 +13,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dia_assets.agents.schema_creator.build import run
 from dia_assets.agents.schema_creator.load import SourceMissingError, load_duckdb
 from dia_assets.contracts.interpretation import ValueFormat
+from dia_assets.pipeline import run
 from tests.schema_fixtures import EXAMPLES, build_ws, csv_source, interpretation, manifest_for
 
 

@@ -9,7 +9,7 @@ from decimal import Decimal
 import duckdb
 import pytest
 
-from dia_assets.agents.schema_creator.build import run
+from dia_assets.pipeline import run
 from tests.schema_fixtures import NORTHWIND, northwind_interpretation
 
 pytestmark = pytest.mark.skipif(not NORTHWIND.exists(), reason="Northwind dataset not present")

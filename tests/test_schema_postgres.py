@@ -8,7 +8,8 @@ import psycopg
 import pytest
 
 from dia_assets.agents.schema_creator import sqlgen
-from dia_assets.agents.schema_creator.build import run
+from dia_assets.pipeline import run
+from dia_assets.platform.tables.target import transpile
 from tests.memory_fixtures import fresh_database_url, pg_server  # noqa: F401  (fixture)
 from tests.schema_fixtures import EXAMPLES
 
@@ -46,7 +47,7 @@ def test_example_loads_into_postgres_accepted(tmp_path, pg_url, example_interpre
 
 
 def test_ddl_transpiles_to_postgres():
-    sql = sqlgen.transpile("CREATE TABLE t (a HUGEINT, b DOUBLE, c VARCHAR)", "postgres")
+    sql = transpile("CREATE TABLE t (a HUGEINT, b DOUBLE, c VARCHAR)", "postgres")
     assert "CREATE TABLE t" in sql
     assert sqlgen.pg_type("HUGEINT") == "NUMERIC(38, 0)" and sqlgen.pg_type("DOUBLE") == "DOUBLE PRECISION"
     assert sqlgen.pg_type("TIMESTAMP WITH TIME ZONE") == "TIMESTAMPTZ"

@@ -10,6 +10,7 @@ import sqlglot
 from dia_assets.agents.schema_creator import sqlgen
 from dia_assets.agents.schema_creator.er import er_diagram
 from dia_assets.agents.schema_creator.lineage import table_lineage
+from dia_assets.agents.value_parsing import value_sql
 from dia_assets.contracts.interpretation import ValueFormat
 from dia_assets.contracts.manifest import ManifestColumn
 
@@ -19,20 +20,20 @@ def _col(name: str, type_: str, **kw) -> ManifestColumn:
 
 
 def test_text_is_kept_verbatim_without_evidence():
-    assert sqlgen.value_sql(_col("note", "VARCHAR"), '"note"') == '"note"'
+    assert value_sql(_col("note", "VARCHAR"), '"note"') == '"note"'
 
 
 def test_text_normalizations_follow_evidence():
     col = _col("status", "VARCHAR", value_format=ValueFormat(trim=True, null_tokens=["n/a"]),
                category_map={"Done ": "done"})
-    assert sqlgen.value_sql(col, "x") == (
+    assert value_sql(col, "x") == (
         "(CASE WHEN trim(x) = '' OR lower(trim(x)) IN ('n/a') THEN NULL ELSE "
         "(CASE trim(x) WHEN 'Done ' THEN 'done' WHEN 'Done' THEN 'done' ELSE trim(x) END) END)")
 
 
 def test_typed_values_use_the_interpreters_expressions():
     col = _col("rate", "DECIMAL(18,2)", value_format=ValueFormat(decimal_separator=","))
-    sql = sqlgen.value_sql(col, "x")
+    sql = value_sql(col, "x")
     assert sql.startswith("TRY_CAST(replace((CASE WHEN x IS NULL OR trim(x) = ''")
     assert sql.endswith("THEN NULL ELSE trim(x) END), ',', '.') AS DECIMAL(18,2))")
     assert sqlgen.failure_sql(col, "x").endswith("THEN 'rate: not a DECIMAL(18,2)' END")
@@ -77,7 +78,7 @@ def test_plain_parse_is_used_only_where_it_gives_the_same_values():
     for col in cols:
         if col.name == "note":
             continue
-        full, cheap = sqlgen.value_sql(col, "v"), sqlgen.value_sql(col, "v", plain=True)
+        full, cheap = value_sql(col, "v"), value_sql(col, "v", plain=True)
         rows = con.execute(f"SELECT v, {full} IS NOT DISTINCT FROM {cheap} FROM (SELECT unnest(?) AS v) t",
                            [texts]).fetchall()
         differ = [v for v, same in rows if not same]

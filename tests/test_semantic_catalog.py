@@ -11,10 +11,10 @@ import pytest
 from dia_assets.agents.catalog.build import build_catalog, humanize
 from dia_assets.agents.catalog.estimate import estimate_filter
 from dia_assets.agents.catalog.store import CatalogStore
-from dia_assets.agents.memory.store import MemoryStore
 from dia_assets.agents.schema_creator.plan import plan_manifest
 from dia_assets.contracts.semantic_catalog import SemanticCatalog
 from dia_assets.platform.embeddings import WordLlamaEmbedder
+from dia_assets.platform.memory.store import MemoryStore
 from tests.memory_fixtures import db_url, pg_server  # noqa: F401
 
 

@@ -16,11 +16,11 @@ from dagster import (
 )
 from dagster._core.test_utils import create_run_for_test
 
-from dia_assets.agents.interpreter.discover import content_hash
 from dia_assets.agents.interpreter.run import interpret_to_files
 from dia_assets.dagster.sensors.data_sensors import new_data_sensor, review_gate_sensor
 from dia_assets.dagster.sensors.drift_sensor import drift_sensor
 from dia_assets.dagster.sensors.quality_sensor import quality_sensor
+from dia_assets.platform.files.discover import content_hash
 
 
 @pytest.fixture

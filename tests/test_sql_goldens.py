@@ -21,8 +21,8 @@ from pathlib import Path
 import pytest
 import sqlglot
 
-from dia_assets.agents.schema_creator.build import BuildResult, run
 from dia_assets.contracts.report import ValidationReport
+from dia_assets.pipeline import BuildResult, run
 from dia_assets.platform.warehouse import REGISTRY
 from tests.conftest import EXAMPLES
 from tests.memory_fixtures import fresh_database_url, pg_server  # noqa: F401  (fixture)

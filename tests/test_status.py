@@ -13,10 +13,10 @@ import pytest
 from typer.testing import CliRunner
 
 from dia_assets.agents.schema_creator.attempt import Attempt, alive, attempt_path, read_attempt
-from dia_assets.agents.schema_creator.build import run
 from dia_assets.agents.schema_creator.failures import one_line
 from dia_assets.agents.schema_creator.state import read_state
 from dia_assets.cli.app import app
+from dia_assets.pipeline import run
 from tests.faults.state_harness import export
 
 

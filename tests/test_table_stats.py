@@ -10,7 +10,7 @@ from pathlib import Path
 import duckdb
 import psycopg
 
-from dia_assets.agents.schema_creator.table_stats import cached_stats, warehouse_stats
+from dia_assets.platform.tables.stats import cached_stats, warehouse_stats
 from tests.memory_fixtures import db_url, pg_server  # noqa: F401
 
 ROWS = "(1, 'a', DATE '2024-01-02', true, 1.50), (2, 'b', NULL, false, 2.25), (3, 'b', DATE '2024-03-04', NULL, NULL)"

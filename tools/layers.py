@@ -25,9 +25,9 @@ Reported, each as one stable line so a test can keep a list of today's known one
 The rule for agents: an agent may import a sibling agent ONLY (a) through the sibling's package,
 `from dia_assets.agents.<x> import Name` with Name in that `__init__.py`'s `__all__` (exported
 lazily, PEP 562, so the package import stays cheap), and (b) along an edge declared in COMPOSES
-below, which must be acyclic. Edges that exist only because shared infrastructure still sits in
-an agent (the memory store, file readers, table statistics: moving to dia_assets/platform/) are
-not declared: they stay violations until the code moves.
+below, which must be acyclic. Shared infrastructure is no edge: it lives in dia_assets/platform/
+(the memory store, file readers, table statistics and `Target`), and composing two agents in
+sequence (interpret, then build) is glue (dia_assets/pipeline.py).
 
     python tools/layers.py            # every violation, one per line; exit 1 if any
     python tools/layers.py --counts   # modules, import edges, and the number of each kind (exit 0)
@@ -62,14 +62,11 @@ COMPOSES: dict[str, frozenset[str]] = {
     "catalog": frozenset({"semantic_ops"}),
     # scores the query agent; never the reverse
     "evaluation": frozenset({"query"}),
-    # serves the query agent's answers and the lineage agent's index over MCP
-    "mcp": frozenset({"query", "lineage"}),
+    # serves the query agent's answers and the lineage agent's index over MCP; a workspace
+    # without schema/lineage.json gets the column lineage the schema creator derives
+    "mcp": frozenset({"query", "lineage", "schema_creator"}),
     # an answered question gets a chart; charts know nothing of the query agent
     "query": frozenset({"charts"}),
-    # where a value came from is the SQL the schema creator generated for it
-    "lineage": frozenset({"schema_creator"}),
-    # a build without an interpretation runs the interpreter first
-    "schema_creator": frozenset({"interpreter"}),
 }
 
 

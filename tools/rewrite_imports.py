@@ -37,6 +37,46 @@ MOVED = {
     "dia_assets.agents.models.doctor": "dia_assets.platform.model.doctor",
     # slice 4
     "dia_assets.agents.memory.embedder": "dia_assets.platform.embeddings",
+    # issue 32, infrastructure: raw-file reading (names moved too, by hand: value_parsing.sql_str
+    # -> platform.naming, locations.temp_prefix/TEMP_KINDS -> platform.files.temp,
+    # interpreter.one_table.undone_decisions -> contracts.interpretation, schema_creator.build
+    # run/build/BuildResult -> dia_assets.pipeline)
+    "dia_assets.agents.interpreter.compressed": "dia_assets.platform.files.compressed",
+    "dia_assets.agents.interpreter.csv_lines": "dia_assets.platform.files.csv_lines",
+    "dia_assets.agents.interpreter.csv_prepare": "dia_assets.platform.files.csv_prepare",
+    "dia_assets.agents.interpreter.declared": "dia_assets.platform.files.declared",
+    "dia_assets.agents.interpreter.dialect": "dia_assets.platform.files.dialect",
+    "dia_assets.agents.interpreter.discover": "dia_assets.platform.files.discover",
+    "dia_assets.agents.interpreter.encodings": "dia_assets.platform.files.encodings",
+    "dia_assets.agents.interpreter.excel_formulas": "dia_assets.platform.files.excel_formulas",
+    "dia_assets.agents.interpreter.final_record": "dia_assets.platform.files.final_record",
+    "dia_assets.agents.interpreter.header": "dia_assets.platform.files.header",
+    "dia_assets.agents.interpreter.json_keys": "dia_assets.platform.files.json_keys",
+    "dia_assets.agents.interpreter.languages": "dia_assets.platform.files.languages",
+    "dia_assets.agents.interpreter.parse_checks": "dia_assets.platform.files.parse_checks",
+    "dia_assets.agents.interpreter.readers": "dia_assets.platform.files.readers",
+    "dia_assets.agents.interpreter.record_count": "dia_assets.platform.files.record_count",
+    "dia_assets.agents.interpreter.rewrite": "dia_assets.platform.files.rewrite",
+    "dia_assets.agents.interpreter.scanned_read": "dia_assets.platform.files.scanned",
+    # the memory store (names imported from the package dia_assets.agents.memory, but for
+    # MaintenancePolicy, now come from dia_assets.platform.memory: by hand)
+    "dia_assets.agents.memory.bulk": "dia_assets.platform.memory.bulk",
+    "dia_assets.agents.memory.conflicts": "dia_assets.platform.memory.conflicts",
+    "dia_assets.agents.memory.connection": "dia_assets.platform.memory.connection",
+    "dia_assets.agents.memory.embedded_pg": "dia_assets.platform.memory.embedded_pg",
+    "dia_assets.agents.memory.events": "dia_assets.platform.memory.events",
+    "dia_assets.agents.memory.migrations": "dia_assets.platform.memory.migrations",
+    "dia_assets.agents.memory.models": "dia_assets.platform.memory.models",
+    "dia_assets.agents.memory.placement": "dia_assets.platform.memory.placement",
+    "dia_assets.agents.memory.retrieval": "dia_assets.platform.memory.retrieval",
+    "dia_assets.agents.memory.server": "dia_assets.platform.memory.server",
+    "dia_assets.agents.memory.store": "dia_assets.platform.memory.store",
+    "dia_assets.agents.memory.verify": "dia_assets.platform.memory.verify",
+    # the built warehouse read back (names moved by hand: schema_creator.sqlgen.transpile ->
+    # platform.tables.target, .value_sql and plan.is_text_type -> agents.value_parsing,
+    # schema_creator.swap.file_identity -> platform.warehouse.fingerprint)
+    "dia_assets.agents.schema_creator.target": "dia_assets.platform.tables.target",
+    "dia_assets.agents.schema_creator.table_stats": "dia_assets.platform.tables.stats",
     # slice 6: the Dagster glue under dia_assets/dagster/, the CLI under dia_assets/cli/
     "dia_assets.sensors.automation": "dia_assets.dagster.sensors.automation",
     "dia_assets.sensors.data_sensors": "dia_assets.dagster.sensors.data_sensors",
@@ -81,6 +121,9 @@ MOVED = {
     "dia_assets.cli_lineage": "dia_assets.cli.lineage",
     "dia_assets.cli_mcp": "dia_assets.cli.mcp",
     "dia_assets.cli_memory": "dia_assets.cli.memory",
+    # slice 5: the interpreter's keys.py and foreign_keys.py split into the package keys/ (primary,
+    # foreign, features, score, assign); `keys` kept its path, its package exports what both did
+    "dia_assets.agents.interpreter.foreign_keys": "dia_assets.agents.interpreter.keys",
 }
 _MOVED = re.compile(r"\b(" + "|".join(re.escape(k) for k in MOVED) + r")\b")
 # split between platform.model.base (ChatFn, Reply (was ChatReply), ToolCall), .errors
@@ -110,10 +153,14 @@ def rewrite(text: str) -> str:
 
 
 def bare_imports(text: str) -> list[str]:
-    """`import resources` / `import sensors.x` without `as`: the bound name would change, so
-    these are reported for a hand edit rather than rewritten."""
+    """`import resources` / `import sensors.x` without `as`, and `from dia_assets[.x] import <a moved
+    module>` (`from dia_assets.agents.interpreter import foreign_keys`, one line or in parentheses):
+    the bound name would change, so these are reported for a hand edit rather than rewritten."""
     bare = re.findall(rf"^\s*import (?:{_NAMES})\b(?!(?:\.\w+)*\s+as\s).*$", text, re.MULTILINE)
-    return bare + [line for line in _SPLIT.findall(_MOVED.sub(lambda m: MOVED[m[1]], text))]
+    moved_from = [m[0].strip().splitlines()[0] for m in re.finditer(
+                      rf"^[ \t]*from ({PACKAGE}(?:\.\w+)*) import (\([^)]*\)|.*)$", text, re.MULTILINE)
+                  if any(f"{m[1]}.{name}" in MOVED for name in re.findall(r"\w+", m[2]))]
+    return bare + moved_from + [line for line in _SPLIT.findall(_MOVED.sub(lambda m: MOVED[m[1]], text))]
 
 
 def python_files() -> list[Path]:

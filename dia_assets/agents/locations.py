@@ -3,7 +3,6 @@ agents and the Dagster resources."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 from dia_assets.platform.settings import get_settings
@@ -24,12 +23,3 @@ def default_warehouse(workspace: str | Path | None = None) -> str:
     """`DIA_WAREHOUSE` (a DuckDB or SQLite file, or a PostgreSQL URL), else
     `<workspace>/warehouse.duckdb`."""
     return get_settings().warehouse or str(Workspace(workspace or workspace_root()).warehouse)
-
-
-# Temporary folders of the interpreter and the loader carry their owner's pid, so the next
-# build can remove what a killed one left (schema_creator/swap.clean_leftovers).
-TEMP_KINDS = ("dia-load-", "dia-interpret-", "dia-pg-")
-
-
-def temp_prefix(kind: str) -> str:
-    return f"{kind}{os.getpid()}-"

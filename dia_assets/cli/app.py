@@ -139,8 +139,8 @@ def build(
 
     The new warehouse replaces the old one only when it is accepted (or with --replace-anyway).
     Exit 0 accepted, 1 not accepted or failed (one line naming the cause; `dia status` says STALE)."""
-    from dia_assets.agents.schema_creator.build import build as build_warehouse
     from dia_assets.agents.schema_creator.build import summary
+    from dia_assets.pipeline import build as build_warehouse
 
     if not data_dir.is_dir():
         fail(f"{data_dir} is not a folder", "pass the folder that holds the raw files", EXIT_USAGE)

@@ -8,15 +8,15 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from dia_assets.agents.memory.connection import default_pgdata
-from dia_assets.agents.memory.models import Kind, MemoryItem, Status, Tier
 from dia_assets.cli.common import EXIT_USAGE, JsonOpt, WorkspaceOpt, echo_json, fail, use_workspace
+from dia_assets.platform.memory.connection import default_pgdata
+from dia_assets.platform.memory.models import Kind, MemoryItem, Status, Tier
 from dia_assets.platform.settings import get_settings
 from dia_assets.platform.workspace import Workspace
 
 if TYPE_CHECKING:
-    from dia_assets.agents.memory.retrieval import MemoryFilter
-    from dia_assets.agents.memory.store import MemoryStore
+    from dia_assets.platform.memory.retrieval import MemoryFilter
+    from dia_assets.platform.memory.store import MemoryStore
 
 memory_app = typer.Typer(
     help="Shared memory (PostgreSQL + pgvector): examples and lessons.", no_args_is_help=True
@@ -28,8 +28,8 @@ def _open() -> MemoryStore:
 
     Imports are lazy so `dia --help` stays fast. An unreachable store is a failed operation
     (exit 1, one line naming DIA_MEMORY_URL)."""
-    from dia_assets.agents.memory.connection import MemoryStoreUnavailable
-    from dia_assets.agents.memory.store import MemoryStore
+    from dia_assets.platform.memory.connection import MemoryStoreUnavailable
+    from dia_assets.platform.memory.store import MemoryStore
 
     try:
         return MemoryStore.open(
@@ -42,7 +42,7 @@ def _open() -> MemoryStore:
 def _filters(
     tier: list[str] | None, kind: list[str] | None, scope: str | None, status: list[str] | None
 ) -> MemoryFilter:
-    from dia_assets.agents.memory.retrieval import MemoryFilter
+    from dia_assets.platform.memory.retrieval import MemoryFilter
 
     return MemoryFilter(
         tiers=[Tier(t) for t in tier] if tier else None,

@@ -3,6 +3,7 @@ Schema Creator reads. One model shared by writer and reader."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Literal
 
 from pydantic import BaseModel, Field
@@ -221,6 +222,14 @@ class FileGroup(BaseModel):
         "united: one source, their union; question: read apart until the expert decides (the build is not "
         "accepted meanwhile); separate: separate sources, by the expert's decision or for lack of common columns."))
     reason: str
+
+
+def undone_decisions(groups: list[FileGroup], decisions: Mapping[str, str]) -> list[str]:
+    """The file groups whose `files` decision the interpretation was made without: only a new
+    interpretation takes them (a `separate` for a question needs none: its files are apart already)."""
+    applied = {"united": "union", "separate": "separate", "question": None}
+    return [g.name for g in groups if (decided := decisions.get(g.name)) and decided != applied[g.status]
+            and not (decided == "separate" and g.status == "question")]
 
 
 class ForeignKey(BaseModel):

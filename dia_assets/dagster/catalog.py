@@ -53,7 +53,7 @@ def memory_down() -> tuple[type[BaseException], ...]:
     """The memory is down or dropped the connection mid-refresh: record it, do not fail the build."""
     import psycopg
 
-    from dia_assets.agents.memory.connection import MemoryStoreUnavailable
+    from dia_assets.platform.memory.connection import MemoryStoreUnavailable
 
     return (MemoryStoreUnavailable, psycopg.OperationalError, psycopg.InterfaceError)
 

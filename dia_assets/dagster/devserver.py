@@ -57,7 +57,7 @@ def _signal_group(pgid: int, sig: int) -> None:
 
 def stop_postgres(pgdata: Path, timeout_s: float = 10.0) -> list[int]:
     """Fast shutdown (SIGINT) of the postmaster working in `pgdata`; its backends follow."""
-    from dia_assets.agents.memory.server import live_postgres_in
+    from dia_assets.platform.memory.server import live_postgres_in
 
     pids = live_postgres_in(pgdata.resolve()) if pgdata.exists() else []
     postmasters = [p for p in pids if psutil.Process(p).ppid() not in pids]
@@ -111,7 +111,7 @@ def dev_command(args: Sequence[str] = ()) -> list[str]:
 
 
 def run(args: Sequence[str] = (), pgdata: Path | None = None) -> int:
-    from dia_assets.agents.memory.connection import default_pgdata
+    from dia_assets.platform.memory.connection import default_pgdata
 
     pgdata = pgdata or default_pgdata()
     cmd = dev_command(args)

@@ -38,12 +38,12 @@ from dagster import (
     asset,
 )
 
-from dia_assets.agents.interpreter.discover import content_hash, discover
 from dia_assets.agents.interpreter.names import raw_key_name
 from dia_assets.agents.locations import default_warehouse
 from dia_assets.dagster.resources import LLMResource, WorkspaceResource
 from dia_assets.dagster.resources.workspace import default_data_dir
 from dia_assets.dagster.run_writer import run_writer
+from dia_assets.platform.files.discover import content_hash, discover
 
 RAW_GROUP = "raw_files"
 RAW_FILES = AssetKey("raw_files")

@@ -16,7 +16,7 @@ from dia_assets.dagster.resources.memory import MemoryResource
 from dia_assets.dagster.resources.workspace import WorkspaceResource
 
 if TYPE_CHECKING:  # the store and its maintenance are imported when the step runs
-    from dia_assets.agents.memory.models import MaintenanceReport
+    from dia_assets.platform.memory.models import MaintenanceReport
 
 
 def _row(cells: list[str]) -> str:

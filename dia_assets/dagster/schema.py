@@ -42,7 +42,6 @@ from dia_assets.agents.schema_creator import validate as v
 from dia_assets.agents.schema_creator.lineage import table_lineage
 from dia_assets.agents.schema_creator.markdown import decisions_markdown, er_markdown
 from dia_assets.agents.schema_creator.state import stale_reason
-from dia_assets.agents.schema_creator.table_stats import TableStats, installed_stats
 from dia_assets.contracts.artifact import write_atomic
 from dia_assets.contracts.interpretation import Interpretation
 from dia_assets.contracts.manifest import Manifest, ManifestTable
@@ -60,6 +59,7 @@ from dia_assets.dagster.tables import (
     warehouse_placeholder_spec,
 )
 from dia_assets.platform import markdown
+from dia_assets.platform.tables.stats import TableStats, installed_stats
 from dia_assets.platform.warehouse.base import build_dialect
 
 GROUP = "schema_creator"

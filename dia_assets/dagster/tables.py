@@ -24,10 +24,10 @@ from dagster import (
 from dia_assets.agents.interpreter.names import raw_key_name
 from dia_assets.agents.schema_creator.lineage import table_lineage
 from dia_assets.agents.schema_creator.markdown import foreign_key_targets, lineage_markdown
-from dia_assets.agents.schema_creator.table_stats import TableStats, cached_stats
 from dia_assets.contracts.interpretation import Interpretation
 from dia_assets.contracts.manifest import Manifest, ManifestTable
 from dia_assets.platform.settings import get_settings
+from dia_assets.platform.tables.stats import TableStats, cached_stats
 from dia_assets.platform.warehouse.base import target_dialect
 from dia_assets.platform.workspace import Workspace
 

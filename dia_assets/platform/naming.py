@@ -45,3 +45,8 @@ def singular(word: str) -> str:
 
 def quote_ident(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
+
+
+def sql_str(text: str) -> str:
+    """A SQL string literal (single quotes doubled), for the DuckDB SQL the readers and loaders write."""
+    return "'" + text.replace("'", "''") + "'"

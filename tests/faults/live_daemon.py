@@ -64,8 +64,8 @@ from dagster._core.scheduler.instigation import (
 
 from dia_assets.agents.adaptation.data_cursor import DataCursor
 from dia_assets.agents.adaptation.snapshot import snapshot
-from dia_assets.agents.interpreter.discover import content_hash
 from dia_assets.dagster.sensors.run_outcome import REQUEST_TAG
+from dia_assets.platform.files.discover import content_hash
 from tests.conftest import ROOT
 from tests.faults.sqlite_engines import reuse_sqlite_engines
 

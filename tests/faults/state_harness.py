@@ -44,7 +44,7 @@ def count(warehouse: Path, table: str) -> int:
 
 CHILD = textwrap.dedent("""
     import os, signal, sys, time
-    from dia_assets.agents.schema_creator.build import run
+    from dia_assets.pipeline import run
     data, ws, step, action, incremental = sys.argv[1:6]
     def hook(name):
         if name == step:

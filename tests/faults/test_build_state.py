@@ -12,13 +12,14 @@ import pytest
 from typer.testing import CliRunner
 
 from dia_assets.agents.schema_creator.attempt import read_attempt
-from dia_assets.agents.schema_creator.build import report_describes, run
+from dia_assets.agents.schema_creator.build import report_describes
 from dia_assets.agents.schema_creator.generation import pending_path
 from dia_assets.agents.schema_creator.state import read_state, stale_reason
 from dia_assets.agents.schema_creator.swap import content_hash
 from dia_assets.cli.app import app
 from dia_assets.contracts.manifest import Manifest
 from dia_assets.contracts.report import ValidationReport
+from dia_assets.pipeline import run
 from tests.faults.state_harness import count, export, killed_build
 
 

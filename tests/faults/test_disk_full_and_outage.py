@@ -14,11 +14,12 @@ from psycopg.conninfo import conninfo_to_dict
 from typer.testing import CliRunner
 
 from dia_assets.agents.schema_creator import generation
-from dia_assets.agents.schema_creator.build import report_describes, run
+from dia_assets.agents.schema_creator.build import report_describes
 from dia_assets.agents.schema_creator.failures import one_line
 from dia_assets.agents.schema_creator.state import read_state
 from dia_assets.cli.app import app
 from dia_assets.contracts.report import ValidationReport
+from dia_assets.pipeline import run
 from tests.faults.state_harness import count, export
 from tests.memory_fixtures import fresh_database_url, pg_server  # noqa: F401 - pytest fixture
 

@@ -10,8 +10,9 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from dia_assets.agents.interpreter import declared, interpret
-from dia_assets.agents.schema_creator.build import run
+from dia_assets.agents.interpreter import interpret
+from dia_assets.pipeline import run
+from dia_assets.platform.files import declared
 
 
 def _data(folder: Path) -> Path:

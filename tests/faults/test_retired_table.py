@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from dagster import AssetKey, DagsterEventType, DagsterInstance
 
-from dia_assets.agents.schema_creator.build import run as build
+from dia_assets.pipeline import run as build
 from tests.faults.state_harness import count, export, write_csv
 from tests.memory_fixtures import db_url, pg_server  # noqa: F401
 

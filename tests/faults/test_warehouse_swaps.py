@@ -15,15 +15,11 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from dia_assets.agents.schema_creator.build import (
-    report_describes,
-    run,
-    summary,
-    validate_warehouse,
-)
+from dia_assets.agents.schema_creator.build import report_describes, summary, validate_warehouse
 from dia_assets.agents.schema_creator.swap import clean_leftovers
 from dia_assets.contracts.manifest import Manifest
 from dia_assets.contracts.report import ValidationReport
+from dia_assets.pipeline import run
 from tests.conftest import ROOT
 
 
@@ -100,7 +96,7 @@ def test_stale_wal_beside_the_target_does_not_break_the_swap(built, tmp_path):
 
 KILLER = textwrap.dedent("""
     import os, signal, sys
-    from dia_assets.agents.schema_creator.build import run
+    from dia_assets.pipeline import run
     from dia_assets.contracts.interpretation import Interpretation
     step = sys.argv[3]
     def hook(name):

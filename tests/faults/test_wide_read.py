@@ -1,5 +1,5 @@
 """Nothing lost on wide and awkward reads (issue 27): records are counted from the file's bytes
-(`interpreter/record_count.py`) with DuckDB's rules, apart from the reader they check; the read
+(`platform/files/record_count.py`) with DuckDB's rules, apart from the reader they check; the read
 buffer is sized from the longest record; a record over DIA_CSV_MAX_RECORD is refused by line; and
 a record the reader does not account for is `records_lost`, in the interpreter and in the build."""
 
@@ -11,8 +11,8 @@ import duckdb
 import pytest
 
 from dia_assets.agents.interpreter import interpret
-from dia_assets.agents.interpreter.record_count import count_records
-from dia_assets.agents.schema_creator.build import run
+from dia_assets.pipeline import run
+from dia_assets.platform.files.record_count import count_records
 
 # name -> (bytes, columns). Each is a case a line count or quote parity gets wrong, or a rule of
 # DuckDB's: quotes open a field only at its start, quoted fields hold line ends, blank lines are
@@ -115,7 +115,7 @@ def test_a_truncated_final_record_is_counted_and_rejected(tmp_path: Path) -> Non
 def test_a_record_the_reader_skips_is_records_lost(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A reader that drops a record silently (here DuckDB told that `#` starts a comment, as its
     sniffer may decide) is caught against the byte count, naming the file and both numbers."""
-    from dia_assets.agents.interpreter import readers
+    from dia_assets.platform.files import readers
 
     real = readers.csv_options_sql
     monkeypatch.setattr(readers, "csv_options_sql", lambda o: real({**o, "comment": "#"}))
@@ -162,7 +162,7 @@ def test_a_record_over_the_limit_is_refused_by_line(tmp_path: Path, monkeypatch:
 
 
 def test_the_read_buffer_holds_twice_the_longest_record(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from dia_assets.agents.interpreter import readers
+    from dia_assets.platform.files import readers
 
     monkeypatch.setenv("DIA_CSV_BUFFER", "64KB")
     tries: list[dict] = []

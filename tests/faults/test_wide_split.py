@@ -13,9 +13,9 @@ import pytest
 
 from dia_assets.agents.evaluation.wide_csv import wide_names, write_wide_csv
 from dia_assets.agents.interpreter import interpret
-from dia_assets.agents.schema_creator.build import run
 from dia_assets.agents.schema_creator.plan import plan_manifest
 from dia_assets.contracts.manifest import MANIFEST_VERSION
+from dia_assets.pipeline import run
 
 
 def test_a_1200_column_table_is_split_and_joins_back(tmp_path: Path) -> None:

@@ -21,8 +21,9 @@ import pytest
 
 from dia_assets.agents.evaluation.wide_csv import wide_names, write_wide_csv
 from dia_assets.agents.interpreter import interpret
-from dia_assets.agents.schema_creator.build import run, write_plan
+from dia_assets.agents.schema_creator.build import write_plan
 from dia_assets.agents.schema_creator.width import postgres_max_source_columns
+from dia_assets.pipeline import run
 from tests.memory_fixtures import fresh_database_url, pg_server  # noqa: F401  (fixture)
 
 ROWS = 20

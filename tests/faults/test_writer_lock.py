@@ -17,7 +17,7 @@ from dagster_duckdb import DuckDBResource
 from typer.testing import CliRunner
 
 from dia_assets.agents.schema_creator.attempt import read_attempt
-from dia_assets.agents.schema_creator.build import report_describes, run
+from dia_assets.agents.schema_creator.build import report_describes
 from dia_assets.agents.schema_creator.writer_lock import WorkspaceBusy, holder, writer_lock
 from dia_assets.cli.app import app
 from dia_assets.cli.demo import run_demo
@@ -25,6 +25,7 @@ from dia_assets.contracts.manifest import Manifest
 from dia_assets.contracts.report import ValidationReport
 from dia_assets.dagster.resources.workspace import WorkspaceResource
 from dia_assets.dagster.schema import schema_assets
+from dia_assets.pipeline import run
 from tests.conftest import ROOT
 from tests.faults.state_harness import count, export, pausing_build, release
 

@@ -195,8 +195,8 @@ def test_an_unexpected_failure_is_a_message_over_mcp(ws: Path, monkeypatch: pyte
 
 def test_the_memory_store_keeps_the_workspace_and_its_parent_private(tmp_path: Path) -> None:
     """As root, pgserver widens every parent of its data folder; DIA keeps the data where
-    that changes nothing (agents/memory/placement.py)."""
-    from dia_assets.agents.memory import MemoryStore
+    that changes nothing (platform/memory/placement.py)."""
+    from dia_assets.platform.memory import MemoryStore
     from tests.memory_fixtures import HashEmbedder
 
     parent = tmp_path / "private"

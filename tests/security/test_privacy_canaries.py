@@ -53,7 +53,7 @@ BAD_PROBE = "SELECT COUNT(*) > 0 FROM people WHERE CAST(full_name AS INTEGER) > 
 
 @pytest.fixture(scope="module")
 def canary(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    from dia_assets.agents.schema_creator.build import run
+    from dia_assets.pipeline import run
 
     base = tmp_path_factory.mktemp("canary")
     raw = write_folder(base / "raw")
@@ -252,9 +252,9 @@ def _mcp_steps() -> list[tuple[str, str, dict[str, Any]]]:
 
 def _mcp_run(canary: dict[str, Path], mode: str, db_url: str) -> tuple[list[str], str]:  # noqa: F811
     from dia_assets.agents.mcp.service import DiaService
-    from dia_assets.agents.memory import Kind, MemoryStore, NewMemory, Tier
     from dia_assets.agents.query.memory import warehouse_fingerprint
     from dia_assets.cli.mcp_server import build_server
+    from dia_assets.platform.memory import Kind, MemoryStore, NewMemory, Tier
 
     store = MemoryStore.open(url=db_url, embedder=HashEmbedder())
     store.insert(NewMemory(tier=Tier.SESSION, kind=Kind.AGGREGATION, title="people counting rule",

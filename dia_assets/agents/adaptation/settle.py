@@ -3,7 +3,7 @@
 A file counts as settled once a tick of the sensor finds the same size and modification time
 that an earlier tick recorded at least `settle_s` seconds before. A writer that is still
 appending changes one or the other, so a half-written file waits; a copy that stalls longer
-than the settle time is caught later by the last-record check (interpreter/final_record.py).
+than the settle time is caught later by the last-record check (platform/files/final_record.py).
 `settle_s <= 0` reads files at once (no waiting: for tests and for folders filled atomically,
 for example by rename).
 """

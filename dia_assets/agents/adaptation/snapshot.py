@@ -8,7 +8,7 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from dia_assets.agents.interpreter.discover import content_hash, discover
+from dia_assets.platform.files.discover import content_hash, discover
 from dia_assets.platform.workspace import Workspace
 
 

@@ -18,13 +18,13 @@ from dia_assets.agents.catalog.column_text import (
     name_words,
     sample_values,
 )
-from dia_assets.agents.schema_creator.table_stats import TableStats
 from dia_assets.agents.semantic_ops import kmeans
 from dia_assets.contracts.interpretation import Interpretation
 from dia_assets.contracts.manifest import Manifest
 from dia_assets.contracts.semantic_catalog import CatalogNode, SemanticCatalog
 from dia_assets.platform.embeddings import Embedder
 from dia_assets.platform.key_names import SchemaNames
+from dia_assets.platform.tables.stats import TableStats
 
 RELATED_MIN_SIMILARITY = 0.9
 # names the clusters: list of (cluster id, member descriptions) -> {cluster id: name}

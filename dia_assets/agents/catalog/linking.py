@@ -7,7 +7,7 @@ from collections.abc import Callable
 from typing import Any
 
 from dia_assets.agents.catalog.store import CatalogStore
-from dia_assets.agents.memory.store import MemoryStore
+from dia_assets.platform.memory.store import MemoryStore
 from dia_assets.platform.warehouse.fingerprint import database_fingerprint
 
 

@@ -8,11 +8,11 @@ from pathlib import Path
 
 from dia_assets.agents.catalog.build import DomainNamer, build_catalog
 from dia_assets.agents.catalog.store import CatalogStore
-from dia_assets.agents.memory.store import MemoryStore
-from dia_assets.agents.schema_creator.table_stats import warehouse_stats
 from dia_assets.contracts.interpretation import Interpretation
 from dia_assets.contracts.manifest import Manifest
 from dia_assets.contracts.semantic_catalog import SemanticCatalog
+from dia_assets.platform.memory.store import MemoryStore
+from dia_assets.platform.tables.stats import warehouse_stats
 from dia_assets.platform.warehouse.fingerprint import database_fingerprint
 from dia_assets.platform.workspace import Workspace
 

@@ -25,9 +25,9 @@ from dia_assets.agents.catalog.ranking import (
     score,
     weighted_mean,
 )
-from dia_assets.agents.memory.migrations import SCHEMA
-from dia_assets.agents.memory.store import MemoryStore
 from dia_assets.contracts.semantic_catalog import CatalogNode, SemanticCatalog
+from dia_assets.platform.memory.migrations import SCHEMA
+from dia_assets.platform.memory.store import MemoryStore
 
 
 @dataclass

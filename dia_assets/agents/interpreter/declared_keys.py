@@ -10,7 +10,6 @@ from collections.abc import Mapping
 import duckdb
 
 from dia_assets.agents.interpreter import partitions
-from dia_assets.agents.interpreter.declared import bare_name
 from dia_assets.contracts.interpretation import (
     ForeignKey,
     Interpretation,
@@ -19,6 +18,7 @@ from dia_assets.contracts.interpretation import (
     Source,
     SourceRef,
 )
+from dia_assets.platform.files.declared import bare_name
 from dia_assets.platform.naming import quote_ident, snake_case
 
 

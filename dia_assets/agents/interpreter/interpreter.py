@@ -10,10 +10,8 @@ from pathlib import Path
 
 import duckdb
 
-from dia_assets.agents.interpreter import foreign_keys, keys, one_table, quality
-from dia_assets.agents.interpreter.compressed import compression
+from dia_assets.agents.interpreter import keys, one_table, quality
 from dia_assets.agents.interpreter.declared_keys import apply_declared
-from dia_assets.agents.interpreter.discover import RawFile, TextScan, discover, hash_and_scan
 from dia_assets.agents.interpreter.join_paths import join_paths
 from dia_assets.agents.interpreter.names import (
     distinct_derived_names,
@@ -22,8 +20,6 @@ from dia_assets.agents.interpreter.names import (
     source_name,
 )
 from dia_assets.agents.interpreter.profile import SourceProfile, profile_table
-from dia_assets.agents.interpreter.readers import LoadedSource, read_source, scratch_dir
-from dia_assets.agents.interpreter.scanned_read import read_on_clean_guess
 from dia_assets.agents.interpreter.table_info import TableInfo, Tables
 from dia_assets.contracts.interpretation import (
     INTERPRETATION_VERSION,
@@ -33,6 +29,10 @@ from dia_assets.contracts.interpretation import (
     Source,
 )
 from dia_assets.platform import limits
+from dia_assets.platform.files.compressed import compression
+from dia_assets.platform.files.discover import RawFile, TextScan, discover, hash_and_scan
+from dia_assets.platform.files.readers import LoadedSource, read_source, scratch_dir
+from dia_assets.platform.files.scanned import read_on_clean_guess
 from dia_assets.platform.naming import quote_ident
 
 log = logging.getLogger("dia.interpreter")
@@ -132,7 +132,7 @@ def interpret(data_dir: str | Path, progress: Progress | None = None,
                 result.quality_issues.append(_failure_issue(info.source.name, info.source.path, "finding its keys", exc))
                 continue
             result.quality_issues.extend(quality.key_issues(info.source))
-        finder = foreign_keys.Finder(con, infos, grouping.apart)
+        finder = keys.Finder(con, infos, grouping.apart)
         result.foreign_keys = finder.find()
         if keys.revise_keys(con, infos, result.foreign_keys):  # keys other tables refer to, link tables
             result.foreign_keys = finder.find()

@@ -9,10 +9,10 @@ import hashlib
 import re
 from pathlib import Path
 
-from dia_assets.agents.interpreter.compressed import data_stem
-from dia_assets.agents.interpreter.declared import schema_file_problems
-from dia_assets.agents.interpreter.discover import RawFile
 from dia_assets.contracts.interpretation import QualityIssue
+from dia_assets.platform.files.compressed import data_stem
+from dia_assets.platform.files.declared import schema_file_problems
+from dia_assets.platform.files.discover import RawFile
 from dia_assets.platform.naming import snake_case
 
 

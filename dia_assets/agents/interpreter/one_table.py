@@ -39,9 +39,7 @@ from typing import NamedTuple
 import duckdb
 
 from dia_assets.agents.interpreter import quality
-from dia_assets.agents.interpreter.compressed import data_stem
 from dia_assets.agents.interpreter.profile import profile_table
-from dia_assets.agents.interpreter.scanned_read import forget_read
 from dia_assets.agents.interpreter.table_info import TableInfo
 from dia_assets.agents.value_parsing import parse_expression, present
 from dia_assets.contracts.interpretation import (
@@ -53,6 +51,8 @@ from dia_assets.contracts.interpretation import (
     Source,
     SourceFile,
 )
+from dia_assets.platform.files.compressed import data_stem
+from dia_assets.platform.files.scanned import forget_read
 from dia_assets.platform.naming import quote_ident, snake_case
 
 # Snake-case stems: a part file names no table (its folder does), a batch names its table first.
@@ -162,14 +162,6 @@ def unite(con: duckdb.DuckDBPyConnection, result: Interpretation, infos: list[Ta
             suggested_action=f"In the overrides, set tables: {name}: files: union (one table {name!r}; a column "
             "a file lacks is NULL in its rows) or files: separate (separate tables, as read now)."))
     return grouping
-
-
-def undone_decisions(groups: list[FileGroup], decisions: Mapping[str, str]) -> list[str]:
-    """The file groups whose `files` decision the interpretation was made without: only a new
-    interpretation takes them (a `separate` for a question needs none: its files are apart already)."""
-    applied = {"united": "union", "separate": "separate", "question": None}
-    return [g.name for g in groups if (decided := decisions.get(g.name)) and decided != applied[g.status]
-            and not (decided == "separate" and g.status == "question")]
 
 
 def _eligible(src: Source) -> bool:

@@ -7,10 +7,10 @@ import duckdb
 from dia_assets.agents.interpreter.numbers import non_finite_issues
 from dia_assets.agents.interpreter.partitions import issue as partition_issue
 from dia_assets.agents.interpreter.profile import SourceProfile
-from dia_assets.agents.value_parsing import present, sql_str
+from dia_assets.agents.value_parsing import present
 from dia_assets.contracts.interpretation import ForeignKey, QualityIssue, Source
 from dia_assets.contracts.policy import HIGH
-from dia_assets.platform.naming import quote_ident
+from dia_assets.platform.naming import quote_ident, sql_str
 
 # The kinds `column_issues` reports: issues about a source's rows as profiled, which a new
 # profile of the same rows (a union of files, `one_table.py`) replaces.

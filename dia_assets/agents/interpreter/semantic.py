@@ -9,9 +9,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from dia_assets.agents.value_parsing import FALSE_WORDS, TRUE_WORDS, sql_list, sql_str
+from dia_assets.agents.value_parsing import FALSE_WORDS, TRUE_WORDS, sql_list
 from dia_assets.contracts.interpretation import SemanticType, ValueFormat
 from dia_assets.platform.key_names import id_like
+from dia_assets.platform.naming import sql_str
 
 # Share of present values a type must explain; the rest become unparseable values.
 THRESHOLD = 0.95

@@ -103,7 +103,7 @@ def build_index(workspace: str | Path, warehouse: str | None = None) -> LineageI
                          tables=[table_origin(t, interp) for t in manifest.tables],
                          answers=answers(ws, manifest))
     if warehouse and (not target_dialect(warehouse).file_based or Path(warehouse).exists()):
-        from dia_assets.agents.schema_creator.target import Target
+        from dia_assets.platform.tables.target import Target
 
         with Target(warehouse) as target:
             for origin in index.tables:
@@ -123,9 +123,9 @@ def _row_range(target: Any, staging: str, where: str = "") -> RowRange | None:
 def value_origin(manifest: Manifest, warehouse: str, table: str, column: str, value: str) -> ValueOrigin:
     """The staged records of `table` whose text parses to `value` in `column` (as the load
     parses it), with their row numbers in the file and their raw texts."""
-    from dia_assets.agents.schema_creator.sqlgen import value_sql
-    from dia_assets.agents.schema_creator.target import Target
-    from dia_assets.agents.value_parsing import sql_str
+    from dia_assets.agents.value_parsing import value_sql
+    from dia_assets.platform.naming import sql_str
+    from dia_assets.platform.tables.target import Target
 
     try:
         mt = manifest.table(table)

@@ -25,7 +25,7 @@ def warehouse_lineage(workspace: Path) -> dict[str, dict[str, list[dict[str, str
         return json.loads(path.read_text(encoding="utf-8"))
     manifest = Workspace(workspace).manifest
     if manifest.exists():
-        from dia_assets.agents.schema_creator.lineage import manifest_lineage
+        from dia_assets.agents.schema_creator import manifest_lineage
         from dia_assets.contracts.manifest import Manifest
 
         return manifest_lineage(Manifest.read(manifest))

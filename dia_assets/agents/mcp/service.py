@@ -308,7 +308,7 @@ class DiaService:
                 if self.memory_factory is not None:
                     self._store = self.memory_factory()
                 else:
-                    from dia_assets.agents.memory import MemoryStore
+                    from dia_assets.platform.memory import MemoryStore
 
                     self._store = MemoryStore.open(url=get_settings().memory_url,
                                                    pgdata=self.files.pgdata)

@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from dia_assets.agents.memory.models import Kind, NewMemory, Tier
+from dia_assets.platform.memory.models import Kind, NewMemory, Tier
 
 _JOIN = re.compile(r"\bjoin\b", re.IGNORECASE)
 _AGG = re.compile(r"\b(group\s+by|count|sum|avg|min|max)\b", re.IGNORECASE)

@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections import defaultdict
 from pathlib import Path
 
-from dia_assets.agents.memory.models import LESSON_TIERS, MemoryItem, Status, Tier, utcnow
-from dia_assets.agents.memory.retrieval import MemoryFilter
-from dia_assets.agents.memory.store import MemoryStore
+from dia_assets.platform.memory.models import LESSON_TIERS, MemoryItem, Status, Tier, utcnow
+from dia_assets.platform.memory.retrieval import MemoryFilter
+from dia_assets.platform.memory.store import MemoryStore
 
 _TIER_TITLES = {Tier.CROSS_SESSION: "Cross-session lessons", Tier.SESSION: "Session lessons"}
 

@@ -13,8 +13,8 @@ from typing import Any
 
 import yaml
 
-from dia_assets.agents.memory.conflicts import ConflictJudge, JudgeVerdict
-from dia_assets.agents.memory.models import MemoryItem, NewMemory
+from dia_assets.platform.memory.conflicts import ConflictJudge, JudgeVerdict
+from dia_assets.platform.memory.models import MemoryItem, NewMemory
 from dia_assets.platform.settings import get_settings
 
 _PROMPT = Path(__file__).parent / "prompts" / "conflict_judge.yaml"

@@ -15,9 +15,10 @@ import numpy as np
 import psycopg
 from psycopg.types.json import Jsonb
 
-from dia_assets.agents.memory.conflicts import normalize_sql
-from dia_assets.agents.memory.migrations import SCHEMA
-from dia_assets.agents.memory.models import (
+from dia_assets.agents.memory.policy import MaintenancePolicy, success_rate_ok, word_overlap
+from dia_assets.platform.memory.conflicts import normalize_sql
+from dia_assets.platform.memory.migrations import SCHEMA
+from dia_assets.platform.memory.models import (
     Evidence,
     MaintenanceChange,
     MaintenanceReport,
@@ -25,8 +26,7 @@ from dia_assets.agents.memory.models import (
     Tier,
     utcnow,
 )
-from dia_assets.agents.memory.policy import MaintenancePolicy, success_rate_ok, word_overlap
-from dia_assets.agents.memory.store import ITEM_COLUMNS, MemoryStore, item_from_row
+from dia_assets.platform.memory.store import ITEM_COLUMNS, MemoryStore, item_from_row
 
 _MAINTENANCE_LOCK = 0x6D61696E74  # "maint"
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from dia_assets.agents.memory.models import LESSON_TIERS, Tier
+from dia_assets.platform.memory.models import LESSON_TIERS, Tier
 
 
 @dataclass(frozen=True)

@@ -121,7 +121,7 @@ class InMemoryMemory:
 
 
 class StoreMemory:
-    """Adapter to `dia_assets.agents.memory.MemoryStore` (PostgreSQL + pgvector).
+    """Adapter to `dia_assets.platform.memory.MemoryStore` (PostgreSQL + pgvector).
 
     `scope` is the warehouse fingerprint: session lessons are recalled only on the database
     they were learned on; examples and cross-session lessons everywhere."""
@@ -131,7 +131,7 @@ class StoreMemory:
         self.scope = scope
 
     def recall(self, query: str, k: int = 5) -> list[Ref]:
-        from dia_assets.agents.memory import MemoryFilter
+        from dia_assets.platform.memory import MemoryFilter
 
         refs = self.store.retrieve(query, k=k, filters=MemoryFilter(scope=self.scope))
         return [Ref(str(r.id), r.title, round(float(r.score), 3), str(r.kind)) for r in refs]
@@ -153,7 +153,7 @@ class StoreMemory:
         self.store.record_outcome(int(item_id), success=success, scope=self.scope, note="query generator")
 
     def write_lesson(self, lesson: Lesson) -> str:
-        from dia_assets.agents.memory import Kind, NewMemory, Tier
+        from dia_assets.platform.memory import Kind, NewMemory, Tier
 
         result = self.store.insert(NewMemory(
             tier=Tier(lesson.tier), kind=Kind(lesson.kind if lesson.kind in KINDS else "aggregation"),
@@ -181,7 +181,7 @@ def warehouse_fingerprint(warehouse: str) -> str:
 def open_store_memory(warehouse: str, workspace: str | None = None) -> StoreMemory | None:
     """The shared store for a warehouse, or None when it cannot be opened."""
     try:
-        from dia_assets.agents.memory import MemoryStore
+        from dia_assets.platform.memory import MemoryStore
 
         pgdata = None
         if workspace:

@@ -3,7 +3,40 @@
 
 Modules, one concept each: `overrides` (expert YAML), `plan` (manifest), `sqlgen`
 (DDL and load SQL), `load` (staging -> refined -> rejects, atomic swap), `postgres`
-(copy of a DuckDB build into PostgreSQL in one transaction), `target` (DuckDB or
-PostgreSQL connection), `validate` (four axes + test queries), `lineage`
-(column lineage from the load SQL), `er` (Mermaid diagram), `build` (all of it).
+(copy of a DuckDB build into PostgreSQL in one transaction), `validate` (four axes + test
+queries), `lineage` (column lineage from the load SQL), `er` (Mermaid diagram), `build` (all
+of it, from an interpretation; `dia_assets.pipeline` interprets first). The warehouse connection (`Target`)
+and table statistics are shared: `dia_assets.platform.tables`.
+
+A sibling agent imports only the names below, through this package.
 """
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from dia_assets.agents.schema_creator.lineage import manifest_lineage
+
+# Each name is imported from its module on first use (PEP 562), so importing the package
+# (a sibling agent, the Dagster code location) loads none of them until it is used.
+_EXPORTS = {
+    "manifest_lineage": "dia_assets.agents.schema_creator.lineage",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_EXPORTS})
+
+
+__all__ = ["manifest_lineage"]

@@ -1,14 +1,13 @@
-"""The whole Schema Creator run: plan -> artifacts -> load -> validate -> report."""
+"""The whole Schema Creator run: plan -> artifacts -> load -> validate -> report, from an
+interpretation (dia_assets/pipeline.py interprets first, for `dia build`)."""
 
 from __future__ import annotations
 
 import json
 import shutil
-from collections.abc import Callable, Collection
-from dataclasses import dataclass
+from collections.abc import Collection
 from pathlib import Path
 
-from dia_assets.agents.locations import default_warehouse
 from dia_assets.agents.schema_creator import sqlgen
 from dia_assets.agents.schema_creator.attempt import Attempt
 from dia_assets.agents.schema_creator.er import er_diagram
@@ -32,16 +31,16 @@ from dia_assets.agents.schema_creator.report_files import (  # noqa: F401 - the 
     write_report,
 )
 from dia_assets.agents.schema_creator.state import stale_reason
-from dia_assets.agents.schema_creator.swap import content_hash, file_identity
-from dia_assets.agents.schema_creator.target import Target
+from dia_assets.agents.schema_creator.swap import content_hash
 from dia_assets.agents.schema_creator.validate import validate
 from dia_assets.agents.schema_creator.writer import writing
-from dia_assets.contracts.artifact import write_atomic
 from dia_assets.contracts.generation import PendingInstall
 from dia_assets.contracts.interpretation import Interpretation
 from dia_assets.contracts.manifest import Manifest
 from dia_assets.contracts.report import InstalledBuild, ReloadRecord, ValidationReport
+from dia_assets.platform.tables.target import Target
 from dia_assets.platform.warehouse.base import build_dialect, dialect_for, target_dialect
+from dia_assets.platform.warehouse.fingerprint import file_identity
 from dia_assets.platform.workspace import Workspace
 
 
@@ -152,7 +151,7 @@ def load_and_validate(
                                      only)
     from dia_assets.agents.schema_creator import incremental as inc
 
-    steps = _tracked(attempt, hook)
+    steps = tracked(attempt, hook)
     steps("load")
     previous = read_report(workspace)
     before = inc.installed_manifest(workspace)
@@ -235,7 +234,7 @@ def load_and_validate(
     return loaded, report
 
 
-def _tracked(attempt: Attempt, hook: StepHook | None) -> StepHook:
+def tracked(attempt: Attempt, hook: StepHook | None) -> StepHook:
     """The load's steps go to the attempt record first (a kill leaves the step it died in)."""
 
     def step(name: str) -> None:
@@ -292,52 +291,6 @@ def shared_report(manifest: Manifest, warehouse: str, workspace: str | Path,
     if stale:
         report.stale_reason, report.accepted = stale, False
     return report
-
-
-@dataclass
-class BuildResult:
-    manifest: Manifest
-    load: LoadResult
-    report: ValidationReport
-    paths: dict[str, Path]
-
-
-def run(data_dir: str | Path, workspace: str | Path, warehouse: str | None = None,
-        interpretation: Interpretation | None = None, overrides_seed: str | Path | None = None,
-        hook: StepHook | None = None, replace_anyway: bool = False, incremental: bool = False,
-        command: str | None = None, wait_s: float = 0.0, say: Callable[[str], None] | None = None) -> BuildResult:
-    """One build attempt from the files to the report, holding the workspace (writer.py): a
-    second writer waits up to `wait_s` or fails naming this one. With `incremental`, unchanged
-    files keep their profile (interpretation) and their tables (load); see incremental.py."""
-    ws = Path(workspace).resolve()
-    ws.mkdir(parents=True, exist_ok=True)
-    target = warehouse or default_warehouse(ws)
-    with writing(ws, command or f"build {data_dir}", "interpret", target, wait_s=wait_s, say=say) as attempt:
-        assert attempt is not None
-        steps = _tracked(attempt, hook)
-        steps("interpret")
-        interp = interpretation
-        if interp is None:
-            from dia_assets.agents.interpreter import interpret
-
-            interp = interpret(data_dir, previous=previous_interpretation(ws) if incremental else None,
-                               decisions=expert_files(ws, overrides_seed))
-            write_atomic(Workspace(ws).interpretation, interp.to_json())
-        steps("plan")
-        dialect = build_dialect(target).name
-        manifest, paths = write_plan(interp, ws, dialect, overrides_seed)
-        loaded, report = load_and_validate(manifest, target, ws, interp, hook, replace_anyway, incremental, attempt)
-    paths["report"], paths["report_md"] = Workspace(ws).report, Workspace(ws).report_md
-    return BuildResult(manifest=manifest, load=loaded, report=report, paths=paths)
-
-
-def build(data_dir: str | Path, workspace: str | Path, warehouse: str | None = None,
-          overrides_seed: str | Path | None = None, replace_anyway: bool = False,
-          incremental: bool = False, command: str | None = None, wait_s: float = 0.0,
-          say: Callable[[str], None] | None = None) -> ValidationReport:
-    """Interpret, plan, load and validate; the entry point for `dia build`."""
-    return run(data_dir, workspace, warehouse, overrides_seed=overrides_seed, replace_anyway=replace_anyway,
-               incremental=incremental, command=command, wait_s=wait_s, say=say).report
 
 
 def previous_interpretation(workspace: str | Path) -> Interpretation | None:

@@ -18,10 +18,11 @@ from pathlib import Path
 from dia_assets.agents.schema_creator.attempt import alive, attempt_path, interrupted, read_attempt
 from dia_assets.agents.schema_creator.incremental import record_installed
 from dia_assets.agents.schema_creator.report_files import mark_stale, read_report, write_report
-from dia_assets.agents.schema_creator.swap import clean_leftovers, file_identity
+from dia_assets.agents.schema_creator.swap import clean_leftovers
 from dia_assets.contracts.attempt import BuildAttempt
 from dia_assets.contracts.generation import PendingInstall
 from dia_assets.platform.warehouse.base import target_dialect
+from dia_assets.platform.warehouse.fingerprint import file_identity
 from dia_assets.platform.workspace import Workspace
 
 COMMITTED_PG = ("validate", "report", "report written")  # a PostgreSQL load's transaction ended before these

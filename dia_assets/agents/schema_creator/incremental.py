@@ -34,12 +34,12 @@ from dia_assets.agents.schema_creator.load import (
     build_into,
     check_sources,
 )
-from dia_assets.agents.schema_creator.target import Target
 from dia_assets.agents.schema_creator.validate import decide, validate
 from dia_assets.contracts.interpretation import Interpretation
 from dia_assets.contracts.manifest import Manifest, ManifestTable
 from dia_assets.contracts.report import ReloadRecord, RetiredTable, ValidationReport
 from dia_assets.platform.naming import quote_ident as q
+from dia_assets.platform.tables.target import Target
 from dia_assets.platform.workspace import Workspace
 
 

@@ -18,14 +18,14 @@ from typing import Any
 
 import duckdb
 
-from dia_assets.agents.interpreter.discover import unsafe_reason
-from dia_assets.agents.interpreter.readers import LoadedSource, bad_json_lines
-from dia_assets.agents.interpreter.scanned_read import read_scanned
-from dia_assets.agents.locations import temp_prefix
 from dia_assets.agents.schema_creator import sqlgen, swap, width
-from dia_assets.agents.value_parsing import sql_str
 from dia_assets.contracts.manifest import Manifest, ManifestFile, ManifestTable
+from dia_assets.platform.files.discover import unsafe_reason
+from dia_assets.platform.files.readers import LoadedSource, bad_json_lines
+from dia_assets.platform.files.scanned import read_scanned
+from dia_assets.platform.files.temp import temp_prefix
 from dia_assets.platform.naming import quote_ident as q
+from dia_assets.platform.naming import sql_str
 
 StepHook = Callable[[str], None]
 Check = Callable[[Path], bool]  # validates a built file; True when it may replace the target

@@ -7,7 +7,6 @@ from datetime import UTC, datetime
 from sqlglot import exp
 from sqlglot.errors import ParseError
 
-from dia_assets.agents.interpreter.one_table import undone_decisions
 from dia_assets.agents.schema_creator.overrides import (
     ColumnOverride,
     FkOverride,
@@ -15,7 +14,8 @@ from dia_assets.agents.schema_creator.overrides import (
     TableOverride,
 )
 from dia_assets.agents.schema_creator.width import too_wide
-from dia_assets.contracts.interpretation import Column, Interpretation, Source
+from dia_assets.agents.value_parsing import is_text_type
+from dia_assets.contracts.interpretation import Column, Interpretation, Source, undone_decisions
 from dia_assets.contracts.manifest import (
     Decision,
     ExcludedColumn,
@@ -31,12 +31,6 @@ from dia_assets.contracts.manifest import (
 from dia_assets.contracts.policy import HIGH
 from dia_assets.platform.naming import snake_case
 from dia_assets.platform.settings import get_settings
-
-TEXT_TYPES = ("VARCHAR", "TEXT", "STRING", "JSON")
-
-
-def is_text_type(sql_type: str) -> bool:
-    return sql_type.upper().split("(")[0].strip() in TEXT_TYPES
 
 
 def check_type(sql_type: str) -> str:

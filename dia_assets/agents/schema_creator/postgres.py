@@ -10,11 +10,11 @@ from typing import TYPE_CHECKING
 
 import duckdb
 
-from dia_assets.agents.locations import temp_prefix
 from dia_assets.agents.schema_creator import sqlgen
 from dia_assets.agents.schema_creator.load import LoadError, LoadResult, StepHook, build_into
 from dia_assets.contracts.manifest import Manifest, ManifestTable
 from dia_assets.platform import limits
+from dia_assets.platform.files.temp import temp_prefix
 from dia_assets.platform.naming import quote_ident as q
 
 if TYPE_CHECKING:

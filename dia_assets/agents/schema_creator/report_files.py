@@ -5,11 +5,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from dia_assets.agents.schema_creator.swap import content_hash, file_identity
+from dia_assets.agents.schema_creator.swap import content_hash
 from dia_assets.agents.schema_creator.validate import render_markdown
 from dia_assets.contracts.artifact import write_atomic
 from dia_assets.contracts.attempt import BuildAttempt
 from dia_assets.contracts.report import InstalledBuild, ValidationReport
+from dia_assets.platform.warehouse.fingerprint import file_identity
 from dia_assets.platform.workspace import Workspace
 
 

@@ -10,20 +10,19 @@ from __future__ import annotations
 from collections.abc import Callable, Collection
 from itertools import product
 
-import sqlglot
 from sqlglot import exp
 
 from dia_assets.agents.schema_creator.layout import PROVENANCE, REJECT_EXTRA
-from dia_assets.agents.schema_creator.plan import is_text_type
 from dia_assets.agents.value_parsing import (
     NULL_TOKENS,
+    is_text_type,
     parse_expression,
     present,
-    sql_list,
-    sql_str,
+    value_sql,
 )
 from dia_assets.contracts.manifest import Manifest, ManifestColumn, ManifestTable
 from dia_assets.platform.naming import quote_ident as q
+from dia_assets.platform.naming import sql_str
 
 
 def raw_view(table: ManifestTable) -> str:
@@ -52,35 +51,6 @@ def reject_ref(table: ManifestTable) -> str:
 def present_sql(col: ManifestColumn, raw: str) -> str:
     """The raw text when it carries information (the interpreter's definition)."""
     return present(raw)
-
-
-def value_sql(col: ManifestColumn, raw: str, plain: bool = False) -> str:
-    """Raw staging text -> refined value. Text keeps NULL vs '' unless evidence says otherwise.
-
-    `plain` (typed columns only, see `plain_parse_columns`): parse the trimmed text without
-    first testing for blanks and null tokens. The same value when the parse itself gives
-    NULL for every blank or null-token text, and several times cheaper: the token test
-    (lower, trim, a 13-way IN) costs far more than the cast."""
-    fmt = col.value_format
-    if not is_text_type(col.type):
-        return parse_expression(f"trim({raw})" if plain else present(raw), col.type, fmt)
-    value = f"trim({raw})" if fmt.trim else raw
-    if col.category_map:
-        mapping: dict[str, str] = {}
-        for key, canonical in col.category_map.items():
-            mapping[key] = canonical
-            if fmt.trim:
-                mapping.setdefault(key.strip(), canonical)
-        whens = " ".join(f"WHEN {sql_str(k)} THEN {sql_str(v)}" for k, v in mapping.items())
-        value = f"(CASE {value} {whens} ELSE {value} END)"
-    tests = []
-    if fmt.null_tokens or col.blank_as_null:
-        tests.append(f"trim({raw}) = ''")
-    if fmt.null_tokens:
-        tests.append(f"lower(trim({raw})) IN {sql_list(fmt.null_tokens)}")
-    if tests:
-        value = f"(CASE WHEN {' OR '.join(tests)} THEN NULL ELSE {value} END)"
-    return value
 
 
 def null_token_texts() -> list[str]:
@@ -352,7 +322,3 @@ def pg_type(sql_type: str) -> str:
     return built.sql("postgres")
 
 
-def transpile(sql: str, dialect: str) -> str:
-    if dialect == "duckdb":
-        return sql
-    return ";\n".join(sqlglot.transpile(sql, read="duckdb", write=dialect))

@@ -26,8 +26,8 @@ from typing import Generic, TypeVar
 
 import duckdb
 
-from dia_assets.agents.locations import TEMP_KINDS, temp_prefix
 from dia_assets.platform import limits
+from dia_assets.platform.files.temp import TEMP_KINDS, temp_prefix
 
 log = logging.getLogger("dia.schema_creator")
 
@@ -131,14 +131,6 @@ def _fsync_dir(folder: Path) -> None:
         pass
     finally:
         os.close(fd)
-
-
-def file_identity(path: Path) -> str:
-    """Which version of the file this is, without reading it: inode, size and modification
-    time. Every build is a new file renamed into place (a new inode), so a report can tell
-    cheaply, in each check process, whether it still describes the file in place."""
-    st = path.stat()
-    return f"{st.st_ino}-{st.st_size}-{st.st_mtime_ns}"
 
 
 T = TypeVar("T")

@@ -8,8 +8,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from dia_assets.agents.schema_creator import sqlgen
-from dia_assets.agents.schema_creator.target import Target
-from dia_assets.agents.value_parsing import sql_str
+from dia_assets.agents.value_parsing import value_sql
 from dia_assets.contracts.interpretation import Interpretation
 from dia_assets.contracts.manifest import (
     Manifest,
@@ -28,6 +27,8 @@ from dia_assets.contracts.report import (
     ValidationReport,
 )
 from dia_assets.platform.naming import quote_ident as q
+from dia_assets.platform.naming import sql_str
+from dia_assets.platform.tables.target import Target
 
 AXES = ["row_count_reconciliation", "column_coverage", "key_validity", "load_integrity", "test_queries"]
 
@@ -302,9 +303,9 @@ def _as_text(expr: str) -> str:
 
 def fk_count_query(table: ManifestTable, fk: ManifestForeignKey, plain: Collection[str] = ()) -> TestQuery:
     """Rows per foreign-key value: refined counts against counts of the parsed staging text.
-    The SQL returns how many values disagree (expected 0). `plain`: see `sqlgen.value_sql`."""
+    The SQL returns how many values disagree (expected 0). `plain`: see `value_parsing.value_sql`."""
     cols = [next(c for c in table.columns if c.name == name) for name in fk.columns]
-    staged = " || '|' || ".join(_as_text(sqlgen.value_sql(c, q(c.source_column), c.name in plain)) for c in cols)
+    staged = " || '|' || ".join(_as_text(value_sql(c, q(c.source_column), c.name in plain)) for c in cols)
     refined = " || '|' || ".join(_as_text(q(c.name)) for c in cols)
     sql = (f"SELECT count(*) FROM (SELECT {staged} AS v, count(*) AS n FROM {_expected_rows(table)} GROUP BY 1) x "
            f"FULL JOIN (SELECT {refined} AS v, count(*) AS n FROM {q(table.name)} GROUP BY 1) y ON x.v = y.v "
@@ -315,7 +316,7 @@ def fk_count_query(table: ManifestTable, fk: ManifestForeignKey, plain: Collecti
 def sum_query(table: ManifestTable, col: ManifestColumn, plain: Collection[str] = ()) -> TestQuery:
     """A numeric column's sum over the refined table against the sum of its parsed staging
     text. The SQL returns 1 when they differ (expected 0)."""
-    staged = sqlgen.value_sql(col, q(col.source_column), col.name in plain)
+    staged = value_sql(col, q(col.source_column), col.name in plain)
     # doubles summed in another order can differ in the last bits: a relative tolerance
     sql = (f"SELECT CASE WHEN abs(coalesce(x.t, 0) - coalesce(y.t, 0)) <= 1e-9 * (1 + abs(coalesce(x.t, 0))) "
            f"THEN 0 ELSE 1 END FROM "
@@ -327,7 +328,7 @@ def sum_query(table: ManifestTable, col: ManifestColumn, plain: Collection[str] 
 def row_query(table: ManifestTable, plain: Collection[str] = ()) -> TestQuery:
     """The first staged row, parsed from its text, is in the refined table with every value
     (found by its key; expected 1). The row is picked first, then parsed."""
-    parsed = ", ".join(f"{sqlgen.value_sql(c, q(c.source_column), c.name in plain)} AS {q(c.name)}"
+    parsed = ", ".join(f"{value_sql(c, q(c.source_column), c.name in plain)} AS {q(c.name)}"
                        for c in table.columns)
     same = " AND ".join(f"t.{q(c.name)} IS NOT DISTINCT FROM e.{q(c.name)}" for c in table.columns)
     sql = (f"SELECT count(*) FROM {q(table.name)} t JOIN (SELECT {parsed} FROM (SELECT * FROM "

@@ -14,7 +14,7 @@ from dia_assets.platform.settings import get_settings
 # The store (psycopg, pgvector, the embedded server) is imported when a step opens it: every
 # run worker loads the code location, and most runs (a build) never touch the memory.
 if TYPE_CHECKING:
-    from dia_assets.agents.memory.store import MemoryStore
+    from dia_assets.platform.memory.store import MemoryStore
 
 
 class MemoryResource(ConfigurableResource):
@@ -44,9 +44,9 @@ class MemoryResource(ConfigurableResource):
     def store(self) -> MemoryStore:
         """The open store for this process (connected and migrated on first call)."""
         if self._store is None:
-            from dia_assets.agents.memory.conflicts import ConflictPolicy
-            from dia_assets.agents.memory.connection import default_pgdata
-            from dia_assets.agents.memory.store import MemoryStore
+            from dia_assets.platform.memory.conflicts import ConflictPolicy
+            from dia_assets.platform.memory.connection import default_pgdata
+            from dia_assets.platform.memory.store import MemoryStore
 
             judge = None
             if self.conflict_strategy == "confirmation":  # the judge confirms each rule-found conflict

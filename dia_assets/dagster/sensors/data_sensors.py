@@ -167,9 +167,8 @@ def overrides_fingerprint(path: Path) -> str | None:
 def overrides_job(workspace: Path, overrides: Path) -> str:
     """`schema_job` re-plans from the interpretation; a `files` decision the interpretation was
     made without (files that may be one table) needs it made again: `build_job`."""
-    from dia_assets.agents.interpreter.one_table import undone_decisions
     from dia_assets.agents.schema_creator.overrides import file_decisions
-    from dia_assets.contracts.interpretation import Interpretation
+    from dia_assets.contracts.interpretation import Interpretation, undone_decisions
 
     decisions = file_decisions(overrides)
     try:

@@ -42,12 +42,12 @@ from dia_assets.agents.adaptation.react import (
     react,
 )
 from dia_assets.agents.adaptation.replan import saved_reads
-from dia_assets.agents.interpreter.discover import content_hash
 from dia_assets.contracts.interpretation import Interpretation
 from dia_assets.dagster.resources.workspace import default_workspace
 from dia_assets.dagster.sensors.jobs import build_job, quality_check_job, replan_job, schema_job
 from dia_assets.dagster.sensors.settings import SENSOR_INTERVAL_S, drift_thresholds
 from dia_assets.dagster.tables import WAREHOUSE, manifest_tables, table_key
+from dia_assets.platform.files.discover import content_hash
 from dia_assets.platform.workspace import Workspace
 
 FINISHED = {DagsterRunStatus.SUCCESS, DagsterRunStatus.FAILURE, DagsterRunStatus.CANCELED}

@@ -2,6 +2,7 @@
 
 A fingerprint hashes the schema (tables, columns, types), not the data: the same database
 keeps its scope when rows change, and probes catch what the data changes break.
+`file_identity` tells which version of a warehouse file is in place, without reading it.
 """
 
 from __future__ import annotations
@@ -68,3 +69,11 @@ def database_fingerprint(source: str | Path | Any) -> str:
             _FILE_MEMO[key] = found  # unchanged while it was read
         return found
     return fingerprint_from_columns(source.execute(_COLUMNS_SQL).fetchall())
+
+
+def file_identity(path: Path) -> str:
+    """Which version of the file this is, without reading it: inode, size and modification
+    time. Every build is a new file renamed into place (a new inode), so a report can tell
+    cheaply, in each check process, whether it still describes the file in place."""
+    st = path.stat()
+    return f"{st.st_ino}-{st.st_size}-{st.st_mtime_ns}"

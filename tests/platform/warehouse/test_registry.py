@@ -85,7 +85,7 @@ def test_an_engine_registered_alone_is_reported_incomplete(tmp_path: Path) -> No
         # evaluation and memory probes open it through the registry, as itself (its file's
         # DuckDB header does not turn it back into DuckDB), with no line naming it
         from dia_assets.agents.evaluation.databases import open_database
-        from dia_assets.agents.memory.verify import GatedProbeRunner
+        from dia_assets.platform.memory.verify import GatedProbeRunner
 
         with open_database(f"toy:///{tmp_path}/t.duckdb") as scored:
             assert scored.dialect == "dia_toy_engine" and scored.query("SELECT 7").rows == [(7,)]

@@ -6,10 +6,10 @@ header decided by types) and after the read (records in = rows out + rejected li
 
 from __future__ import annotations
 
-from dia_assets.agents.interpreter.csv_prepare import Prepared, declared_columns
-from dia_assets.agents.interpreter.encodings import Detection
-from dia_assets.agents.interpreter.header import column_type
 from dia_assets.contracts.interpretation import QualityIssue
+from dia_assets.platform.files.csv_prepare import Prepared, declared_columns
+from dia_assets.platform.files.encodings import Detection
+from dia_assets.platform.files.header import column_type
 
 VISIBLE = {"\t": "tab", "\n": "\\n", "\r\n": "\\r\\n", "\r": "\\r"}
 

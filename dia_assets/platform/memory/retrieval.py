@@ -13,8 +13,8 @@ from typing import Any
 from psycopg import sql
 from pydantic import BaseModel, Field
 
-from dia_assets.agents.memory.migrations import SCHEMA
-from dia_assets.agents.memory.models import Kind, MemoryRef, Status, Tier
+from dia_assets.platform.memory.migrations import SCHEMA
+from dia_assets.platform.memory.models import Kind, MemoryRef, Status, Tier
 
 
 class MemoryFilter(BaseModel):

@@ -11,13 +11,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from dia_assets.agents.interpreter import header as headers
-from dia_assets.agents.interpreter.declared import DeclaredTable, declared_for
-from dia_assets.agents.interpreter.dialect import Dialect, measure, newline_of, sniff
-from dia_assets.agents.interpreter.discover import TextScan, scan_text
-from dia_assets.agents.interpreter.encodings import Detection, legacy_encoding
-from dia_assets.agents.interpreter.final_record import CutRecord, cut_final_record, without_cut
-from dia_assets.agents.interpreter.rewrite import (
+from dia_assets.contracts.interpretation import DeclaredColumn
+from dia_assets.platform.files import header as headers
+from dia_assets.platform.files.declared import DeclaredTable, declared_for
+from dia_assets.platform.files.dialect import Dialect, measure, newline_of, sniff
+from dia_assets.platform.files.discover import TextScan, scan_text
+from dia_assets.platform.files.encodings import Detection, legacy_encoding
+from dia_assets.platform.files.final_record import CutRecord, cut_final_record, without_cut
+from dia_assets.platform.files.rewrite import (
     TextStats,
     binary_offset,
     bom_encoding,
@@ -25,7 +26,6 @@ from dia_assets.agents.interpreter.rewrite import (
     rewrite_text,
     sample_text,
 )
-from dia_assets.contracts.interpretation import DeclaredColumn
 from dia_assets.platform.naming import snake_case, unique_names
 
 SAMPLE_BYTES = 1 << 16

@@ -1,5 +1,6 @@
-"""The warehouse the Schema Creator writes and validates, read as its owner (privileged,
-uncapped: `Dialect.owner`, never the agents' gated `Connection`).
+"""A read connection to a built warehouse, as its owner (privileged, uncapped: `Dialect.owner`,
+never the agents' gated `Connection`): the schema creator validates through it, lineage and the
+table statistics read through it.
 
 Validation SQL is written once in DuckDB's dialect and transpiled with sqlglot for the
 target's engine, so the checks read every warehouse the same way.
@@ -10,8 +11,16 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from dia_assets.agents.schema_creator.sqlgen import transpile
+import sqlglot
+
 from dia_assets.platform.warehouse.base import build_dialect
+
+
+def transpile(sql: str, dialect: str) -> str:
+    """DuckDB SQL (every statement of it) in `dialect`: the checks are written once, for DuckDB."""
+    if dialect == "duckdb":
+        return sql
+    return ";\n".join(sqlglot.transpile(sql, read="duckdb", write=dialect))
 
 
 class Target:

@@ -7,7 +7,7 @@ from typing import Any
 import psycopg
 from psycopg.types.json import Jsonb
 
-from dia_assets.agents.memory.migrations import SCHEMA
+from dia_assets.platform.memory.migrations import SCHEMA
 
 
 def write_event(

@@ -24,10 +24,10 @@ from pathlib import Path
 import sqlglot
 from sqlglot import exp
 
-from dia_assets.agents.interpreter.compressed import data_stem, inner_name
-from dia_assets.agents.interpreter.discover import unsafe_reason
-from dia_assets.agents.interpreter.encodings import codec_name
 from dia_assets.contracts.interpretation import DeclaredColumn, DeclaredForeignKey, DeclaredTable
+from dia_assets.platform.files.compressed import data_stem, inner_name
+from dia_assets.platform.files.discover import unsafe_reason
+from dia_assets.platform.files.encodings import codec_name
 from dia_assets.platform.naming import snake_case
 
 DIALECTS = [None, "tsql", "mysql", "postgres"]

@@ -8,8 +8,7 @@ from pathlib import Path
 import psycopg
 from psycopg.conninfo import conninfo_to_dict
 
-from dia_assets.agents.locations import workspace_root
-from dia_assets.agents.memory.server import EmbeddedServer
+from dia_assets.platform.memory.server import EmbeddedServer
 from dia_assets.platform.settings import get_settings
 from dia_assets.platform.workspace import Workspace
 
@@ -39,7 +38,7 @@ def default_url() -> str | None:
 
 
 def default_pgdata() -> Path:
-    return Workspace(workspace_root()).pgdata
+    return Workspace(get_settings().workspace).pgdata
 
 
 @dataclass

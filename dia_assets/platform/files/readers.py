@@ -24,43 +24,42 @@ from xml.etree import ElementTree
 import duckdb
 import pyarrow as pa
 
-from dia_assets.agents.interpreter.compressed import DecompressError, compression, decompress
-from dia_assets.agents.interpreter.csv_lines import (
+from dia_assets.contracts.interpretation import DeclaredTable, ParseInfo, QualityIssue, SourceRef
+from dia_assets.platform.files.compressed import DecompressError, compression, decompress
+from dia_assets.platform.files.csv_lines import (
     UNCLOSED,
     load_by_lines,
     needs_line_reader,
     sniff_failed,
 )
-from dia_assets.agents.interpreter.csv_prepare import NotText, Prepared, final_names, prepare_csv
-from dia_assets.agents.interpreter.declared import declared_for
-from dia_assets.agents.interpreter.discover import TextScan, scan_text
-from dia_assets.agents.interpreter.encodings import Detection, legacy_encoding
-from dia_assets.agents.interpreter.excel_formulas import formula_issues, unvalued_formulas
-from dia_assets.agents.interpreter.final_record import REASON, cut_issue, set_aside
-from dia_assets.agents.interpreter.json_keys import (
+from dia_assets.platform.files.csv_prepare import NotText, Prepared, final_names, prepare_csv
+from dia_assets.platform.files.declared import declared_for
+from dia_assets.platform.files.discover import TextScan, scan_text
+from dia_assets.platform.files.encodings import Detection, legacy_encoding
+from dia_assets.platform.files.excel_formulas import formula_issues, unvalued_formulas
+from dia_assets.platform.files.final_record import REASON, cut_issue, set_aside
+from dia_assets.platform.files.json_keys import (
     DuplicateKeys,
     document_duplicates,
     duplicate_issue,
     loads_noting_repeats,
 )
-from dia_assets.agents.interpreter.parse_checks import (
+from dia_assets.platform.files.parse_checks import (
     confidence,
     encoding_issues,
     reading_issues,
     verify_counts,
 )
-from dia_assets.agents.interpreter.record_count import count_records
-from dia_assets.agents.interpreter.rewrite import (
+from dia_assets.platform.files.record_count import count_records
+from dia_assets.platform.files.rewrite import (
     TextStats,
     bom_encoding,
     decode_line,
     rewrite_text,
     stats_for,
 )
-from dia_assets.agents.locations import temp_prefix
-from dia_assets.agents.value_parsing import sql_str
-from dia_assets.contracts.interpretation import DeclaredTable, ParseInfo, QualityIssue, SourceRef
-from dia_assets.platform.naming import quote_ident, snake_case, unique_names
+from dia_assets.platform.files.temp import temp_prefix
+from dia_assets.platform.naming import quote_ident, snake_case, sql_str, unique_names
 from dia_assets.platform.settings import get_settings
 
 # DuckDB keeps a whole line in one buffer. The first read leaves `max_line_size` unset: any

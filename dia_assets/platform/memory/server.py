@@ -31,8 +31,8 @@ from typing import Any
 
 import psutil
 
-from dia_assets.agents.memory import embedded_pg
-from dia_assets.agents.memory.placement import guard_modes, parent_modes, place
+from dia_assets.platform.memory import embedded_pg
+from dia_assets.platform.memory.placement import guard_modes, parent_modes, place
 
 _log = logging.getLogger(__name__)
 

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from dia_assets.agents.interpreter.compressed import READ_INSIDE, compression, data_stem
+from dia_assets.platform.files.compressed import READ_INSIDE, compression, data_stem
 
 FORMATS = {
     ".csv": "csv", ".tsv": "csv", ".txt": "csv", ".dat": "csv",

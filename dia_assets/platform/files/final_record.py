@@ -18,8 +18,8 @@ from pathlib import Path
 
 import duckdb
 
-from dia_assets.agents.interpreter.rewrite import TextStats, decode_line
 from dia_assets.contracts.interpretation import QualityIssue
+from dia_assets.platform.files.rewrite import TextStats, decode_line
 from dia_assets.platform.naming import quote_ident
 
 BLOCK = 1 << 16

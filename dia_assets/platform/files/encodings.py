@@ -30,8 +30,8 @@ from pathlib import Path
 
 import numpy as np
 
-from dia_assets.agents.interpreter.languages import LANGUAGE_PRIOR, LANGUAGES, letter_cost, script
 from dia_assets.contracts.interpretation import DeclaredTable
+from dia_assets.platform.files.languages import LANGUAGE_PRIOR, LANGUAGES, letter_cost, script
 
 # Candidates in order of preference: of two that decode the sample to the same text, the first
 # is named (a superset before its subset, a Windows code page before the ISO one it extends).

@@ -17,9 +17,9 @@ from pathlib import Path
 
 import duckdb
 
-from dia_assets.agents.interpreter.compressed import compression
-from dia_assets.agents.interpreter.discover import CLEAN, TextScan, looks_clean, scan_text
-from dia_assets.agents.interpreter.readers import LoadedSource, read_source
+from dia_assets.platform.files.compressed import compression
+from dia_assets.platform.files.discover import CLEAN, TextScan, looks_clean, scan_text
+from dia_assets.platform.files.readers import LoadedSource, read_source
 from dia_assets.platform.naming import quote_ident
 
 log = logging.getLogger("dia.interpreter")

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Literal
 
-from dia_assets.agents.memory.models import MemoryItem, NewMemory
+from dia_assets.platform.memory.models import MemoryItem, NewMemory
 
 _SPACE = re.compile(r"\s+")
 _NON_WORD = re.compile(r"[^\w*]+")

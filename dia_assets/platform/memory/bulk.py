@@ -13,12 +13,12 @@ from typing import Any, Protocol, TypeVar
 
 import psycopg
 
-from dia_assets.agents.memory import migrations
-from dia_assets.agents.memory.conflicts import content_hash
-from dia_assets.agents.memory.events import write_event
-from dia_assets.agents.memory.migrations import BULK_LOCK, SCHEMA
-from dia_assets.agents.memory.models import ImportReport, NewMemory
 from dia_assets.platform.embeddings import Embedder
+from dia_assets.platform.memory import migrations
+from dia_assets.platform.memory.conflicts import content_hash
+from dia_assets.platform.memory.events import write_event
+from dia_assets.platform.memory.migrations import BULK_LOCK, SCHEMA
+from dia_assets.platform.memory.models import ImportReport, NewMemory
 
 T = TypeVar("T")
 

@@ -1,4 +1,4 @@
-"""Primary keys from values *and* names.
+"""Primary keys from values *and* names, found for each source on its own rows.
 
 A candidate key is a set of complete columns that is unique once exact duplicate rows are
 removed. Among the candidates, the choice follows how schemas are written:
@@ -12,12 +12,9 @@ removed. Among the candidates, the choice follows how schemas are written:
    identifiers first, then dates, then other integers, earliest first.
 2. Otherwise the best-scored candidate: identifier-likeness of names and values
    (`column_key_score`), a small bonus for the first column, `COMPOSITE_PENALTY` per extra
-   column.
-3. After foreign keys are known (`revise_keys`): a table whose key nobody refers to while
-   another of its unique identifier columns is referred to takes that column (a dimension's
-   surrogate key beside its business key); link and relationship tables are keyed by their
-   references; a history table (references, then a start date and an end date) keeps its start
-   date in the key.
+   column (its confidence: `score.pk_confidence`).
+3. After foreign keys are known, some keys are revised (`assign.revise_keys`): a key other
+   tables refer to, link and relationship tables, history tables.
 
 Row order never changes a key: a file whose rows come in blocks by month of a date column
 (exported partition by partition) gets an observation (`partitions.py`), not a new key.
@@ -30,27 +27,25 @@ import itertools
 import duckdb
 
 from dia_assets.agents.interpreter import partitions
+from dia_assets.agents.interpreter.keys.score import COMPOSITE_PENALTY, pk_confidence
 from dia_assets.agents.interpreter.semantic import id_like_name
 from dia_assets.agents.interpreter.table_info import (
     INT_TYPES,
-    NOT_KEYABLE,
     TableInfo,
     column_key_score,
     complete,
     keyable,
 )
-from dia_assets.contracts.interpretation import Column, ForeignKey, FoundKeys, KeyCandidate, Source
-from dia_assets.contracts.policy import HIGH
+from dia_assets.contracts.interpretation import Column, FoundKeys, KeyCandidate, Source
 from dia_assets.platform.naming import quote_ident
 
-__all__ = ["NOT_KEYABLE", "find_keys", "restore_found_keys", "revise_keys"]
+__all__ = ["count_distinct", "find_keys", "restore_found_keys", "unique_rows"]
 
-COMPOSITE_PENALTY = 0.15  # ranking cost of each extra key column
 MAX_LEADING = 4  # widest leading key considered
 SYNTHETIC = ("ordinal",)  # columns the readers add to flattened children: not data
 
 
-def _distinct_rows(source: Source) -> int:
+def unique_rows(source: Source) -> int:
     return source.row_count - source.duplicate_rows
 
 
@@ -79,7 +74,7 @@ def _find_keys(con: duckdb.DuckDBPyConnection, info: TableInfo) -> None:
     if src.row_count == 0:
         _keys_from_names(src)
         return
-    distinct_rows = _distinct_rows(src)
+    distinct_rows = unique_rows(src)
     singles = []
     for position, col in enumerate(src.columns):
         if complete(col) and col.distinct_count == distinct_rows and keyable(col):
@@ -110,7 +105,7 @@ def _find_keys(con: duckdb.DuckDBPyConnection, info: TableInfo) -> None:
                 break
     ranked = sorted(singles + composites, key=lambda k: (-k[1], len(k[0]), k[2]))
     src.candidate_keys = [
-        KeyCandidate(columns=cols, confidence=_pk_confidence(cols, score), reason=_pk_reason(src, cols, score))
+        KeyCandidate(columns=cols, confidence=pk_confidence(cols, score), reason=_pk_reason(src, cols, score))
         for cols, score, _ in ranked[:6]
     ]
     if leading and len(leading) > 1:
@@ -144,7 +139,7 @@ def _leading_key(con: duckdb.DuckDBPyConnection, info: TableInfo, distinct_rows:
             break
         prefix.append(col)
     table = quote_ident(info.table)
-    counts = _distinct(con, table, [prefix[:n] for n in range(2, len(prefix) + 1)])
+    counts = count_distinct(con, table, [prefix[:n] for n in range(2, len(prefix) + 1)])
     for n, count in zip(range(2, len(prefix) + 1), counts, strict=True):
         if count == distinct_rows:
             return [c.name for c in prefix[:n]]
@@ -158,7 +153,7 @@ def _identifier(col: Column) -> bool:
     return keyable(col) and id_like_name(col.name)
 
 
-def _distinct(con: duckdb.DuckDBPyConnection, table: str, sets: list[list[Column]]) -> list[int]:
+def count_distinct(con: duckdb.DuckDBPyConnection, table: str, sets: list[list[Column]]) -> list[int]:
     if not sets:
         return []
     exprs = [f"count(DISTINCT ({', '.join(quote_ident(c.name) for c in cols)}))" for cols in sets]
@@ -171,7 +166,7 @@ def _line_numbered(con: duckdb.DuckDBPyConnection, table: str, run: list[Column]
     (`lineitem(orderkey, linenumber)`, whatever other identifiers follow the order key)."""
     numbers = [c for c in later if complete(c) and keyable(c) and c.inferred_type.upper().startswith(INT_TYPES)][:8]
     for k in range(1, len(run) + 1):
-        counts = _distinct(con, table, [run[:k] + [c] for c in numbers])
+        counts = count_distinct(con, table, [run[:k] + [c] for c in numbers])
         for col, n in zip(numbers, counts, strict=True):
             if n == distinct_rows and _line_number(con, table, run[:k], col):
                 return [*run[:k], col]
@@ -189,7 +184,7 @@ def _extended(con: duckdb.DuckDBPyConnection, table: str, later: list[Column], r
         return None
     for size in (1, 2):
         combos = [list(combo) for combo in itertools.combinations(pool, size)][:28]
-        counts = _distinct(con, table, [run + combo for combo in combos])
+        counts = count_distinct(con, table, [run + combo for combo in combos])
         unique = [combo for combo, n in zip(combos, counts, strict=True) if n == distinct_rows]
         if unique:
             return run + min(unique, key=lambda combo: _extension_rank(combo, pool))
@@ -243,16 +238,6 @@ def _near_key(con: duckdb.DuckDBPyConnection, info: TableInfo, distinct_rows: in
     return None
 
 
-def _pk_confidence(cols: list[str], score: float) -> float:
-    """Single keys from their score; composites from their weakest column, a little
-    less for each extra column, never above 0.9."""
-    extra = len(cols) - 1
-    if not extra:
-        return round(min(1.0, 0.6 + 0.4 * score), 2)
-    weakest = score + COMPOSITE_PENALTY * extra
-    return round(max(0.3, min(0.9, 0.5 + 0.4 * weakest - 0.05 * extra)), 2)
-
-
 def _pk_reason(src: Source, cols: list[str], score: float) -> str:
     dup = f" after removing {src.duplicate_rows} exact duplicate row(s)" if src.duplicate_rows else ""
     kind = "column" if len(cols) == 1 else f"{len(cols)}-column combination"
@@ -271,112 +256,3 @@ def _keys_from_names(src: Source) -> None:
         return
     src.primary_key = KeyCandidate(columns=cols, confidence=0.5, reason="no rows; chosen from column names only")
     src.candidate_keys = [src.primary_key]
-
-
-def revise_keys(con: duckdb.DuckDBPyConnection, infos: list[TableInfo], fks: list[ForeignKey]) -> bool:
-    """Keys that need the foreign keys (module docstring, rule 3); True when one changed."""
-    changed = [_referenced_key(infos, fks), _prefer_link_keys(infos, fks), _history_keys(con, infos, fks)]
-    return any(changed)
-
-
-def _history_keys(con: duckdb.DuckDBPyConnection, infos: list[TableInfo], fks: list[ForeignKey]) -> bool:
-    """A history table keeps its date in the key: a key made of leading references, followed by
-    the start of a validity interval (a date, then another date or timestamp) that is unique with
-    the first of them (one row per entity and start date), runs through that date
-    (`(employee, department, shift, start_date)`), even when the references alone happen to be
-    unique. A link table with one date among its attributes is not a history."""
-    changed = False
-    for info in infos:
-        src = info.source
-        pk = src.primary_key
-        if pk is None or len(pk.columns) < 2 or src.row_count == 0:
-            continue
-        refs = _pointing(fks, src.name)
-        cols = [c.name for c in src.columns]
-        if cols[: len(pk.columns)] != pk.columns or not all(c in refs for c in pk.columns):
-            continue
-        after, end = (src.columns[len(pk.columns): len(pk.columns) + 2] + [None, None])[:2]
-        if after is None or after.semantic_type != "date" or not complete(after) or end is None or (
-                end.semantic_type not in ("date", "timestamp")):
-            continue
-        table = quote_ident(info.table)
-        first = src.column(pk.columns[0])
-        if _distinct(con, table, [[first, after]])[0] != _distinct_rows(src):
-            continue
-        src.primary_key = KeyCandidate(
-            columns=[*pk.columns, after.name], confidence=0.85,
-            reason=f"history table: its references {pk.columns} are followed by the date {after.name!r}, which "
-            f"is unique with {first.name!r}: one row per entity and date")
-        src.candidate_keys.insert(0, src.primary_key)
-        changed = True
-    return changed
-
-
-def _pointing(fks: list[ForeignKey], source: str) -> set[str]:
-    """Columns of `source` that refer to another table at HIGH confidence."""
-    return {fk.from_.columns[0] for fk in fks if fk.from_.source == source and len(fk.from_.columns) == 1
-            and fk.confidence >= HIGH and fk.to.source != source}
-
-
-def _referenced_key(infos: list[TableInfo], fks: list[ForeignKey]) -> bool:
-    """A table keyed by a column nobody refers to, while other tables refer to another of its
-    unique identifier columns, is keyed by that one: the surrogate key of a dimension, not its
-    business key (or the other way round)."""
-    used: dict[str, set[tuple[str, ...]]] = {}
-    for fk in fks:
-        if fk.confidence >= HIGH and fk.from_.source != fk.to.source:
-            used.setdefault(fk.to.source, set()).add(tuple(fk.to.columns))
-    changed = False
-    for info in infos:
-        src = info.source
-        refs = used.get(src.name, set())
-        if not src.primary_key or len(src.primary_key.columns) != 1 or tuple(src.primary_key.columns) in refs:
-            continue
-        others = [k for k in src.candidate_keys if len(k.columns) == 1 and tuple(k.columns) in refs]
-        if len(others) != 1:
-            continue
-        col = others[0].columns
-        src.primary_key = KeyCandidate(
-            columns=col, confidence=max(0.85, others[0].confidence),
-            reason=f"other tables refer to {col[0]!r}, not to {src.primary_key.columns[0]!r}: it is the key "
-            "the schema uses (a surrogate key beside a business key)")
-        src.candidate_keys = [src.primary_key, *(k for k in src.candidate_keys if k.columns != col)]
-        changed = True
-    return changed
-
-
-def _prefer_link_keys(infos: list[TableInfo], fks: list[ForeignKey]) -> bool:
-    """Relationship tables are keyed by their references, once the references are known.
-
-    A table whose columns all reference other tables is a link table: its key is their
-    combination, even when one of them happens to be unique. A key made only of leading
-    references is a relationship, identified by the whole leading run of complete references
-    (`entity_address(entity_id, address_id, address_type_id)`), not just by the shortest
-    unique part of it."""
-    changed = False
-    for info in infos:
-        src = info.source
-        if not src.primary_key:
-            continue
-        pointing = _pointing(fks, src.name)
-        key = src.primary_key.columns
-        if len(key) == 1:
-            cols = [c.name for c in src.columns if c.name in pointing]
-            if not (2 <= len(cols) <= 3 and len(cols) == len(src.columns)):
-                continue
-            reason = "link table: every identifier column references another table, so the key is their combination"
-        else:
-            run = []
-            for col in src.columns[:MAX_LEADING]:
-                if col.name not in pointing or not complete(col):
-                    break
-                run.append(col.name)
-            if len(run) <= len(key) or run[: len(key)] != key:
-                continue
-            cols = run
-            reason = (f"relationship table: its key {key} is made of references, and the leading run of "
-                      f"complete references {run} identifies the relationship")
-        src.primary_key = KeyCandidate(columns=cols, confidence=0.8, reason=reason)
-        src.candidate_keys.insert(0, src.primary_key)
-        changed = True
-    return changed

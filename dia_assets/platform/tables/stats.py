@@ -13,11 +13,11 @@ from pathlib import Path
 
 import duckdb
 
-from dia_assets.agents.schema_creator.swap import file_identity
-from dia_assets.agents.schema_creator.target import Target
 from dia_assets.contracts.artifact import write_atomic
 from dia_assets.platform.naming import quote_ident as q
+from dia_assets.platform.tables.target import Target
 from dia_assets.platform.warehouse.base import target_dialect
+from dia_assets.platform.warehouse.fingerprint import file_identity
 from dia_assets.platform.workspace import Workspace
 
 # Aggregates per query: one scan per chunk keeps very wide tables within the planner's limits.

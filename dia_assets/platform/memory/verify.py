@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
-from dia_assets.agents.memory.models import MemoryItem, Tier, VerificationResult
+from dia_assets.platform.memory.models import MemoryItem, Tier, VerificationResult
 
 ProbeRunner = Callable[[str], Sequence[Sequence[Any]]]
 

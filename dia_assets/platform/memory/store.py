@@ -19,19 +19,20 @@ import psycopg
 from pgvector.psycopg import register_vector
 from psycopg.types.json import Jsonb
 
-from dia_assets.agents.memory import migrations
-from dia_assets.agents.memory.bulk import import_examples
-from dia_assets.agents.memory.conflicts import (
+from dia_assets.platform.embeddings import Embedder, make_embedder
+from dia_assets.platform.memory import migrations
+from dia_assets.platform.memory.bulk import import_examples
+from dia_assets.platform.memory.conflicts import (
     ConflictJudge,
     ConflictPolicy,
     JudgeVerdict,
     content_hash,
     is_candidate_conflict,
 )
-from dia_assets.agents.memory.connection import ConnectionTarget
-from dia_assets.agents.memory.events import write_event
-from dia_assets.agents.memory.migrations import BULK_LOCK, SCHEMA
-from dia_assets.agents.memory.models import (
+from dia_assets.platform.memory.connection import ConnectionTarget
+from dia_assets.platform.memory.events import write_event
+from dia_assets.platform.memory.migrations import BULK_LOCK, SCHEMA
+from dia_assets.platform.memory.models import (
     ConflictRecord,
     Evidence,
     ImportReport,
@@ -44,15 +45,14 @@ from dia_assets.agents.memory.models import (
     VerificationResult,
     VersionEdge,
 )
-from dia_assets.agents.memory.retrieval import (
+from dia_assets.platform.memory.retrieval import (
     MemoryFilter,
     RetrievalWeights,
     filter_clause,
     fuse,
     hybrid_query,
 )
-from dia_assets.agents.memory.verify import ProbeRunner, SupportsProbe, as_runner, check
-from dia_assets.platform.embeddings import Embedder, make_embedder
+from dia_assets.platform.memory.verify import ProbeRunner, SupportsProbe, as_runner, check
 
 T = TypeVar("T")
 

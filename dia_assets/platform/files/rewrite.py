@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from dia_assets.agents.interpreter.dialect import Dialect
+from dia_assets.platform.files.dialect import Dialect
 
 CHUNK = 1 << 20
 
