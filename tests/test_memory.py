@@ -17,15 +17,14 @@ from dia_assets.agents.memory.export import export_lessons
 from dia_assets.agents.memory.maintenance import consolidate, forget, promote, run_maintenance
 from dia_assets.platform.memory import (
     ConflictPolicy,
-    DuckDBProbeRunner,
     EmbeddingMismatch,
+    GatedProbeRunner,
     JudgeVerdict,
     Kind,
     MemoryFilter,
     MemoryStore,
     MemoryStoreUnavailable,
     NewMemory,
-    PostgresProbeRunner,
     RetrievalWeights,
     Status,
     Tier,
@@ -347,12 +346,12 @@ def test_probe_runner_interrupts_a_slow_probe(tmp_path: Path) -> None:
     db = make_duckdb(tmp_path / "w.duckdb")
     from dia_assets.agents.query.dialects import QueryTimeout
 
-    with DuckDBProbeRunner(path=db, timeout_s=0.2) as probe, pytest.raises(QueryTimeout):
+    with GatedProbeRunner.open(db, timeout_s=0.2) as probe, pytest.raises(QueryTimeout):
         probe("SELECT count(*) FROM range(100000000000) a")
 
 
 def test_postgres_probe_runner_is_read_only(db_url: str) -> None:
-    probe = PostgresProbeRunner(db_url)
+    probe = GatedProbeRunner.open(db_url)  # any target, through connect()
     try:
         assert probe("SELECT true") == [(True,)]
         from dia_assets.platform.sql.safety import SQLRefused

@@ -190,14 +190,17 @@ def test_prompts_are_data_and_fully_filled() -> None:
     import re
 
     from dia_assets.agents.query.tools import AGENT_TOOLS, fill, prompts, tool_specs
+    from dia_assets.platform.warehouse import REGISTRY
 
     p = prompts()
     specs = tool_specs((*AGENT_TOOLS, "write_lesson"))
     assert [s["function"]["name"] for s in specs] == [*AGENT_TOOLS, "write_lesson"]
     descriptions = [s["function"]["description"] for s in specs]
     assert all(descriptions) and not any("{max_rows}" in d or "{timeout_s}" in d for d in descriptions)
-    for dialect in ("duckdb", "postgres", "sqlite"):
-        system = fill(p["system"], dialect_name=dialect, dialect_notes=p["dialect_notes"][dialect])
+    assert {"duckdb", "postgres", "sqlite"} <= set(REGISTRY)
+    for dialect in REGISTRY.values():  # each engine's notes are its own (platform/warehouse/<name>.py)
+        assert dialect.title and dialect.prompt_notes
+        system = fill(p["system"], dialect_name=dialect.title, dialect_notes=dialect.prompt_notes)
         assert not re.search(r"\{[a-z_]+\}", system)
     user = fill(p["user"], question="q", schema="s", all_tables="t", memory="", carryover="", clarifications="")
     assert not re.search(r"\{[a-z_]+\}", user)

@@ -23,11 +23,13 @@ import sqlglot
 
 from dia_assets.contracts.report import ValidationReport
 from dia_assets.pipeline import BuildResult, run
+from dia_assets.platform.warehouse import REGISTRY
 from tests.conftest import EXAMPLES
 from tests.memory_fixtures import fresh_database_url, pg_server  # noqa: F401  (fixture)
 
 GOLDENS = Path(__file__).parent / "fixtures" / "sql" / "examples"
-DIALECTS = ("duckdb", "postgres")
+# every engine the Schema Creator builds has goldens (tests/platform/warehouse/test_registry.py)
+DIALECTS = tuple(name for name, d in REGISTRY.items() if d.schema_creator_builds)
 KINDS = ("ddl", "load", "validation")
 
 
@@ -54,7 +56,10 @@ def generated(tmp_path_factory: pytest.TempPathFactory, pg_server, example_inter
     """{(kind, dialect): text} from one DuckDB and one PostgreSQL build of the example data."""
     out = {}
     for dialect in DIALECTS:
-        url = fresh_database_url(pg_server, f"sql_goldens_{os.getpid()}") if dialect == "postgres" else None
+        # a file engine builds in the workspace; a server engine names its test server here
+        url = None if REGISTRY[dialect].file_based else {
+            "postgres": lambda: fresh_database_url(pg_server, f"sql_goldens_{os.getpid()}"),
+        }[dialect]()
         result = _build(tmp_path_factory.mktemp(dialect), url, example_interpretation)
         assert result.report.dialect == dialect
         out["ddl", dialect] = result.paths["ddl"].read_text(encoding="utf-8")

@@ -76,7 +76,8 @@ def ask(
     workspace = use_workspace(workspace_dir)
     _echo = say(quiet)
     target = warehouse or default_warehouse(workspace)
-    if target_dialect(target).file_based and not Path(target).exists():
+    engine = target_dialect(target)
+    if engine.file_based and not engine.local_path(str(target)).exists():
         fail(f"no warehouse at {target}", "build it first (`dia build DIR` or `make demo`) or pass --warehouse",
              EXIT_USAGE)
 

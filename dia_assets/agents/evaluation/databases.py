@@ -26,12 +26,11 @@ from pathlib import Path
 from typing import Any
 
 from dia_assets.platform.warehouse.base import (
+    Dialect,
     QueryTimeout,  # noqa: F401 - re-exported
+    sniff_file,
     target_dialect,
 )
-from dia_assets.platform.warehouse.duckdb import DuckDBDatabase
-from dia_assets.platform.warehouse.postgres import PostgresDatabase
-from dia_assets.platform.warehouse.sqlite import SQLiteDatabase
 
 
 @dataclass
@@ -81,31 +80,25 @@ class Database:
 
 
 def sniff(path: Path) -> str:
-    """'sqlite' or 'duckdb' from the file header (suffix as a fallback)."""
-    try:
-        with path.open("rb") as fh:
-            head = fh.read(16)
-    except OSError:
-        head = b""
-    if head.startswith(b"SQLite format 3"):
-        return "sqlite"
-    if head[8:12] == b"DUCK":
-        return "duckdb"
-    return "sqlite" if path.suffix.lower() in (".sqlite", ".sqlite3", ".db") else "duckdb"
+    """The engine of a database file from its header (`Dialect.file_header`: SQLite's
+    "SQLite format 3", DuckDB's "DUCK"), the target's own classification as a fallback."""
+    return (sniff_file(path) or target_dialect(str(path))).name
 
 
 def open_database(target: str | Path, name: str = "", catalog_reads: bool = False) -> Database:
-    """Open one database read-only: a SQLite/DuckDB file or a PostgreSQL URL. `catalog_reads`:
-    SQLite's own tables and `sqlite_version()` may be read too (scoring a predictions file)."""
-    text = str(target)
-    if not target_dialect(text).file_based:
-        return Database("postgres", text, name, PostgresDatabase(text))
-    path = Path(text.removeprefix("sqlite:///"))
-    if not path.is_file():
-        raise FileNotFoundError(f"no database file at {path}")
-    if sniff(path) == "sqlite":
-        return Database("sqlite", str(path), name, SQLiteDatabase(path.resolve(), catalog_reads=catalog_reads))
-    return Database("duckdb", str(path), name, DuckDBDatabase(path))
+    """Open one database read-only through the warehouse registry: a file (its engine told by
+    its header) or a server URL. `catalog_reads`: an engine that can (SQLite) also admits reads
+    of its own catalog tables and version (scoring a predictions file)."""
+    shown = opened = str(target)
+    engine: Dialect = target_dialect(shown)
+    if engine.file_based:
+        path = engine.local_path(shown)
+        if not path.is_file():
+            raise FileNotFoundError(f"no database file at {path}")
+        engine = sniff_file(path, engine) or engine
+        shown, opened = str(path), str(path.resolve())
+    options = {"catalog_reads": True} if catalog_reads and engine.catalog_reads else {}
+    return Database(engine.name, shown, name, engine.open(opened, **options))
 
 
 class DatabaseResolver:
@@ -117,7 +110,7 @@ class DatabaseResolver:
 
     def target(self, db_id: str) -> str:
         spec = self.spec
-        if spec.startswith(("postgresql://", "postgres://")):
+        if not target_dialect(spec).file_based:
             return spec.replace("{db}", db_id) if "{db}" in spec else spec
         path = Path(spec)
         if path.is_file():

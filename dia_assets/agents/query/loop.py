@@ -74,9 +74,9 @@ from dia_assets.platform.sql.lineage import column_lineage
 from dia_assets.platform.sql.reads import sql_reads
 from dia_assets.platform.sql.redaction import error_kind
 from dia_assets.platform.sql.safety import SQLRefused, clean_sql, normalize_name
+from dia_assets.platform.warehouse import REGISTRY
 
 AskUser = Callable[[str], str | None]
-DIALECT_NAMES = {"duckdb": "DuckDB", "postgres": "PostgreSQL", "sqlite": "SQLite"}
 
 
 @dataclass
@@ -405,10 +405,10 @@ class QueryAgent:
         """The first two messages (system, user) for `run`'s question; sets `run.linked`."""
         question, previous, clarifications = run.question, run.previous, clarifications or []
         p = prompts()
-        dialect = run.db.dialect
+        engine = REGISTRY.get(run.db.dialect)  # the engine's own words (platform/warehouse/<name>.py)
         system = fill(p["system"],
-            dialect_name=DIALECT_NAMES.get(dialect, dialect),
-            dialect_notes=p["dialect_notes"].get(dialect, "").strip(),
+            dialect_name=engine.title if engine else run.db.dialect,
+            dialect_notes=engine.prompt_notes if engine else "",
         )
         found: list[str] = []
         if self.catalog_link is not None:

@@ -39,7 +39,7 @@ from dia_assets.contracts.interpretation import Interpretation
 from dia_assets.contracts.manifest import Manifest
 from dia_assets.contracts.report import InstalledBuild, ReloadRecord, ValidationReport
 from dia_assets.platform.tables.target import Target
-from dia_assets.platform.warehouse.base import build_dialect, target_dialect
+from dia_assets.platform.warehouse.base import build_dialect, dialect_for, target_dialect
 from dia_assets.platform.warehouse.fingerprint import file_identity
 from dia_assets.platform.workspace import Workspace
 
@@ -85,7 +85,7 @@ def write_plan(interp: Interpretation, workspace: str | Path, dialect: str = "du
         "lineage": files.schema_lineage,
         "overrides": path,
     }
-    if dialect == "postgres":
+    if dialect_for(dialect).loads_from_duckdb:  # its loader: schema_creator/postgres.py
         from dia_assets.agents.schema_creator.postgres import ddl_script as pg_ddl
 
         paths["ddl"].write_text(pg_ddl(manifest), encoding="utf-8")

@@ -19,7 +19,7 @@ from dia_assets.agents.schema_creator.report_files import (
 )
 from dia_assets.contracts.attempt import BuildAttempt
 from dia_assets.contracts.report import ValidationReport
-from dia_assets.platform.warehouse.base import target_dialect
+from dia_assets.platform.warehouse.base import REGISTRY, target_dialect
 from dia_assets.platform.workspace import Workspace
 
 Verdict = Literal["accepted", "not_accepted", "stale", "building", "unvalidated", "no_build"]
@@ -54,7 +54,9 @@ def stale_reason(workspace: str | Path) -> str | None:
 def read_state(workspace: str | Path, warehouse: str | None = None) -> WorkspaceState:
     ws = Path(workspace)
     report, attempt = read_report(ws), last_attempt(ws)
-    target = warehouse or (report.warehouse if report is not None and report.dialect == "duckdb"
+    built = REGISTRY.get(report.dialect) if report is not None else None
+    # a report names its warehouse unless the target held credentials (then it is redacted)
+    target = warehouse or (report.warehouse if built is not None and not built.redacted_target
                            else default_warehouse(ws))
     installed = installed_words(report)
     why = interrupted(attempt)
@@ -70,7 +72,8 @@ def read_state(workspace: str | Path, warehouse: str | None = None) -> Workspace
                               installed, report, attempt)
     if report.stale_reason:
         return WorkspaceState("stale", f"STALE: {report.stale_reason}", installed, report, attempt)
-    if report.dialect == "duckdb" and target_dialect(target).file_based and not report_describes(report, target):
+    if (built is not None and built.file_based and target_dialect(target).file_based
+            and not report_describes(report, target)):
         return WorkspaceState("unvalidated", f"unvalidated: the warehouse at {target} is not the file the report "
                               "validated (changed since); run `dia build` or materialize validation_report",
                               installed, report, attempt)

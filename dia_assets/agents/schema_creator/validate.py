@@ -174,7 +174,7 @@ def _key_examples(target: Target, sql: str) -> list[str]:
 def declared_primary_key(target: Target, table: ManifestTable) -> bool:
     """Whether DuckDB itself enforces exactly this primary key on the refined table: then
     it holds by construction (the loader declares a key only after the rows satisfied it)."""
-    if target.dialect != "duckdb" or not table.primary_key:
+    if not target.engine.loads_natively or not table.primary_key:
         return False
     rows = target.rows(
         "SELECT constraint_column_names FROM duckdb_constraints() WHERE constraint_type = 'PRIMARY KEY' "
@@ -344,14 +344,14 @@ def generate_test_queries(target: Target, manifest: Manifest) -> list[TestQuery]
     out = []
     for table in manifest.tables:
         # DuckDB: typed columns whose parse refuses every null token skip the token test
-        plain = (sqlgen.plain_parse_columns(target.rows, table) if target.dialect == "duckdb"
+        plain = (sqlgen.plain_parse_columns(target.rows, table) if target.engine.loads_natively
                  else frozenset())
         staged, _refined, rejected, _unparsed, dups = staged_counts(target, table)
         out.append(TestQuery(name=f"count {table.name}", sql=f"SELECT count(*) FROM {q(table.name)}",
                              expected=staged - rejected - dups))
         # PostgreSQL refuses to cast text that does not parse (DuckDB's TRY_CAST gives NULL):
         # there, re-parsing staging text is only safe for a table without rejects
-        reparse = target.dialect == "duckdb" or _n(target, f"SELECT count(*) FROM rejects.{q(table.name)}") == 0
+        reparse = target.engine.lenient_cast or _n(target, f"SELECT count(*) FROM rejects.{q(table.name)}") == 0
         for fk in table.foreign_keys if reparse else []:
             if all(any(c.name == name for c in table.columns) for name in fk.columns):
                 out.append(fk_count_query(table, fk, plain))
@@ -360,7 +360,8 @@ def generate_test_queries(target: Target, manifest: Manifest) -> list[TestQuery]
                    if c.type.upper().startswith(_NUMERIC) and c.name not in keyish][:3] if reparse else []
         out += [sum_query(table, c, plain) for c in numeric]
         # every column parsed again: DuckDB only (PostgreSQL has no try_strptime for dates)
-        if table.primary_key and target.dialect == "duckdb" and staged - rejected - dups > 0:
+        if (table.primary_key and target.engine.lenient_cast and target.engine.has_strptime
+                and staged - rejected - dups > 0):
             out.append(row_query(table, plain))
         if table.primary_key:
             # the key's text as the database writes it (Python's str of a value can differ:
@@ -385,8 +386,8 @@ def run_test_queries(target: Target, queries: list[TestQuery]) -> list[TestQuery
                 query.error = f"expected {query.expected}, got {query.actual}"
         except Exception as exc:  # any driver error is a failed test query
             query.passed, query.error = False, f"{type(exc).__name__}: {str(exc).splitlines()[0]}"
-            if target.dialect == "postgres":
-                target.con.rollback() if not target.con.autocommit else None
+            if not getattr(target.con, "autocommit", True):  # a failed statement ends the transaction
+                target.con.rollback()
     return queries
 
 
@@ -450,7 +451,7 @@ def planted_problems(report: ValidationReport, manifest: Manifest, interp: Inter
 def validate(target: Target, manifest: Manifest, interp: Interpretation | None = None) -> ValidationReport:
     report = ValidationReport(
         generated_at=datetime.now(UTC).isoformat(timespec="seconds"),
-        warehouse=target.warehouse if target.dialect == "duckdb" else "postgresql://(redacted)",
+        warehouse=target.engine.redacted_target or target.warehouse,
         dialect=target.dialect,
     )
     report.row_counts = check_row_counts(target, manifest)

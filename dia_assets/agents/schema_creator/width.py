@@ -1,4 +1,4 @@
-"""How wide a table the target can hold.
+"""How wide a table the target can hold (`Dialect.max_columns`).
 
 PostgreSQL refuses a table of more than 1,600 columns. A source's reject table is the widest
 table it gets (every source column as text, the provenance columns and the reject reason), so a
@@ -9,22 +9,29 @@ before anything is created: no table is split silently. DuckDB has no such limit
 from __future__ import annotations
 
 from dia_assets.agents.schema_creator.layout import PROVENANCE, REJECT_EXTRA
+from dia_assets.platform.warehouse.base import dialect_for
 
-POSTGRES_MAX_COLUMNS = 1600  # PostgreSQL's MaxHeapAttributeNumber
+POSTGRES_MAX_COLUMNS = 1600  # PostgreSQL's MaxHeapAttributeNumber (its Dialect.max_columns)
+
+
+def max_source_columns(max_columns: int) -> int:
+    """Source columns a table may have where a table holds `max_columns`: its reject table must fit."""
+    return max_columns - len(PROVENANCE) - len(REJECT_EXTRA)
 
 
 def postgres_max_source_columns() -> int:
-    """Source columns a table may have on PostgreSQL: its reject table must fit the limit."""
-    return POSTGRES_MAX_COLUMNS - len(PROVENANCE) - len(REJECT_EXTRA)
+    """Source columns a table may have on PostgreSQL."""
+    return max_source_columns(POSTGRES_MAX_COLUMNS)
 
 
 def too_wide(dialect: str, source_columns: int) -> str | None:
     """Why a source of this many columns cannot be loaded into `dialect`, or None."""
-    limit = postgres_max_source_columns()
-    if dialect != "postgres" or source_columns <= limit:
+    engine = dialect_for(dialect)
+    if engine.max_columns is None or source_columns <= max_source_columns(engine.max_columns):
         return None
-    return (f"{source_columns:,} columns: a PostgreSQL table holds at most {POSTGRES_MAX_COLUMNS:,} and "
-            f"the source's staging and reject tables add {POSTGRES_MAX_COLUMNS - limit} columns, so at most "
+    most, limit = engine.max_columns, max_source_columns(engine.max_columns)
+    return (f"{source_columns:,} columns: a {engine.title} table holds at most {most:,} and "
+            f"the source's staging and reject tables add {most - limit} columns, so at most "
             f"{limit:,} source columns; build into DuckDB (`--warehouse FILE.duckdb`), split the file, or "
             "exclude it in the overrides")
 

@@ -48,8 +48,7 @@ if TYPE_CHECKING:
     from dia_assets.platform.memory.retrieval import MemoryFilter, RetrievalWeights
     from dia_assets.platform.memory.store import MemoryStore
     from dia_assets.platform.memory.verify import (
-        DuckDBProbeRunner,
-        PostgresProbeRunner,
+        GatedProbeRunner,
         ProbeRunner,
         duckdb_probe_runner,
         probe_confirms,
@@ -87,8 +86,7 @@ _EXPORTS = {
     "MemoryFilter": "dia_assets.platform.memory.retrieval",
     "RetrievalWeights": "dia_assets.platform.memory.retrieval",
     "MemoryStore": "dia_assets.platform.memory.store",
-    "DuckDBProbeRunner": "dia_assets.platform.memory.verify",
-    "PostgresProbeRunner": "dia_assets.platform.memory.verify",
+    "GatedProbeRunner": "dia_assets.platform.memory.verify",
     "ProbeRunner": "dia_assets.platform.memory.verify",
     "duckdb_probe_runner": "dia_assets.platform.memory.verify",
     "probe_confirms": "dia_assets.platform.memory.verify",
@@ -101,7 +99,7 @@ __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 __all__ = [
     "ConflictJudge",
     "ConflictPolicy",
-    "DuckDBProbeRunner",
+    "GatedProbeRunner",
     "Embedder",
     "EmbeddingMismatch",
     "Evidence",
@@ -117,7 +115,6 @@ __all__ = [
     "MemoryStore",
     "MemoryStoreUnavailable",
     "NewMemory",
-    "PostgresProbeRunner",
     "ProbeRunner",
     "RetrievalWeights",
     "Status",

@@ -68,6 +68,13 @@ class GatedProbeRunner:
     allow-list, the same least-privileged connection, the same privacy mode (DIA_PRIVACY)
     as the agent's probes. One door, so a lesson cannot reach what a probe cannot."""
 
+    @classmethod
+    def open(cls, target: str | Path, timeout_s: float = 10.0, max_rows: int = 1) -> GatedProbeRunner:
+        """Probes on any warehouse target, through the engine's least-privileged `connect()`."""
+        from dia_assets.platform.warehouse.base import connect
+
+        return cls(connect(target), timeout_s, max_rows)
+
     def __init__(self, db: Any, timeout_s: float = 10.0, max_rows: int = 1) -> None:
         from dia_assets.platform.sql.gate import Gate, privacy_mode, schema_of
 
@@ -91,36 +98,6 @@ class GatedProbeRunner:
         self.close()
 
 
-class DuckDBProbeRunner(GatedProbeRunner):
-    """Read-only DuckDB probes: gated, external access off, configuration locked, limited."""
-
-    def __init__(
-        self,
-        path: str | Path | None = None,
-        connection: Any = None,
-        timeout_s: float = 10.0,
-        max_rows: int = 1,
-    ) -> None:
-        from dia_assets.platform.warehouse.duckdb import DuckDBDatabase
-
-        if connection is not None:
-            db: Any = DuckDBDatabase.from_connection(connection)
-        elif path is not None:
-            db = DuckDBDatabase(path)
-        else:
-            raise ValueError("give a DuckDB file path or an open connection")
-        super().__init__(db, timeout_s, max_rows)
-
-
-def duckdb_probe_runner(path: str | Path, timeout_s: float = 10.0) -> DuckDBProbeRunner:
+def duckdb_probe_runner(path: str | Path, timeout_s: float = 10.0) -> GatedProbeRunner:
     """A read-only probe runner over a DuckDB file (`with duckdb_probe_runner(p) as run: ...`)."""
-    return DuckDBProbeRunner(path=path, timeout_s=timeout_s)
-
-
-class PostgresProbeRunner(GatedProbeRunner):
-    """Read-only PostgreSQL probes for a warehouse that moved to PostgreSQL (DESIGN §9)."""
-
-    def __init__(self, conninfo: str, timeout_ms: int = 10_000) -> None:
-        from dia_assets.platform.warehouse.postgres import PostgresDatabase
-
-        super().__init__(PostgresDatabase(conninfo), timeout_ms / 1000)
+    return GatedProbeRunner.open(path, timeout_s=timeout_s)

@@ -1,8 +1,9 @@
-"""A read connection to a built warehouse (DuckDB file or PostgreSQL URL): the schema creator
-validates through it, lineage and the table statistics read through it.
+"""A read connection to a built warehouse, as its owner (privileged, uncapped: `Dialect.owner`,
+never the agents' gated `Connection`): the schema creator validates through it, lineage and the
+table statistics read through it.
 
-Validation SQL is written once in DuckDB's dialect and transpiled with sqlglot for
-PostgreSQL, so the checks read both warehouses the same way.
+Validation SQL is written once in DuckDB's dialect and transpiled with sqlglot for the
+target's engine, so the checks read every warehouse the same way.
 """
 
 from __future__ import annotations
@@ -10,10 +11,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import duckdb
 import sqlglot
 
-from dia_assets.platform import limits
 from dia_assets.platform.warehouse.base import build_dialect
 
 
@@ -29,27 +28,16 @@ class Target:
 
     def __init__(self, warehouse: str | Path, con: Any = None):
         self.warehouse = str(warehouse)
-        self.dialect = build_dialect(warehouse).name
+        self.engine = build_dialect(warehouse)
+        self.dialect = self.engine.name
         self._own = con is None
-        if con is not None:
-            self.con = con
-        elif self.dialect == "postgres":
-            import psycopg
-
-            self.con = psycopg.connect(self.warehouse, autocommit=True)
-        else:
-            self.con = duckdb.connect(self.warehouse, read_only=True)
-            limits.plan_linearly(self.con)
+        self.con = con if con is not None else self.engine.open_owner(self.warehouse)
 
     def sql(self, duckdb_sql: str) -> str:
         return transpile(duckdb_sql, self.dialect)
 
     def rows(self, duckdb_sql: str) -> list[tuple]:
-        if self.dialect == "postgres":
-            with self.con.cursor() as cur:
-                cur.execute(self.sql(duckdb_sql))
-                return list(cur.fetchall())
-        return self.con.execute(duckdb_sql).fetchall()
+        return list(self.con.execute(self.sql(duckdb_sql)).fetchall())
 
     def scalar(self, duckdb_sql: str) -> Any:
         rows = self.rows(duckdb_sql)
@@ -66,7 +54,7 @@ class Target:
 
     @property
     def default_schema(self) -> str:
-        return "public" if self.dialect == "postgres" else "main"
+        return self.engine.default_schema
 
     def close(self) -> None:
         if self._own:

@@ -4,7 +4,9 @@ REGISTRY, and one `Connection` protocol (design review 2026-12-02, §6.2).
 Callers ask the dialect what the engine can do (`target_dialect(w).file_based`,
 `.incremental_reload`, ...) instead of re-deciding "is this PostgreSQL?" from the target
 text. Adding an engine is one module in this package that builds a `Dialect` and calls
-`register()`, plus its gate allow-list (`platform/sql/allowlist/<name>.py`)."""
+`register()`, plus its gate allow-list (`platform/sql/allowlist/<name>.py`), its conformance
+test and, when the Schema Creator builds it, its golden SQL (docs/development.md, "Warehouse
+engines"; tests/platform/warehouse/test_registry.py checks that nothing is missing)."""
 
 from __future__ import annotations
 
@@ -80,6 +82,23 @@ class Dialect:
     # what a target for this engine looks like, and how to open one
     claims: Callable[[str], bool] = field(repr=False)
     opener: Callable[..., Connection] = field(repr=False)
+    # the owner's connection (privileged, uncapped; the Schema Creator's validation reads and
+    # loads, never the agents): a DB-API connection whose `execute(sql).fetchall()` reads
+    owner: Callable[[str], Any] | None = field(default=None, repr=False)
+    # how the query agent's prompt names the engine, and its SQL idioms (one line each)
+    title: str = ""
+    prompt_notes: str = ""
+    # the file a file-based target names (a prefix such as `sqlite:///` removed)
+    local_path: Callable[[str], Path] = field(default=lambda target: Path(target), repr=False)
+    # the first bytes of such a file, as (offset, magic): what a file is, whatever its suffix
+    file_header: tuple[int, bytes] | None = None
+    # the connection can also admit reads of the engine's own catalog (scoring other systems'
+    # SQL: `open(..., catalog_reads=True)`)
+    catalog_reads: bool = False
+    # what a report writes instead of a target holding credentials
+    redacted_target: str = ""
+    # the widest table the engine holds (None: no limit the Schema Creator must respect)
+    max_columns: int | None = None
     # the warehouse is one local file: it must exist to be read, has a content hash, is built as
     # a copy and swapped in, and has leftovers to clean. False: a server (a URL).
     file_based: bool = True
@@ -105,6 +124,18 @@ class Dialect:
     def open(self, target: str | Path, read_only: bool = True, **options: Any) -> Connection:
         return self.opener(target, read_only=read_only, **options)
 
+    def open_owner(self, target: str | Path) -> Any:
+        """The owner's read connection (see `owner`); only engines the Schema Creator builds."""
+        if self.owner is None:
+            raise ValueError(f"{self.name}: no owner connection (the Schema Creator does not build it)")
+        return self.owner(str(target))
+
+    @property
+    def loads_natively(self) -> bool:
+        """The Schema Creator's DuckDB load SQL runs here as written: staging, rejects and the
+        typed parse are this engine's own (else they are DuckDB's, copied in)."""
+        return self.schema_creator_builds and not self.loads_from_duckdb
+
 
 REGISTRY: dict[str, Dialect] = {}
 # the order targets are classified in: the last registered default-claims any file
@@ -112,7 +143,16 @@ _ORDER: list[str] = []
 
 
 def register(dialect: Dialect, default: bool = False) -> Dialect:
-    """Add an engine. `default`: it claims every target no other dialect claims (DuckDB)."""
+    """Add an engine. `default`: it claims every target no other dialect claims (DuckDB).
+    A name sqlglot does not know becomes a sqlglot dialect too (a subclass of `sqlglot`'s), so
+    every caller may pass the registered name wherever sqlglot wants a dialect."""
+    from sqlglot.dialects.dialect import Dialect as SqlglotDialect
+
+    known = SqlglotDialect.get_or_raise(dialect.sqlglot)
+    try:
+        SqlglotDialect.get_or_raise(dialect.name)
+    except ValueError:
+        type(dialect.name, (type(known),), {})
     REGISTRY[dialect.name] = dialect
     if dialect.name in _ORDER:
         _ORDER.remove(dialect.name)
@@ -141,6 +181,25 @@ def target_dialect(target: str | Path | None) -> Dialect:
         if REGISTRY[name].claims(text):
             return REGISTRY[name]
     raise UnknownDialect(text)
+
+
+def sniff_file(path: Path, classified: Dialect | None = None) -> Dialect | None:
+    """The file-based engine whose header the file starts with, or None. `classified` (the
+    target's own engine) is kept when it declares no header or its header matches: the header
+    corrects a suffix (a DuckDB file named `.db`), it does not override a declared engine."""
+    try:
+        with path.open("rb") as fh:
+            head = fh.read(64)
+    except OSError:
+        return None
+
+    def matches(dialect: Dialect) -> bool:
+        offset, magic = dialect.file_header or (0, b"")
+        return dialect.file_header is not None and head[offset:offset + len(magic)] == magic
+
+    if classified is not None and (classified.file_header is None or matches(classified)):
+        return classified
+    return next((REGISTRY[name] for name in _ORDER if matches(REGISTRY[name])), None)
 
 
 def connect(target: str | Path, read_only: bool = True, **options: Any) -> Connection:

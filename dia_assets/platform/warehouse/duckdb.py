@@ -150,6 +150,18 @@ class DuckDBDatabase:
 
 
 
+def _owner(target: str) -> Any:
+    """Read-only, without the agent's sandbox (the Schema Creator reads its own build), planned
+    linearly so that validating a wide table stays in memory."""
+    import duckdb
+
+    from dia_assets.platform import limits
+
+    con = duckdb.connect(target, read_only=True)
+    limits.plan_linearly(con)
+    return con
+
+
 def _open(target: str | Path, read_only: bool = True) -> DuckDBDatabase:
     if not Path(str(target)).exists():
         raise FileNotFoundError(f"no warehouse at {target}")
@@ -157,7 +169,10 @@ def _open(target: str | Path, read_only: bool = True) -> DuckDBDatabase:
 
 
 DUCKDB = register(Dialect(
-    name="duckdb", sqlglot="duckdb", claims=lambda target: True, opener=_open,
+    name="duckdb", sqlglot="duckdb", claims=lambda target: True, opener=_open, owner=_owner,
+    title="DuckDB", file_header=(8, b"DUCK"),
+    prompt_notes=("DuckDB SQL: date_trunc('month', d), strftime(d, '%Y-%m'), EXTRACT(year FROM d), "
+                  "COUNT(DISTINCT x), FILTER (WHERE ...) on aggregates, ILIKE for case-insensitive matching."),
     incremental_reload=True, transactional_ddl=True, lenient_cast=True, has_strptime=True,
     default_schema="main", asset_kinds=("duckdb", "table"), nulls_first=(False, False),
 ), default=True)

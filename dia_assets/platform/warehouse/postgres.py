@@ -189,12 +189,24 @@ def is_conninfo(target: str) -> bool:
     return target.startswith(("postgresql://", "postgres://")) or bool(re.match(r"^\s*\w+=", target))
 
 
+def _owner(target: str) -> Any:
+    """The URL's own role, autocommit: the Schema Creator validates what it loaded."""
+    import psycopg
+
+    return psycopg.connect(target, autocommit=True)
+
+
 def _open(target: str | Path, read_only: bool = True) -> PostgresDatabase:
     return PostgresDatabase(str(target), read_only=read_only)
 
 
 POSTGRES = register(Dialect(
-    name="postgres", sqlglot="postgres", claims=is_conninfo, opener=_open, file_based=False,
+    name="postgres", sqlglot="postgres", claims=is_conninfo, opener=_open, owner=_owner, file_based=False,
+    title="PostgreSQL", redacted_target="postgresql://(redacted)",
+    # MaxHeapAttributeNumber: a wider table is refused (schema_creator/width.py)
+    max_columns=1600,
+    prompt_notes=("PostgreSQL SQL: date_trunc('month', d), to_char(d, 'YYYY-MM'), EXTRACT(year FROM d), "
+                  "integer division truncates: cast to numeric for ratios."),
     credentials_in_target=True, loads_from_duckdb=True, transactional_ddl=True,
     # PostgreSQL refuses to cast malformed text (no lenient TRY_CAST) and has no try_strptime
     lenient_cast=False, has_strptime=False, default_schema="public",

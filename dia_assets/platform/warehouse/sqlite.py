@@ -168,6 +168,10 @@ def _open(target: str | Path, read_only: bool = True, **options: Any) -> SQLiteD
 
 SQLITE = register(Dialect(
     name="sqlite", sqlglot="sqlite", claims=_claims, opener=_open, schema_creator_builds=False,
+    title="SQLite", local_path=lambda target: Path(target.removeprefix("sqlite:///")),
+    file_header=(0, b"SQLite format 3"), catalog_reads=True,
+    prompt_notes=("SQLite SQL: strftime('%Y-%m', d) for months, dates are TEXT in ISO format, integer "
+                  "division truncates: multiply by 1.0 for ratios; no FULL OUTER JOIN before 3.39."),
     transactional_ddl=True, lenient_cast=True, has_strptime=False, default_schema="main",
     asset_kinds=("sqlite", "table"), nulls_first=(True, False),
 ))
