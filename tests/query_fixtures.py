@@ -36,6 +36,15 @@ from dia_assets.platform.model.scripted import (  # noqa: F401 - the tests' name
 ROOT = Path(__file__).resolve().parents[1]
 
 
+# the staff-per-role question, answered the same way by several agent tests
+ROLE_Q = "How many staff members do we have in each role?"
+ROLE_SQL = "SELECT role, COUNT(*) AS staff_count FROM staff GROUP BY role ORDER BY staff_count DESC"
+ROLE_CONTRACT = call(
+    "declare_contract", kind="analytical", columns=["role", "staff_count"],
+    granularity={"description": "role", "key_columns": ["role"]},
+    order=[{"column": "staff_count", "direction": "desc"}], filters=[],
+)
+
 def register_tools(steps: list[Step]) -> ScriptedModel:
     """`steps` served as `fake/*` through the model door; `.requests` records each request."""
     return register_scripted(ScriptedModel(steps))

@@ -12,16 +12,17 @@ from dia_assets.agents.query import AgentSettings, QueryAgent, open_database, sc
 from dia_assets.agents.query.loop import AnswerHooks, AnswerRun, query_tools
 from dia_assets.agents.query.tools import AGENT_TOOLS, Tool, ToolOutput, refuse
 from dia_assets.platform.model.litellm import litellm_chat
-from tests.query_fixtures import FAKE_MODEL, build_example_warehouse, call, register_tools
-
-OUTER_Q = "How many staff members do we have in each role?"
-INNER_Q = "Staff headcount by role, please"
-ROLE_SQL = "SELECT role, COUNT(*) AS staff_count FROM staff GROUP BY role ORDER BY staff_count DESC"
-ROLE_CONTRACT = call(
-    "declare_contract", kind="analytical", columns=["role", "staff_count"],
-    granularity={"description": "role", "key_columns": ["role"]},
-    order=[{"column": "staff_count", "direction": "desc"}], filters=[],
+from tests.query_fixtures import (
+    FAKE_MODEL,
+    ROLE_CONTRACT,
+    ROLE_Q,
+    ROLE_SQL,
+    build_example_warehouse,
+    call,
+    register_tools,
 )
+
+INNER_Q = "Staff headcount by role, please"
 
 
 @pytest.fixture(scope="module")
@@ -56,14 +57,14 @@ def test_an_answer_inside_another_answer_on_one_agent_shares_nothing(wh: Path) -
         call("submit", sql=ROLE_SQL),                                            # outer again
     ])
     agent = _agent(wh, ask_user=user)
-    outer = agent.answer(OUTER_Q, "outer")
+    outer = agent.answer(ROLE_Q, "outer")
 
     assert [r.result.status for r in (outer, *inner)] == ["answered", "answered"]
     assert outer.result.attempts == 1 and inner[0].result.attempts == 1
     assert _tools_called(outer.trace) == ["declare_contract", "ask", "submit"]
     assert _tools_called(inner[0].trace) == ["declare_contract", "submit"]
     starts = [e for e in outer.trace["events"] if e["event"] == "start"]
-    assert [e["question"] for e in starts] == [OUTER_Q]
+    assert [e["question"] for e in starts] == [ROLE_Q]
     assert INNER_Q not in str(outer.trace["events"])
     # each run counts its own model calls
     assert sum(e["event"] == "model_call" for e in outer.trace["events"]) == 3
@@ -75,10 +76,10 @@ def test_an_answer_inside_another_answer_on_one_agent_shares_nothing(wh: Path) -
 
 def test_a_run_moved_to_another_database_leaves_the_agent_and_the_next_run_alone(wh: Path, tmp_path: Path) -> None:
     agent = _agent(wh)
-    first = agent.start(OUTER_Q)
+    first = agent.start(ROLE_Q)
     other = open_database(build_example_warehouse(tmp_path / "other.duckdb"))
     first.use_database(other, schema_index(other))
-    assert first.db is other and first.explorer.db is other and first.gate is not agent.start(OUTER_Q).gate
+    assert first.db is other and first.explorer.db is other and first.gate is not agent.start(ROLE_Q).gate
     second = agent.start(INNER_Q)
     assert agent.db is not other and second.db is agent.db and second.explorer.db is agent.db
 
@@ -107,14 +108,14 @@ def test_an_extra_tool_is_offered_and_dispatched_with_the_run(wh: Path) -> None:
     fake = register_tools([ROLE_CONTRACT, call("count_rows", table="visits"), call("count_rows", table="staff"),
                            call("submit", sql=ROLE_SQL)])
     agent = _agent(wh, tools=[*query_tools(), tool], hooks=Hooks())
-    run = agent.answer(OUTER_Q, "q1")
+    run = agent.answer(ROLE_Q, "q1")
 
-    assert run.result.status == "answered" and run.trace["extra"] == "q1" and opened == [OUTER_Q]
+    assert run.result.status == "answered" and run.trace["extra"] == "q1" and opened == [ROLE_Q]
     sent = fake.requests[0]
     assert [t["function"]["name"] for t in sent["tools"]] == [*AGENT_TOOLS, "count_rows"]
     assert sent["tools"][-1]["function"]["description"] == "Count rows (cap 50)."
     assert sent["messages"][0]["content"].endswith("\nUse count_rows.")
-    assert seen == [(OUTER_Q, {"table": "visits"}), (OUTER_Q, {"table": "staff"})]
+    assert seen == [(ROLE_Q, {"table": "visits"}), (ROLE_Q, {"table": "staff"})]
     calls = [e for e in run.trace["events"] if e["event"] == "tool" and e["name"] == "count_rows"]
     assert calls[0]["refused"] and calls[0]["policy"] == "demo" and not calls[1]["refused"]
     assert '"rows": ' in calls[1]["result"]
@@ -124,7 +125,7 @@ def test_tools_are_dispatched_only_through_the_agents_list(wh: Path) -> None:
     """A tool left out of the list is unknown to the loop, even a built-in one."""
     without_probe = [t for t in query_tools() if t.name != "probe"]
     register_tools([ROLE_CONTRACT, call("probe", sql="SELECT 1"), call("submit", sql=ROLE_SQL)])
-    run = _agent(wh, tools=without_probe).answer(OUTER_Q)
+    run = _agent(wh, tools=without_probe).answer(ROLE_Q)
     probe = [e for e in run.trace["events"] if e["event"] == "tool" and e["name"] == "probe"]
     assert probe[0]["refused"] and "unknown tool 'probe'" in probe[0]["result"]
     with pytest.raises(ValueError, match="share a name"):

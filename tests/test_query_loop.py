@@ -22,20 +22,15 @@ from tests.query_fixtures import (
     FAKE_MODEL,
     PRICE_IN,
     PRICE_OUT,
+    ROLE_CONTRACT,
+    ROLE_Q,
+    ROLE_SQL,
     build_example_warehouse,
     call,
     calls,
     last_tool_result,
     register_tools,
     say,
-)
-
-ROLE_Q = "How many staff members do we have in each role?"
-ROLE_SQL = "SELECT role, COUNT(*) AS staff_count FROM staff GROUP BY role ORDER BY staff_count DESC"
-ROLE_CONTRACT = call(
-    "declare_contract", kind="analytical", columns=["role", "staff_count"],
-    granularity={"description": "role", "key_columns": ["role"]},
-    order=[{"column": "staff_count", "direction": "desc"}], filters=[],
 )
 
 
