@@ -36,7 +36,7 @@ lock: $(BIN)/python
 
 $(DAGSTER_HOME)/dagster.yaml:
 	@mkdir -p $(DAGSTER_HOME)
-	@printf 'telemetry:\n  enabled: false\nrun_coordinator:\n  module: dagster._core.run_coordinator\n  class: QueuedRunCoordinator\n  config:\n    dequeue_interval_seconds: 1\nconcurrency:\n  runs:\n    tag_concurrency_limits:\n      - key: "dia/workspace"\n        value: "writer"\n        limit: 1\nrun_monitoring:\n  enabled: true\n  start_timeout_seconds: 180\n  poll_interval_seconds: 30\n' > $@
+	@printf 'telemetry:\n  enabled: false\nrun_coordinator:\n  module: dagster._core.run_coordinator\n  class: QueuedRunCoordinator\n  config:\n    dequeue_interval_seconds: 1\nconcurrency:\n  runs:\n    tag_concurrency_limits:\n      - key: "dia/workspace"\n        value: "writer"\n        limit: 1\nrun_launcher:\n  module: dia_assets.dagster.launcher\n  class: LocalRunLauncher\nrun_monitoring:\n  enabled: true\n  start_timeout_seconds: 180\n  poll_interval_seconds: 30\n' > $@
 
 # `make demo DIA_DATA_DIR=my_folder DIA_WORKSPACE=my_ws`: your folder, with its own questions.yaml and
 # overrides.yaml if it has them (docs/configuration.md); default examples/data into dia_workspace.

@@ -85,7 +85,6 @@ def test_automation_sensor_runs_in_a_fresh_instance_and_requests_the_report(tmp_
 def test_build_jobs_leave_the_catalog_to_the_automation() -> None:
     """`build_job` and `schema_job` succeed once the warehouse is validated, like `dia build`;
     the catalog has its own job and an eager condition, so it still follows every build."""
-    from dagster import AutomationCondition
 
     from dia_assets.definitions import defs
 
@@ -95,4 +94,4 @@ def test_build_jobs_leave_the_catalog_to_the_automation() -> None:
     catalog_job = defs.resolve_job_def("catalog_job")
     assert AssetKey("semantic_catalog") in catalog_job.asset_layer.executable_asset_keys
     spec = defs.resolve_assets_def("semantic_catalog").get_asset_spec(AssetKey("semantic_catalog"))
-    assert spec.automation_condition == AutomationCondition.eager()
+    assert spec.automation_condition.get_label() == "eager, after each new input"  # tests/test_eager_after_each_input.py

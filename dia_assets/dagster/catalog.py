@@ -16,13 +16,13 @@ from dagster import (
     AssetCheckSeverity,
     AssetCheckSpec,
     AssetExecutionContext,
-    AutomationCondition,
     MaterializeResult,
     MetadataValue,
     asset,
 )
 from dagster_duckdb import DuckDBResource
 
+from dia_assets.dagster.eager import eager_after_each_input
 from dia_assets.dagster.resources.memory import MemoryResource
 from dia_assets.dagster.resources.warehouse import warehouse_target
 from dia_assets.dagster.resources.workspace import WorkspaceResource
@@ -59,10 +59,11 @@ def memory_down() -> tuple[type[BaseException], ...]:
 
 
 @asset(deps=["validation_report"], group_name="catalog", kinds={"python", "postgres"}, check_specs=[REFRESHED],
-       automation_condition=AutomationCondition.eager(),
+       automation_condition=eager_after_each_input(),
        description="A searchable tree of labels over the warehouse (domain -> table -> column), kept with "
        "embeddings in the shared PostgreSQL + pgvector memory; search it with `dia catalog search`. "
-       "Refreshed after every new validation report (eager automation condition: the `dia_automation` "
+       "Refreshed after every new validation report (an eager automation condition that keeps a report "
+       "stored after the catalog was asked for pending, dia_assets/dagster/eager.py: the `dia_automation` "
        "sensor, on by default, launches it). When the memory is down the run still succeeds: `refreshed` is false and the `catalog_refreshed` "
        "check fails.")
 def semantic_catalog(context: AssetExecutionContext, workspace: WorkspaceResource,

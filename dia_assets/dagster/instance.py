@@ -30,6 +30,9 @@ concurrency:
       - key: "dia/workspace"
         value: "writer"
         limit: 1
+run_launcher:
+  module: dia_assets.dagster.launcher
+  class: LocalRunLauncher
 run_monitoring:
   enabled: true
   start_timeout_seconds: 180

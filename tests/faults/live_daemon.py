@@ -94,6 +94,9 @@ run_coordinator:
 sensors:
   use_threads: true
   num_workers: 4
+run_launcher:
+  module: dia_assets.dagster.launcher
+  class: LocalRunLauncher
 run_monitoring:
   enabled: true
   start_timeout_seconds: 90

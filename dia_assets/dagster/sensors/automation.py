@@ -17,5 +17,6 @@ automation_sensor = AutomationConditionSensorDefinition(
     default_status=DefaultSensorStatus.RUNNING,
     description="Evaluates the assets' automation conditions (validation_report: eager, so a new "
     "warehouse table materialization is followed by a fresh validation report; semantic_catalog: eager, so "
-    "a new validation report is followed by a catalog refresh in its own run). On by default.",
+    "a new validation report is followed by a catalog refresh in its own run, even one stored while "
+    "the previous refresh ran). On by default.",
 )

@@ -5,10 +5,8 @@ that Dagster still shows in progress while its process is gone (the daemon and t
 killed together, so nothing marked it failed) is marked failed here: it would otherwise hold
 the one writer slot (`dia/workspace=writer`) for ever. Its process is named by the workspace's
 attempt record, or, when the run died before its first step wrote one, by the pid Dagster's
-run worker logs at start ("Started process for run"); that pid is only read with Dagster's
-default run launcher, whose workers run on the code server's host. Dagster's own run monitoring
-(dagster.yaml `run_monitoring`) fails a run stuck before its worker started (start timeout);
-with the default launcher it cannot tell whether a started worker is still alive.
+run worker logs at start (dia_assets/dagster/launcher.py, which also lets Dagster's run
+monitoring fail such runs, whatever asked for them; this check reacts on the sensor's next tick).
 """
 
 from __future__ import annotations
@@ -24,11 +22,11 @@ from dagster import (
 )
 
 from dia_assets.agents.adaptation.data_cursor import Pending, RunOutcome
-from dia_assets.agents.schema_creator.attempt import interrupted, process_gone, read_attempt
+from dia_assets.agents.schema_creator.attempt import interrupted, read_attempt
+from dia_assets.dagster.launcher import worker_gone
 from dia_assets.dagster.schema import VERDICT_KEY
 
 REQUEST_TAG = "dia/request"
-WORKER_STARTED = "Started process for run"  # the run worker's first engine event, with its pid
 CHECK_FAILED = "DagsterAssetCheckFailedError"  # a blocking asset check failed: its step fails with this
 IN_PROGRESS = {DagsterRunStatus.QUEUED, DagsterRunStatus.NOT_STARTED, DagsterRunStatus.MANAGED,
                DagsterRunStatus.STARTING, DagsterRunStatus.STARTED, DagsterRunStatus.CANCELING}
@@ -50,23 +48,6 @@ def refused(instance: DagsterInstance, run: DagsterRun) -> bool:
     return False
 
 
-def worker_pid(instance: DagsterInstance, run: DagsterRun) -> tuple[int, float] | None:
-    """The pid of the run's worker process and when it was logged, from the engine events of
-    Dagster's default run launcher (None: another launcher, or no worker started yet)."""
-    from dagster._core.launcher import DefaultRunLauncher
-
-    if not isinstance(instance.run_launcher, DefaultRunLauncher):
-        return None
-    for entry in instance.all_logs(run.run_id, of_type=DagsterEventType.ENGINE_EVENT):
-        event = entry.dagster_event
-        if event is None or not (event.message or "").startswith(WORKER_STARTED):
-            continue  # other engine events name step processes, which end while the run goes on
-        pid = event.engine_event_data.metadata.get("pid")
-        if pid is not None and str(pid.value).isdigit():
-            return int(pid.value), entry.timestamp
-    return None
-
-
 def killed(instance: DagsterInstance, run: DagsterRun, workspace: Path) -> str | None:
     """Why a run shown in progress is dead: from the attempt record it keeps in the workspace,
     or from its worker's pid when it died before writing one."""
@@ -74,9 +55,8 @@ def killed(instance: DagsterInstance, run: DagsterRun, workspace: Path) -> str |
     if attempt is not None and attempt.attempt_id == run.run_id:
         why = interrupted(attempt)
     else:
-        worker = worker_pid(instance, run)
-        why = (f"its run worker (pid {worker[0]}) ended before the build recorded its first step"
-               if worker is not None and process_gone(*worker) else None)
+        pid = worker_gone(instance, run)
+        why = f"its run worker (pid {pid}) ended before the build recorded its first step" if pid else None
     if not why:
         return None
     current = instance.get_run_by_id(run.run_id)  # the code server may have just marked it (it saw the kill)
