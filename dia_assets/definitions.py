@@ -44,8 +44,28 @@ def run_executor() -> ExecutorDefinition:
     """One process per run by default (UI materializations and backfills too): the steps are
     short and a process per step costs a Python start and a definitions load each.
     DIA_EXECUTOR=multiprocess runs independent steps (checks, table readers) side by side,
-    bounded per run by `execution.config.max_concurrent`."""
-    return multiprocess_executor if get_settings().executor == "multiprocess" else in_process_executor
+    bounded per run by `execution.config.max_concurrent`. `module:attribute` names any other
+    executor (dagster_k8s:k8s_job_executor, dagster_celery:celery_executor, ...): a deployment
+    picks it by configuration, with no code edit (docs/production.md)."""
+    name = get_settings().executor
+    if name in ("in_process", "multiprocess"):
+        return multiprocess_executor if name == "multiprocess" else in_process_executor
+    return executor_named(name)
+
+
+def executor_named(path: str) -> ExecutorDefinition:
+    """The executor `module:attribute`; a clear error naming DIA_EXECUTOR when it is not one."""
+    import importlib
+
+    module, _, attribute = path.partition(":")
+    try:
+        found = getattr(importlib.import_module(module), attribute)
+    except (ImportError, AttributeError) as err:
+        raise ValueError(f"DIA_EXECUTOR={path}: cannot load it ({type(err).__name__}: {err}); "
+                         f"install the package that provides it in the code location's environment") from None
+    if not isinstance(found, ExecutorDefinition):
+        raise ValueError(f"DIA_EXECUTOR={path}: {type(found).__name__} is not a Dagster executor")
+    return found
 
 
 def build_defs(workspace: str | Path | None = None) -> Definitions:

@@ -99,3 +99,21 @@ def test_dia_executor_switches_to_multiprocess_and_refuses_an_unknown_value(monk
     monkeypatch.setenv("DIA_EXECUTOR", "celery")
     with pytest.raises(ValueError, match="DIA_EXECUTOR=celery: expected one of in_process, multiprocess"):
         build_defs(empty)
+
+
+def test_dia_executor_names_any_executor_by_module_and_attribute(monkeypatch):  # noqa: ANN001
+    """A deployment picks its executor (dagster_k8s:k8s_job_executor, ...) by configuration."""
+    from dia_assets.definitions import build_defs
+
+    empty = Path(__file__).parent / "snapshots" / "no_workspace"
+    monkeypatch.setenv("DIA_EXECUTOR", "dagster:multiprocess_executor")
+    assert build_defs(empty).resolve_job_def("build_job").executor_def.name == "multiprocess"
+    monkeypatch.setenv("DIA_EXECUTOR", "dagster_k8s_not_installed:k8s_job_executor")
+    with pytest.raises(ValueError, match=r"DIA_EXECUTOR=dagster_k8s_not_installed:k8s_job_executor: cannot load it"):
+        build_defs(empty)
+    monkeypatch.setenv("DIA_EXECUTOR", "dagster:asset")
+    with pytest.raises(ValueError, match="DIA_EXECUTOR=dagster:asset: function is not a Dagster executor"):
+        build_defs(empty)
+    monkeypatch.setenv("DIA_EXECUTOR", "k8s job executor")
+    with pytest.raises(ValueError, match="expected one of in_process, multiprocess, or module:attribute"):
+        build_defs(empty)

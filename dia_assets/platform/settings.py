@@ -50,7 +50,17 @@ def _lower(value: Any) -> Any:
 
 MemorySize = Annotated[str, AfterValidator(_memory_size)]
 Privacy = Annotated[Literal["schema-only", "aggregates", "samples"], BeforeValidator(_privacy)]
-Executor = Annotated[Literal["in_process", "multiprocess"], BeforeValidator(_lower)]
+def _executor(value: str) -> str:
+    """`in_process`, `multiprocess`, or `module:attribute` naming any Dagster executor."""
+    text = value.strip()
+    if text.lower() in ("in_process", "multiprocess"):
+        return text.lower()
+    if re.fullmatch(r"[A-Za-z_][\w.]*:[A-Za-z_]\w*", text):
+        return text
+    raise ValueError("not an executor")
+
+
+Executor = Annotated[str, AfterValidator(_executor)]
 
 
 def _cron(value: str) -> str:
@@ -111,7 +121,8 @@ class Settings(BaseSettings):
     csv_max_record: ByteSize = Field(ByteSize(512_000_000), description="a delimited file with a longer "
                                      "record is refused (record_too_long, naming the line)")
     writer_wait_s: float = Field(900.0, ge=0, description="seconds a Dagster step waits for another writer")
-    executor: Executor = Field("in_process", description="Dagster executor of the jobs")
+    executor: Executor = Field("in_process", description="Dagster executor of the jobs",
+                               json_schema_extra={"expect": "executor"})
     # the memory store
     memory_url: str | None = Field(None, description="PostgreSQL URL of the memory store; unset: embedded, in <workspace>/pgdata")
     pgdata_home: Path = Field(Path("/var/lib/dia/pgdata"), description="where the embedded PostgreSQL's data "
@@ -160,6 +171,9 @@ def expectation(field: str) -> str:
     extra = info.json_schema_extra if isinstance(info.json_schema_extra, dict) else {}
     if extra.get("expect") == "size":
         return "a memory size such as 2GB, 512MB or 80%"
+    if extra.get("expect") == "executor":
+        return ("one of in_process, multiprocess, or module:attribute of a Dagster executor such as "
+                "dagster_k8s:k8s_job_executor")
     if extra.get("expect") == "cron":
         return "a cron expression of 5 fields such as '0 2 * * *'"
     bounds = []
