@@ -7,6 +7,7 @@ import json
 import shutil
 from collections.abc import Collection
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from dia_assets.agents.schema_creator import sqlgen
 from dia_assets.agents.schema_creator.attempt import Attempt
@@ -42,6 +43,9 @@ from dia_assets.platform.tables.target import Target
 from dia_assets.platform.warehouse.base import build_dialect, dialect_for, target_dialect
 from dia_assets.platform.warehouse.fingerprint import file_identity
 from dia_assets.platform.workspace import Workspace
+
+if TYPE_CHECKING:
+    from dia_assets.agents.schema_creator.postgres import SchemaCheck
 
 
 def overrides_path(workspace: str | Path) -> Path:
@@ -119,11 +123,13 @@ def previous_manifest(workspace: str | Path) -> Manifest | None:
         return None
 
 
-def load_warehouse(manifest: Manifest, warehouse: str, hook: StepHook | None = None) -> LoadResult:
+def load_warehouse(manifest: Manifest, warehouse: str, hook: StepHook | None = None,
+                   check: SchemaCheck | None = None, replace_anyway: bool = False) -> LoadResult:
+    """`check` (PostgreSQL): validates the build schemas before the swap installs them."""
     if build_dialect(warehouse).loads_from_duckdb:
         from dia_assets.agents.schema_creator.postgres import load_postgres
 
-        return load_postgres(manifest, manifest.data_dir, warehouse, hook)
+        return load_postgres(manifest, manifest.data_dir, warehouse, hook, check, replace_anyway)
     return load_duckdb(manifest, manifest.data_dir, warehouse, hook)
 
 
@@ -199,11 +205,17 @@ def load_and_validate(
         record.fallback = "incremental reloads are for DuckDB warehouses; PostgreSQL is loaded in full"
     if quick is not None:
         loaded, report = quick
-    elif build_dialect(warehouse).loads_from_duckdb:
-        loaded = load_warehouse(manifest, warehouse, steps)
-        steps("validate")
-        with Target(warehouse) as target:
-            report = validate(target, manifest, interp)
+    elif build_dialect(warehouse).loads_from_duckdb:  # validated in its build schemas, then swapped in
+        checked: list[ValidationReport] = []
+
+        def accept_schemas(schemas: dict[str, str]) -> bool:
+            steps("validate")
+            with Target(warehouse, schemas=schemas) as target:
+                checked.append(validate(target, manifest, interp))
+            return checked[-1].accepted
+
+        loaded = load_warehouse(manifest, warehouse, steps, accept_schemas, replace_anyway)
+        report = checked[-1]
     else:
         reports: list[ValidationReport] = []
 
