@@ -137,3 +137,37 @@ def test_refused_build_leaves_the_installed_tables_and_strays_are_dropped(tmp_pa
     anyway = run(data, ws, warehouse=pg_url, replace_anyway=True)
     assert not anyway.report.accepted and anyway.report.installed
     assert _count(pg_url, "public.orders") == 300
+
+
+def _oid(url: str, name: str) -> int:
+    with psycopg.connect(url) as con:
+        return con.execute("SELECT %s::regclass::oid", (name,)).fetchone()[0]
+
+
+def test_incremental_reload_swaps_only_the_changed_tables(tmp_path, pg_url):
+    data, ws = tmp_path / "data", tmp_path / "ws"
+    _export(data, orders=200)
+    assert run(data, ws, warehouse=pg_url).report.installed
+    kept = {n: _oid(pg_url, n) for n in ("public.customers", "staging.customers", "rejects.customers")}
+    replaced = _oid(pg_url, "public.orders")
+    _export(data, orders=260)  # only orders.csv changes
+    again = run(data, ws, warehouse=pg_url, incremental=True)
+    assert again.report.accepted and again.report.installed
+    reload = again.report.reload
+    assert reload.mode == "incremental" and reload.fallback is None, reload
+    assert reload.reloaded == ["orders"] and reload.kept == ["customers"]
+    assert {n: _oid(pg_url, n) for n in kept} == kept  # the very same tables, untouched
+    assert _oid(pg_url, "public.orders") != replaced
+    assert _count(pg_url, "public.orders") == 260 and _count(pg_url, "staging.orders") == 260
+    assert _count(pg_url, "public.customers") == 10
+    with psycopg.connect(pg_url) as con:  # the rebuilt table's key points at the kept parent
+        refs = con.execute("SELECT confrelid::regclass::text FROM pg_constraint WHERE contype = 'f' "
+                           "AND conrelid = 'public.orders'::regclass").fetchall()
+    assert refs == [("customers",)]
+    assert {r.table for r in again.report.row_counts} == {"customers", "orders"}
+    assert _leftovers(pg_url) == []
+    # a refused incremental build leaves everything in place
+    _export(data, orders=300, orphans=3)
+    refused = run(data, ws, warehouse=pg_url, incremental=True)
+    assert refused.report.reload.mode == "incremental" and not refused.report.installed
+    assert _count(pg_url, "public.orders") == 260 and _leftovers(pg_url) == []

@@ -14,18 +14,25 @@ import contextlib
 import tempfile
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import duckdb
 
 from dia_assets.agents.schema_creator import sqlgen
-from dia_assets.agents.schema_creator.load import LoadError, LoadResult, StepHook, build_into
+from dia_assets.agents.schema_creator.load import (
+    LoadError,
+    LoadResult,
+    StepHook,
+    TableLoad,
+    build_into,
+)
 from dia_assets.contracts.manifest import Manifest, ManifestTable
 from dia_assets.platform import limits
 from dia_assets.platform.files.temp import temp_prefix
 from dia_assets.platform.naming import quote_ident as q
+from dia_assets.platform.naming import sql_str
 
 if TYPE_CHECKING:
     import psycopg
@@ -79,10 +86,11 @@ def ddl_script(manifest: Manifest) -> str:
     return ";\n".join(out) + ";\n"
 
 
-def _fk_sql(table: ManifestTable, fk, schema: str = REFINED) -> str:
+def _fk_sql(table: ManifestTable, fk, schema: str = REFINED, parent_schema: str | None = None) -> str:
     s = schema if schema == REFINED else q(schema)
+    p = s if parent_schema is None else (parent_schema if parent_schema == REFINED else q(parent_schema))
     return (f"ALTER TABLE {s}.{q(table.name)} ADD FOREIGN KEY ({', '.join(q(c) for c in fk.columns)}) "
-            f"REFERENCES {s}.{q(fk.ref_table)} ({', '.join(q(c) for c in fk.ref_columns)})")
+            f"REFERENCES {p}.{q(fk.ref_table)} ({', '.join(q(c) for c in fk.ref_columns)})")
 
 
 def _copy(con: duckdb.DuckDBPyConnection, cur: psycopg.Cursor, table: ManifestTable, duck_name: str,
@@ -108,32 +116,39 @@ def _copy(con: duckdb.DuckDBPyConnection, cur: psycopg.Cursor, table: ManifestTa
 def load_postgres(
     manifest: Manifest, data_dir: str | Path, url: str, hook: StepHook | None = None,
     check: SchemaCheck | None = None, replace_anyway: bool = False,
+    keep: Collection[str] = (), retire: Collection[str] = (),
 ) -> LoadResult:
     """Build, check (`check` gets the build schemas), then install by the swap. A build `check`
-    refuses replaces installed tables only with `replace_anyway` (or when none are installed)."""
+    refuses replaces installed tables only with `replace_anyway` (or when none are installed).
+
+    An incremental reload (incremental.reload_postgres): the tables in `keep` stay installed,
+    untouched (only their key columns are read, to check the rebuilt tables' foreign keys);
+    the others are built and swapped in, and the tables in `retire` are moved out and dropped."""
     import psycopg
 
-    with tempfile.TemporaryDirectory(prefix=temp_prefix("dia-pg-")) as tmp:
+    changed = manifest.model_copy(update={"tables": [t for t in manifest.tables if t.name not in keep]})
+    with tempfile.TemporaryDirectory(prefix=temp_prefix("dia-pg-")) as tmp, \
+            psycopg.connect(url, autocommit=True) as pg:
+        pg.execute("SELECT pg_advisory_lock(%s)", (BUILD_LOCK,))
+        drop_strays(pg)
         con = duckdb.connect(str(Path(tmp) / "build.duckdb"))
         limits.plan_linearly(con)
         try:
-            result = build_into(con, manifest, data_dir, hook)
-            with psycopg.connect(url, autocommit=True) as pg:
-                pg.execute("SELECT pg_advisory_lock(%s)", (BUILD_LOCK,))
-                drop_strays(pg)
-                build_id = uuid.uuid4().hex[:12]
-                schemas = schemas_for(build_id)
-                try:
-                    _copy_in(con, pg, manifest, result, schemas, hook)
-                    accepted = check(schemas) if check else True
-                    if accepted or replace_anyway or not _installed(pg, manifest):
-                        install(pg, manifest, build_id)
-                    else:
-                        result.installed = False
-                        result.rejected_build = (f"its PostgreSQL build schemas {schemas[REFINED]}* were dropped; "
-                                                 "the installed tables were left as they were")
-                finally:
-                    _drop_schemas(pg, list(schemas.values()), quiet=True)
+            known = _kept_keys(pg, con, manifest, set(keep), Path(tmp))
+            result = build_into(con, changed, data_dir, hook, known)
+            build_id = uuid.uuid4().hex[:12]
+            schemas = schemas_for(build_id)
+            try:
+                _copy_in(con, pg, changed, result, schemas, hook, set(keep))
+                accepted = check(schemas) if check else True
+                if accepted or replace_anyway or not _installed(pg, changed):
+                    install(pg, [t.name for t in changed.tables], build_id, list(retire))
+                else:
+                    result.installed = False
+                    result.rejected_build = (f"its PostgreSQL build schemas {schemas[REFINED]}* were dropped; "
+                                             "the installed tables were left as they were")
+            finally:
+                _drop_schemas(pg, list(schemas.values()), quiet=True)
         finally:
             con.close()
     result.dialect = "postgres"
@@ -141,8 +156,39 @@ def load_postgres(
     return result
 
 
+def _kept_keys(pg: psycopg.Connection, con: duckdb.DuckDBPyConnection, manifest: Manifest, keep: set[str],
+               tmp: Path) -> dict[str, TableLoad]:
+    """The kept tables, as the DuckDB build knows them: whether PostgreSQL holds their primary
+    key, and, for those a rebuilt table references, their key values (a DuckDB table of the key
+    columns alone), so the rebuilt table's foreign keys are checked as in a full build."""
+    known: dict[str, TableLoad] = {}
+    tables = {t.name: t for t in manifest.tables}
+    referenced = {fk.ref_table for t in manifest.tables if t.name not in keep for fk in t.foreign_keys if fk.enforced}
+    for name in keep:
+        table = tables[name]
+        has_pk = bool(pg.execute(
+            "SELECT count(*) FROM pg_constraint WHERE conrelid = to_regclass(%s) AND contype = 'p'",
+            (f"{q(REFINED)}.{q(name)}",)).fetchone()[0])
+        known[name] = TableLoad(name=name, primary_key_enforced=has_pk)
+        if name not in referenced or not has_pk:
+            continue
+        types = {c.name: c.type for c in table.columns}
+        keys = ", ".join(q(c) for c in table.primary_key)
+        path = tmp / f"keys-{len(known)}.csv"
+        with path.open("wb") as fh, pg.cursor().copy(
+                f"COPY (SELECT {keys} FROM {q(REFINED)}.{q(name)}) TO STDOUT (FORMAT csv)") as copy:
+            for block in copy:
+                fh.write(block)
+        columns = ", ".join(f"{sql_str(c)}: {sql_str(types[c])}" for c in table.primary_key)
+        con.execute(f"CREATE TABLE {q(name)} ({', '.join(f'{q(c)} {types[c]}' for c in table.primary_key)}, "
+                    f"PRIMARY KEY ({keys}))")
+        con.execute(f"INSERT INTO {q(name)} SELECT * FROM read_csv({sql_str(str(path))}, header = false, "
+                    f"columns = {{{columns}}})")
+    return known
+
+
 def _copy_in(con: duckdb.DuckDBPyConnection, pg: psycopg.Connection, manifest: Manifest, result: LoadResult,
-             schemas: dict[str, str], hook: StepHook | None) -> None:
+             schemas: dict[str, str], hook: StepHook | None, kept: set[str] = frozenset()) -> None:
     """Every layer into the build schemas, committed (validation reads them from another
     connection); no reader resolves these names."""
     with pg.transaction(), pg.cursor() as cur:
@@ -159,7 +205,8 @@ def _copy_in(con: duckdb.DuckDBPyConnection, pg: psycopg.Connection, manifest: M
             enforced = result.tables[table.name].foreign_keys_enforced
             for fk in table.foreign_keys:
                 if f"({', '.join(fk.columns)}) -> {fk.ref_table}" in enforced:
-                    cur.execute(_fk_sql(table, fk, schemas[REFINED]))
+                    cur.execute(_fk_sql(table, fk, schemas[REFINED],
+                                        REFINED if fk.ref_table in kept else schemas[REFINED]))
 
 
 def _installed(pg: psycopg.Connection, manifest: Manifest) -> bool:
@@ -169,7 +216,7 @@ def _installed(pg: psycopg.Connection, manifest: Manifest) -> bool:
                for t in manifest.tables)
 
 
-def install(pg: psycopg.Connection, manifest: Manifest, build_id: str) -> None:
+def install(pg: psycopg.Connection, names: list[str], build_id: str, retire: list[str] = ()) -> None:
     """The swap: one transaction of catalog updates (move the old tables out, the new ones in,
     carry the old tables' grants over), under a short `lock_timeout` retried while readers hold
     the old tables, so a reader queues at most that long behind it. Then the old tables are
@@ -181,7 +228,7 @@ def install(pg: psycopg.Connection, manifest: Manifest, build_id: str) -> None:
     while True:
         try:
             with pg.transaction():
-                _swap(pg, manifest, build, prev)
+                _swap(pg, names, list(retire), build, prev)
             break
         except psycopg.errors.LockNotAvailable as exc:
             if time.monotonic() > deadline:
@@ -191,21 +238,28 @@ def install(pg: psycopg.Connection, manifest: Manifest, build_id: str) -> None:
     _drop_schemas(pg, list(prev.values()))
 
 
-def _swap(pg: psycopg.Connection, manifest: Manifest, build: dict[str, str], prev: dict[str, str]) -> None:
+def _swap(pg: psycopg.Connection, names: list[str], retire: list[str], build: dict[str, str],
+          prev: dict[str, str]) -> None:
     pg.execute(f"SET LOCAL lock_timeout = '{SWAP_LOCK_TIMEOUT_MS}ms'")
     for layer in LAYERS:
         pg.execute(f"CREATE SCHEMA IF NOT EXISTS {q(layer)}")
         pg.execute(f"CREATE SCHEMA {q(prev[layer])}")
-    old = [(layer, t.name) for layer in LAYERS for t in manifest.tables
-           if pg.execute("SELECT to_regclass(%s)", (f"{q(layer)}.{q(t.name)}",)).fetchone()[0] is not None]
+    old = [(layer, name) for layer in LAYERS for name in [*names, *retire]
+           if pg.execute("SELECT to_regclass(%s)", (f"{q(layer)}.{q(name)}",)).fetchone()[0] is not None]
     if old:
         pg.execute(f"LOCK TABLE {', '.join(f'{q(s)}.{q(n)}' for s, n in old)} IN ACCESS EXCLUSIVE MODE")
     for layer, name in old:
-        _carry_grants(pg, f"{q(layer)}.{q(name)}", f"{q(build[layer])}.{q(name)}")
+        if name in names:
+            _carry_grants(pg, f"{q(layer)}.{q(name)}", f"{q(build[layer])}.{q(name)}")
+        # its foreign keys go now, under the timeout: dropping them later would lock a kept parent
+        for (constraint,) in pg.execute(
+                "SELECT conname FROM pg_constraint WHERE conrelid = %s::regclass AND contype = 'f'",
+                (f"{q(layer)}.{q(name)}",)).fetchall():
+            pg.execute(f"ALTER TABLE {q(layer)}.{q(name)} DROP CONSTRAINT {q(constraint)}")
         pg.execute(f"ALTER TABLE {q(layer)}.{q(name)} SET SCHEMA {q(prev[layer])}")
     for layer in LAYERS:
-        for t in manifest.tables:
-            pg.execute(f"ALTER TABLE {q(build[layer])}.{q(t.name)} SET SCHEMA {q(layer)}")
+        for name in names:
+            pg.execute(f"ALTER TABLE {q(build[layer])}.{q(name)} SET SCHEMA {q(layer)}")
 
 
 def _carry_grants(pg: psycopg.Connection, old: str, new: str) -> None:

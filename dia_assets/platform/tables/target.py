@@ -17,16 +17,19 @@ from sqlglot import exp
 from dia_assets.platform.warehouse.base import build_dialect
 
 
-def transpile(sql: str, dialect: str, schemas: dict[str, str] | None = None) -> str:
+def transpile(sql: str, dialect: str, schemas: dict[str, str] | None = None,
+              only: frozenset[str] | None = None) -> str:
     """DuckDB SQL (every statement of it) in `dialect`: the checks are written once, for DuckDB.
-    `schemas`: qualifiers to rename (`staging` -> a PostgreSQL build's own staging schema)."""
+    `schemas`: qualifiers to rename (`staging` -> a PostgreSQL build's own staging schema), for
+    the tables in `only` when given (an incremental build: the kept tables stay where they are)."""
     if dialect == "duckdb" and not schemas:
         return sql
     if not schemas:
         return ";\n".join(sqlglot.transpile(sql, read="duckdb", write=dialect))
 
     def rename(node: exp.Expression) -> exp.Expression:
-        if isinstance(node, exp.Table) and node.args.get("db") is not None and node.db in schemas:
+        if isinstance(node, exp.Table) and node.args.get("db") is not None and node.db in schemas \
+                and (only is None or node.name in only):
             node.set("db", exp.to_identifier(schemas[node.db], quoted=True))
         return node
 
@@ -36,21 +39,24 @@ def transpile(sql: str, dialect: str, schemas: dict[str, str] | None = None) -> 
 class Target:
     """A read connection to a built warehouse."""
 
-    def __init__(self, warehouse: str | Path, con: Any = None, schemas: dict[str, str] | None = None):
+    def __init__(self, warehouse: str | Path, con: Any = None, schemas: dict[str, str] | None = None,
+                 only: frozenset[str] | None = None):
         """`schemas`: read a build that is not installed yet (PostgreSQL's build schemas: layer
-        -> schema); unqualified names resolve to its refined schema (`search_path`)."""
+        -> schema); unqualified names resolve to its refined schema (`search_path`), then, for
+        an incremental build holding only the tables in `only`, to the installed one."""
         self.warehouse = str(warehouse)
         self.engine = build_dialect(warehouse)
         self.dialect = self.engine.name
         self._own = con is None
         self.con = con if con is not None else self.engine.open_owner(self.warehouse)
-        self.schemas = dict(schemas or {})
+        self.schemas, self.only = dict(schemas or {}), only
         refined = self.schemas.get(self.engine.default_schema or "")
         if refined:
-            self.con.execute(f'SET search_path TO "{refined.replace(chr(34), chr(34) * 2)}"')
+            path = [refined] + ([self.engine.default_schema] if only is not None else [])
+            self.con.execute("SET search_path TO " + ", ".join('"' + s.replace('"', '""') + '"' for s in path))
 
     def sql(self, duckdb_sql: str) -> str:
-        return transpile(duckdb_sql, self.dialect, self.schemas)
+        return transpile(duckdb_sql, self.dialect, self.schemas, self.only)
 
     def rows(self, duckdb_sql: str) -> list[tuple]:
         return list(self.con.execute(self.sql(duckdb_sql)).fetchall())
@@ -61,7 +67,8 @@ class Target:
 
     def columns(self, schema: str, table: str) -> list[tuple[str, str]]:
         """(name, data type) of a table, in order."""
-        schema = self.schemas.get(schema, schema)
+        if self.only is None or table in self.only:
+            schema = self.schemas.get(schema, schema)
         return [
             (r[0], r[1]) for r in self.rows(
                 "SELECT column_name, data_type FROM information_schema.columns "
