@@ -7,6 +7,9 @@ from __future__ import annotations
 
 import csv
 import os
+import signal
+import subprocess
+import sys
 import threading
 from pathlib import Path
 
@@ -171,3 +174,46 @@ def test_incremental_reload_swaps_only_the_changed_tables(tmp_path, pg_url):
     refused = run(data, ws, warehouse=pg_url, incremental=True)
     assert refused.report.reload.mode == "incremental" and not refused.report.installed
     assert _count(pg_url, "public.orders") == 260 and _leftovers(pg_url) == []
+
+
+KILLER = """
+import os, signal, sys
+from dia_assets.pipeline import run
+def hook(name):
+    if name == sys.argv[4]:
+        os.kill(os.getpid(), signal.SIGKILL)
+run(sys.argv[1], sys.argv[2], warehouse=sys.argv[3], hook=hook)
+"""
+
+
+def test_a_build_killed_before_its_swap_leaves_the_installed_tables_and_a_stray_the_next_build_drops(
+        tmp_path, pg_url):
+    data, ws = tmp_path / "data", tmp_path / "ws"
+    _export(data, orders=200)
+    assert run(data, ws, warehouse=pg_url).report.installed
+    _export(data, orders=250)
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    done = subprocess.run([sys.executable, "-c", KILLER, str(data), str(ws), pg_url, "validate"], env=env,
+                          cwd=Path(__file__).resolve().parents[1], capture_output=True, text=True, timeout=300)
+    assert done.returncode == -signal.SIGKILL, done.stderr[-2000:]
+    assert any(name.startswith("dia_build_") for name in _leftovers(pg_url))  # loaded, not yet swapped
+    assert _count(pg_url, "public.orders") == 200
+    again = run(data, ws, warehouse=pg_url)
+    assert again.report.installed and _count(pg_url, "public.orders") == 250
+    assert _leftovers(pg_url) == []
+
+
+def test_a_table_whose_file_is_gone_is_retired_on_postgresql(tmp_path, pg_url):
+    data, ws = tmp_path / "data", tmp_path / "ws"
+    _export(data, orders=50)
+    _write(data / "notes.csv", ["note_id", "text"], [[i, f"note {i}"] for i in range(1, 31)])
+    assert run(data, ws, warehouse=pg_url).report.installed
+    assert _count(pg_url, "public.notes") == 30
+    (data / "notes.csv").unlink()
+    again = run(data, ws, warehouse=pg_url, incremental=True)
+    assert again.report.installed and [r.table for r in again.report.reload.retired] == ["notes"]
+    assert again.report.reload.mode == "incremental" and sorted(again.report.reload.kept) == ["customers", "orders"]
+    with psycopg.connect(pg_url) as con:
+        assert [con.execute("SELECT to_regclass(%s)", (f"{s}.notes",)).fetchone()[0]
+                for s in ("public", "staging", "rejects")] == [None, None, None]
+    assert _leftovers(pg_url) == []
