@@ -169,6 +169,10 @@ def test_incremental_reload_swaps_only_the_changed_tables(tmp_path, pg_url):
     assert refs == [("customers",)]
     assert {r.table for r in again.report.row_counts} == {"customers", "orders"}
     assert _leftovers(pg_url) == []
+    before = {n: _oid(pg_url, n) for n in ("public.customers", "public.orders", "staging.orders")}
+    same = run(data, ws, warehouse=pg_url, incremental=True)  # nothing changed: nothing moves
+    assert same.report.accepted and same.report.installed and same.report.reload.reloaded == []
+    assert {n: _oid(pg_url, n) for n in before} == before
     # a refused incremental build leaves everything in place
     _export(data, orders=300, orphans=3)
     refused = run(data, ws, warehouse=pg_url, incremental=True)
