@@ -81,6 +81,7 @@ bench: $(STAMP)
 	-$(BIN)/python bench/load.py
 	-$(BIN)/python bench/wide.py
 	-$(BIN)/python bench/reload.py
+	-$(BIN)/python bench/pg_readers.py
 	-$(BIN)/python bench/agent.py
 	-$(BIN)/python bench/memory.py
 	-$(BIN)/python bench/semantic.py

@@ -7,6 +7,7 @@ import json
 import shutil
 from collections.abc import Collection
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from dia_assets.agents.schema_creator import sqlgen
 from dia_assets.agents.schema_creator.attempt import Attempt
@@ -42,6 +43,9 @@ from dia_assets.platform.tables.target import Target
 from dia_assets.platform.warehouse.base import build_dialect, dialect_for, target_dialect
 from dia_assets.platform.warehouse.fingerprint import file_identity
 from dia_assets.platform.workspace import Workspace
+
+if TYPE_CHECKING:
+    from dia_assets.agents.schema_creator.postgres import SchemaCheck
 
 
 def overrides_path(workspace: str | Path) -> Path:
@@ -119,11 +123,16 @@ def previous_manifest(workspace: str | Path) -> Manifest | None:
         return None
 
 
-def load_warehouse(manifest: Manifest, warehouse: str, hook: StepHook | None = None) -> LoadResult:
+def load_warehouse(manifest: Manifest, warehouse: str, hook: StepHook | None = None,
+                   check: SchemaCheck | None = None, replace_anyway: bool = False,
+                   retire: list[str] | None = None) -> LoadResult:
+    """`check` (PostgreSQL): validates the build schemas before the swap installs them (and
+    moves out the `retire` tables, which the previous plan had and this one no longer has)."""
     if build_dialect(warehouse).loads_from_duckdb:
         from dia_assets.agents.schema_creator.postgres import load_postgres
 
-        return load_postgres(manifest, manifest.data_dir, warehouse, hook)
+        return load_postgres(manifest, manifest.data_dir, warehouse, hook, check, replace_anyway,
+                             retire=retire or ())
     return load_duckdb(manifest, manifest.data_dir, warehouse, hook)
 
 
@@ -195,15 +204,31 @@ def load_and_validate(
             plan = inc.plan_reload(before, manifest, None if only is None else set(only))
             quick = inc.reload_duckdb(before, manifest, plan, path, previous, interp, steps, replace_anyway,
                                       before_install)
+    elif incremental and build_dialect(warehouse).loads_from_duckdb:  # PostgreSQL: the swap of what changed
+        record.fallback = (f"the last build was interrupted ({attempt.record.recovered[0]})"
+                           if attempt.record.recovered else inc.unusable_reason_pg(before, manifest, previous, warehouse))
+        if record.fallback is None:
+            assert before is not None and previous is not None
+            if only is not None:
+                manifest = inc.subset_manifest(before, manifest, set(only))
+            plan = inc.plan_reload(before, manifest, None if only is None else set(only))
+            quick = inc.reload_postgres(before, manifest, plan, warehouse, previous, interp, steps, replace_anyway)
     elif incremental:
-        record.fallback = "incremental reloads are for DuckDB warehouses; PostgreSQL is loaded in full"
+        record.fallback = f"incremental reloads are not available on {build_dialect(warehouse).title}"
     if quick is not None:
         loaded, report = quick
-    elif build_dialect(warehouse).loads_from_duckdb:
-        loaded = load_warehouse(manifest, warehouse, steps)
-        steps("validate")
-        with Target(warehouse) as target:
-            report = validate(target, manifest, interp)
+    elif build_dialect(warehouse).loads_from_duckdb:  # validated in its build schemas, then swapped in
+        checked: list[ValidationReport] = []
+
+        def accept_schemas(schemas: dict[str, str]) -> bool:
+            steps("validate")
+            with Target(warehouse, schemas=schemas) as target:
+                checked.append(validate(target, manifest, interp))
+            return checked[-1].accepted
+
+        loaded = load_warehouse(manifest, warehouse, steps, accept_schemas, replace_anyway,
+                                [r.table for r in record.retired])
+        report = checked[-1]
     else:
         reports: list[ValidationReport] = []
 

@@ -20,6 +20,7 @@ seen as changed by the next build.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -203,7 +204,7 @@ def reload_duckdb(
     def check(path: Path) -> ValidationReport:
         if hook:
             hook("validate")
-        return _validate(path, manifest, plan, before, interp)
+        return _validate(lambda: Target(path), manifest, plan, before, interp)
 
     done = swap.build_beside(target, rebuild, check,
                              lambda report: report.accepted or replace_anyway, hook, start_from=target,
@@ -215,6 +216,50 @@ def reload_duckdb(
     result.warehouse = str(target)
     result.content_hash = done.digest
     report.warehouse = str(target)
+    return result, report
+
+
+def unusable_reason_pg(previous: Manifest | None, manifest: Manifest, report: ValidationReport | None,
+                       url: str) -> str | None:
+    """Why the PostgreSQL tables in place cannot be the base of an incremental reload, or None."""
+    import psycopg
+
+    from dia_assets.agents.schema_creator.postgres import LAYERS
+
+    if previous is None:
+        return "no record of the plan the warehouse in place was built from"
+    if previous.data_dir != manifest.data_dir or previous.dialect != manifest.dialect:
+        return "the data folder or the dialect changed"
+    if report is None or not report.accepted or not report.installed or report.stale_reason:
+        return "the validation report does not describe an accepted warehouse in place"
+    with psycopg.connect(url, autocommit=True) as pg:
+        missing = [f"{layer}.{t.name}" for t in previous.tables for layer in LAYERS
+                   if pg.execute("SELECT to_regclass(%s)", (f"{q(layer)}.{q(t.name)}",)).fetchone()[0] is None]
+    return f"tables of the previous build are not installed ({', '.join(missing[:3])})" if missing else None
+
+
+def reload_postgres(
+    previous: Manifest, manifest: Manifest, plan: ReloadPlan, url: str, before: ValidationReport,
+    interp: Interpretation | None = None, hook: StepHook | None = None, replace_anyway: bool = False,
+) -> tuple[LoadResult, ValidationReport]:
+    """The planned tables into build schemas, validated there beside the kept tables (which stay
+    installed, untouched), then swapped in; the retired ones are moved out and dropped."""
+    from dia_assets.agents.schema_creator.postgres import load_postgres
+
+    reports: list[ValidationReport] = []
+    reloaded = frozenset(plan.reload)
+
+    def check(schemas: dict[str, str]) -> bool:
+        if hook:
+            hook("validate")
+        reports.append(_validate(lambda: Target(url, schemas=schemas, only=reloaded), manifest, plan, before, interp))
+        return reports[-1].accepted
+
+    result = load_postgres(manifest, manifest.data_dir, url, hook, check, replace_anyway, keep=plan.keep,
+                           retire=[r.table for r in plan.retire])
+    _carry_stats(result, before, plan.keep)
+    report = reports[-1]
+    report.warehouse = result.warehouse
     return result, report
 
 
@@ -255,12 +300,12 @@ def query_table(name: str, tables: list[str]) -> str | None:
     return None
 
 
-def _validate(building: Path, manifest: Manifest, plan: ReloadPlan, before: ValidationReport,
+def _validate(building: Callable[[], Target], manifest: Manifest, plan: ReloadPlan, before: ValidationReport,
               interp: Interpretation | None) -> ValidationReport:
     """Checks on the revalidated tables; the previous report's entries for the others."""
     again = set(plan.revalidate)
     subset = manifest.model_copy(update={"tables": [t for t in manifest.tables if t.name in again]})
-    with Target(building) as target:
+    with building() as target:
         report = validate(target, subset, interp)
     order = {t.name: i for i, t in enumerate(manifest.tables)}
     kept = set(plan.keep) - again
