@@ -99,13 +99,18 @@ def raw_file_events(data_dir: str | Path | None = None,
     for key, path in sorted(folder_partitions(data_dir).items()):
         if only is not None and key not in only:
             continue
-        digest = content_hash(path)
-        meta, tags = file_metadata(path, digest), {DATA_VERSION_TAG: digest, USER_PROVIDED_TAG: "true"}
-        # observation first: a run's provenance keeps the latest event of either kind as its
-        # input cursor, and only an observation after that cursor counts as a new data version
-        events.append(AssetObservation(asset_key=RAW_FILES, partition=key, metadata=meta, tags=tags))
-        events.append(AssetMaterialization(asset_key=RAW_FILES, partition=key, metadata=meta, tags=tags))
+        events.extend(raw_events(key, path, content_hash(path)))
     return events
+
+
+def raw_events(key: str, path: Path, digest: str) -> list[AssetMaterialization | AssetObservation]:
+    """A file's observation and materialization, for a content hash known already (the sensor's
+    index): data version = `digest`, metadata = path, size, sha256, mtime."""
+    meta, tags = file_metadata(path, digest), {DATA_VERSION_TAG: digest, USER_PROVIDED_TAG: "true"}
+    # observation first: a run's provenance keeps the latest event of either kind as its
+    # input cursor, and only an observation after that cursor counts as a new data version
+    return [AssetObservation(asset_key=RAW_FILES, partition=key, metadata=meta, tags=tags),
+            AssetMaterialization(asset_key=RAW_FILES, partition=key, metadata=meta, tags=tags)]
 
 
 def latest_raw_version(instance: DagsterInstance, key: str) -> str | None:

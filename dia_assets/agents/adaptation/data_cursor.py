@@ -43,6 +43,9 @@ class DataCursor(BaseModel):
     # of an older DIA, taken to be about the current folder
     folder: str | None = None
     switched_from: str | None = None  # the folder before a switch, until a run is requested for the new one
+    # the digest of the stat index this tick left (folder_index.IndexStore): which files need
+    # no hashing next tick. Kept out of the cursor, which stays small at 100,000 files
+    index: str | None = None
 
     def about(self, folder: str) -> bool:
         """Whether this state describes `folder`: state of another folder is no baseline."""

@@ -20,13 +20,13 @@ from dagster import (
 from pydantic import BaseModel
 
 from dia_assets.agents.adaptation.data_cursor import DataCursor, RunOutcome, absorb, decide
+from dia_assets.agents.adaptation.folder_index import IndexStore, local_listing, refresh
 from dia_assets.agents.adaptation.settle import stat_files, unsettled
-from dia_assets.agents.adaptation.snapshot import interpreted_snapshot, snapshot
+from dia_assets.agents.adaptation.snapshot import interpreted_snapshot
 from dia_assets.agents.data_folder import folder_id
 from dia_assets.dagster.interpretation import (
-    folder_partitions,
     latest_raw_version,
-    raw_file_events,
+    raw_events,
     raw_partition_key,
     raw_partitions,
 )
@@ -34,14 +34,15 @@ from dia_assets.dagster.resources.workspace import default_data_dir, default_wor
 from dia_assets.dagster.sensors.jobs import build_job, schema_job
 from dia_assets.dagster.sensors.run_outcome import REQUEST_TAG, run_outcome
 from dia_assets.dagster.sensors.settings import SENSOR_INTERVAL_S, build_tries, settle_s
+from dia_assets.platform.files.discover import content_hash
 from dia_assets.platform.workspace import Workspace
 
 TRIGGER_TAG = "dia/trigger"  # why a sensor asked for a run, when a change of files does not say it all
 
 
-def partition_requests(context: SensorEvaluationContext, data_dir: Path) -> list:
-    """Add a `raw_files` partition per new file, delete the partitions of deleted files."""
-    wanted = set(folder_partitions(data_dir))
+def partition_requests(context: SensorEvaluationContext, wanted: set[str]) -> list:
+    """Add a `raw_files` partition per new file (`wanted`: the folder's partition keys), delete
+    the partitions of deleted files."""
     try:
         have = set(context.instance.get_dynamic_partitions(raw_partitions.name))
     except DagsterInvariantViolationError:  # a context built without an instance (unit tests)
@@ -112,20 +113,28 @@ def new_data_sensor(context: SensorEvaluationContext) -> SensorResult | SkipReas
     if cursor.pending is not None and outcome == "running":
         return SkipReason(decide(cursor, cursor.pending.snapshot, outcome, build_tries()).wait)
     cursor = absorb(cursor, outcome)
-    after = snapshot(data_dir)
+    # list the folder (one stat per file) and hash only what moved since the index of the last tick
+    store = IndexStore(Workspace(workspace).sensor_index)
+    index, _read = refresh(local_listing(data_dir), None if first else store.load(cursor.index),
+                           lambda rel: content_hash(data_dir / rel))
+    after = index.hashes()
     moving = sorted(rel for rel, digest in after.items() if cursor.done.get(rel) != digest)
     now = time.time()
     seen = stat_files(data_dir, moving, now, cursor.seen)
     waiting = unsettled(moving, cursor.seen, seen, now, settle_s())
-    cursor = cursor.model_copy(update={"seen": seen})
+    cursor = cursor.model_copy(update={"seen": seen, "index": store.save(index)})
     if waiting:  # nothing is read (observed, partitioned, built) until every changed file settled
         return SensorResult(skip_reason=f"waiting for {', '.join(waiting)} to settle (size and modification time "
                             f"unchanged for {settle_s():g} s across two ticks)", cursor=cursor.dump())
     decision = decide(cursor, after, outcome, build_tries())
-    partitions = partition_requests(context, data_dir)
-    hashes = {raw_partition_key(data_dir / rel, data_dir): digest for rel, digest in after.items()}
-    stale = unobserved(context, hashes)
-    events = raw_file_events(data_dir, stale) if stale else []
+    keys = {rel: raw_partition_key(data_dir / rel, data_dir) for rel in after}
+    partitions = partition_requests(context, set(keys.values()))
+    # only files whose hash this sensor has not reported yet are checked against the instance
+    stale = unobserved(context, {keys[rel]: digest for rel, digest in index.unreported().items()})
+    events = [event for rel, digest in sorted(index.unreported().items(), key=lambda kv: keys[kv[0]])
+              if keys[rel] in stale for event in raw_events(keys[rel], data_dir / rel, digest)]
+    index = index.all_reported()  # reported now, or found reported: the events go out with this cursor
+    decision.cursor = decision.cursor.model_copy(update={"index": store.save(index)})
     if decision.request is None:
         reason = decision.wait or "no change in the data folder"
         if first and stored is not None:
