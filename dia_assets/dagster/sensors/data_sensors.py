@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import os
 import time
 from pathlib import Path
 
@@ -20,14 +21,14 @@ from dagster import (
 from pydantic import BaseModel
 
 from dia_assets.agents.adaptation.data_cursor import DataCursor, RunOutcome, absorb, decide
-from dia_assets.agents.adaptation.folder_index import IndexStore, local_listing, refresh
+from dia_assets.agents.adaptation.folder_index import StateFiles, local_listing, refresh
 from dia_assets.agents.adaptation.settle import stat_files, unsettled
 from dia_assets.agents.adaptation.snapshot import interpreted_snapshot
 from dia_assets.agents.data_folder import folder_id
+from dia_assets.agents.interpreter.names import raw_key_name
 from dia_assets.dagster.interpretation import (
     latest_raw_version,
     raw_events,
-    raw_partition_key,
     raw_partitions,
 )
 from dia_assets.dagster.resources.workspace import default_data_dir, default_workspace
@@ -79,9 +80,10 @@ def pending_outcome(context: SensorEvaluationContext, cursor: DataCursor, worksp
     return run_outcome(instance, cursor.pending, workspace)
 
 
-def _result(cursor: DataCursor, before: str | None, reason: str, **kwargs: list) -> SensorResult | SkipReason:
+def _result(cursor: DataCursor, before: str | None, reason: str, store: StateFiles,
+            **kwargs: list) -> SensorResult | SkipReason:
     """A tick that requests nothing: a plain skip when it changed nothing either."""
-    dumped = cursor.dump()
+    dumped = cursor.dump(store)
     if dumped == before and not any(kwargs.values()):
         return SkipReason(reason)
     return SensorResult(skip_reason=reason, cursor=dumped, **kwargs)
@@ -102,7 +104,8 @@ def new_data_sensor(context: SensorEvaluationContext) -> SensorResult | SkipReas
     # the previous folder, so the sensor does not rebuild what `make demo` (or a build before)
     # just built, and a switch is reported as such rather than as files added and deleted.
     here = folder_id(data_dir, workspace)
-    stored = DataCursor.parse(context.cursor)
+    store = StateFiles(Workspace(workspace).sensor_index)  # the stat index, and the cursor's large maps
+    stored = DataCursor.parse(context.cursor, store)
     first = stored is None or not stored.about(here)
     if first:
         cursor = DataCursor(done=interpreted_snapshot(workspace, data_dir), folder=here,
@@ -114,27 +117,26 @@ def new_data_sensor(context: SensorEvaluationContext) -> SensorResult | SkipReas
         return SkipReason(decide(cursor, cursor.pending.snapshot, outcome, build_tries()).wait)
     cursor = absorb(cursor, outcome)
     # list the folder (one stat per file) and hash only what moved since the index of the last tick
-    store = IndexStore(Workspace(workspace).sensor_index)
-    index, _read = refresh(local_listing(data_dir), None if first else store.load(cursor.index),
+    index, _read = refresh(local_listing(data_dir), None if first else store.load_index(cursor.index),
                            lambda rel: content_hash(data_dir / rel))
     after = index.hashes()
     moving = sorted(rel for rel, digest in after.items() if cursor.done.get(rel) != digest)
     now = time.time()
     seen = stat_files(data_dir, moving, now, cursor.seen)
     waiting = unsettled(moving, cursor.seen, seen, now, settle_s())
-    cursor = cursor.model_copy(update={"seen": seen, "index": store.save(index)})
+    cursor = cursor.model_copy(update={"seen": seen, "index": store.save_index(index)})
     if waiting:  # nothing is read (observed, partitioned, built) until every changed file settled
         return SensorResult(skip_reason=f"waiting for {', '.join(waiting)} to settle (size and modification time "
-                            f"unchanged for {settle_s():g} s across two ticks)", cursor=cursor.dump())
+                            f"unchanged for {settle_s():g} s across two ticks)", cursor=cursor.dump(store))
     decision = decide(cursor, after, outcome, build_tries())
-    keys = {rel: raw_partition_key(data_dir / rel, data_dir) for rel in after}
+    keys = {rel: raw_key_name(rel.replace(os.sep, "/")) for rel in after}  # raw_partition_key, without a Path each
     partitions = partition_requests(context, set(keys.values()))
     # only files whose hash this sensor has not reported yet are checked against the instance
     stale = unobserved(context, {keys[rel]: digest for rel, digest in index.unreported().items()})
     events = [event for rel, digest in sorted(index.unreported().items(), key=lambda kv: keys[kv[0]])
               if keys[rel] in stale for event in raw_events(keys[rel], data_dir / rel, digest)]
     index = index.all_reported()  # reported now, or found reported: the events go out with this cursor
-    decision.cursor = decision.cursor.model_copy(update={"index": store.save(index)})
+    decision.cursor = decision.cursor.model_copy(update={"index": store.save_index(index)})
     if decision.request is None:
         reason = decision.wait or "no change in the data folder"
         if first and stored is not None:
@@ -142,8 +144,8 @@ def new_data_sensor(context: SensorEvaluationContext) -> SensorResult | SkipReas
         decision.cursor = decision.cursor.model_copy(update={"switched_from": None})
         if first:  # the first tick (on this folder) always stores what it found
             return SensorResult(skip_reason=reason, dynamic_partitions_requests=partitions, asset_events=events,
-                                cursor=decision.cursor.dump())
-        return _result(decision.cursor, context.cursor, reason, dynamic_partitions_requests=partitions, asset_events=events)
+                                cursor=decision.cursor.dump(store))
+        return _result(decision.cursor, context.cursor, reason, store, dynamic_partitions_requests=partitions, asset_events=events)
     change = decision.change
     if change.deleted:
         context.log.warning(f"files deleted from {data_dir}: {', '.join(change.deleted)}")
@@ -160,7 +162,7 @@ def new_data_sensor(context: SensorEvaluationContext) -> SensorResult | SkipReas
         run_requests=[RunRequest(run_key=ask.run_key, tags=tags)],
         dynamic_partitions_requests=partitions,
         asset_events=events,
-        cursor=done.dump(),
+        cursor=done.dump(store),
     )
 
 
