@@ -72,9 +72,18 @@ def test_a_tick_over_an_unchanged_folder_reads_no_data_file(env, monkeypatch):
     instance = DagsterInstance.ephemeral()
     cursor = settled_cursor(instance)
     opened = Opened(data, monkeypatch)
+    asked: list[str] = []
+    real = instance.get_dynamic_partitions
+    monkeypatch.setattr(instance, "get_dynamic_partitions", lambda name: asked.append(name) or real(name))
     same = new_data_sensor(build_sensor_context(instance=instance, cursor=cursor))
     assert not getattr(same, "run_requests", None)
     assert opened.names == []
+    assert asked == []  # the same partition keys as the tick before reconciled: no query of them all
+    (data / "part0" / "f0.csv").unlink()  # a file gone: its partition is deleted
+    gone = new_data_sensor(build_sensor_context(instance=instance, cursor=cursor))
+    assert asked == ["raw_files"] and opened.names == []
+    assert gone.run_requests[0].tags["dia/change"] == "deleted: part0/f0.csv"
+    write_old(data / "part0" / "f0.csv", "id\n0\n")
     # without the stat index (a cursor of before this change) every file is read again
     bare = DataCursor.parse(cursor, StateFiles(Workspace(env[1]).sensor_index)).model_copy(update={"index": None})
     new_data_sensor(build_sensor_context(instance=instance, cursor=bare.dump()))

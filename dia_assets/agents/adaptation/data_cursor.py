@@ -47,6 +47,9 @@ class DataCursor(BaseModel):
     # the digest of the stat index this tick left (folder_index.IndexStore): which files need
     # no hashing next tick. Kept out of the cursor, which stays small at 100,000 files
     index: str | None = None
+    # the digest of the raw_files partition keys the last tick reconciled with the instance: the
+    # same keys need no query of the instance's 100,000 partitions (the requests went out with it)
+    partitioned: str | None = None
 
     def about(self, folder: str) -> bool:
         """Whether this state describes `folder`: state of another folder is no baseline."""

@@ -130,13 +130,14 @@ def new_data_sensor(context: SensorEvaluationContext) -> SensorResult | SkipReas
                             f"unchanged for {settle_s():g} s across two ticks)", cursor=cursor.dump(store))
     decision = decide(cursor, after, outcome, build_tries())
     keys = {rel: raw_key_name(rel.replace(os.sep, "/")) for rel in after}  # raw_partition_key, without a Path each
-    partitions = partition_requests(context, set(keys.values()))
+    named = hashlib.sha256("\n".join(keys.values()).encode()).hexdigest()[:32]
+    partitions = [] if named == cursor.partitioned else partition_requests(context, set(keys.values()))
     # only files whose hash this sensor has not reported yet are checked against the instance
     stale = unobserved(context, {keys[rel]: digest for rel, digest in index.unreported().items()})
     events = [event for rel, digest in sorted(index.unreported().items(), key=lambda kv: keys[kv[0]])
               if keys[rel] in stale for event in raw_events(keys[rel], data_dir / rel, digest)]
     index = index.all_reported()  # reported now, or found reported: the events go out with this cursor
-    decision.cursor = decision.cursor.model_copy(update={"index": store.save_index(index)})
+    decision.cursor = decision.cursor.model_copy(update={"index": store.save_index(index), "partitioned": named})
     if decision.request is None:
         reason = decision.wait or "no change in the data folder"
         if first and stored is not None:
