@@ -120,7 +120,7 @@ def new_data_sensor(context: SensorEvaluationContext) -> SensorResult | SkipReas
     index, _read = refresh(local_listing(data_dir), None if first else store.load_index(cursor.index),
                            lambda rel: content_hash(data_dir / rel))
     after = index.hashes()
-    moving = sorted(rel for rel, digest in after.items() if cursor.done.get(rel) != digest)
+    moving = [] if after == cursor.done else sorted(rel for rel, digest in after.items() if cursor.done.get(rel) != digest)
     now = time.time()
     seen = stat_files(data_dir, moving, now, cursor.seen)
     waiting = unsettled(moving, cursor.seen, seen, now, settle_s())
@@ -129,12 +129,15 @@ def new_data_sensor(context: SensorEvaluationContext) -> SensorResult | SkipReas
         return SensorResult(skip_reason=f"waiting for {', '.join(waiting)} to settle (size and modification time "
                             f"unchanged for {settle_s():g} s across two ticks)", cursor=cursor.dump(store))
     decision = decide(cursor, after, outcome, build_tries())
-    keys = {rel: raw_key_name(rel.replace(os.sep, "/")) for rel in after}  # raw_partition_key, without a Path each
-    named = hashlib.sha256("\n".join(keys.values()).encode()).hexdigest()[:32]
+    # the partition keys (raw_partition_key, without a Path each) are needed only when the
+    # files are not those the tick before reconciled, and for files not reported yet
+    named = hashlib.sha256("\n".join(after).encode()).hexdigest()[:32]
+    unreported = index.unreported()
+    keys = {rel: raw_key_name(rel.replace(os.sep, "/")) for rel in (unreported if named == cursor.partitioned else after)}
     partitions = [] if named == cursor.partitioned else partition_requests(context, set(keys.values()))
     # only files whose hash this sensor has not reported yet are checked against the instance
-    stale = unobserved(context, {keys[rel]: digest for rel, digest in index.unreported().items()})
-    events = [event for rel, digest in sorted(index.unreported().items(), key=lambda kv: keys[kv[0]])
+    stale = unobserved(context, {keys[rel]: digest for rel, digest in unreported.items()})
+    events = [event for rel, digest in sorted(unreported.items(), key=lambda kv: keys[kv[0]])
               if keys[rel] in stale for event in raw_events(keys[rel], data_dir / rel, digest)]
     index = index.all_reported()  # reported now, or found reported: the events go out with this cursor
     decision.cursor = decision.cursor.model_copy(update={"index": store.save_index(index), "partitioned": named})
