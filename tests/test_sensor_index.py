@@ -194,3 +194,23 @@ def test_the_cursor_stays_small_at_many_files(env):
     assert DataCursor.parse(first.cursor, store) is None
     restart = new_data_sensor(build_sensor_context(cursor=first.cursor))
     assert restart.run_requests and restart.run_requests[0].run_key == first.run_requests[0].run_key
+
+
+def test_reported_versions_are_read_in_batches_as_one_by_one(tmp_path):
+    """The first tick over a folder checks every file against the instance: in a few queries."""
+    from dia_assets.dagster.interpretation import latest_raw_version, latest_raw_versions, raw_events
+
+    instance = DagsterInstance.ephemeral()
+    instance.add_dynamic_partitions("raw_files", [f"k{i}" for i in range(7)])
+    path = tmp_path / "f.csv"
+    write_old(path, "id\n1\n")
+    for i in range(5):
+        for event in raw_events(f"k{i}", path, f"v{i}"):
+            instance.report_runless_asset_event(event)
+    for event in raw_events("k1", path, "v1-later"):  # reported again: the latest counts
+        instance.report_runless_asset_event(event)
+    keys = {f"k{i}" for i in range(7)}
+    expected = {key: latest_raw_version(instance, key) for key in keys}
+    assert expected["k1"] == "v1-later" and expected["k6"] is None
+    assert latest_raw_versions(instance, keys, batch=2) == expected  # all partitions listed, 2 records a query
+    assert latest_raw_versions(instance, {"k1", "k6"}, batch=2) == {"k1": "v1-later", "k6": None}

@@ -120,6 +120,27 @@ def latest_raw_version(instance: DagsterInstance, key: str) -> str | None:
     return (event.tags or {}).get(DATA_VERSION_TAG) if event else None
 
 
+def latest_raw_versions(instance: DagsterInstance, keys: set[str], batch: int = 500) -> dict[str, str | None]:
+    """`latest_raw_version` of many partitions at once: the latest materialization's storage id
+    per partition in one query, then those records `batch` at a time. One by one, a first tick
+    over 100,000 files made 100,000 queries (4-10 ms each here: minutes, past the sensor timeout)."""
+    from dagster import AssetRecordsFilter, DagsterEventType
+
+    latest = instance.get_latest_storage_id_by_partition(
+        RAW_FILES, DagsterEventType.ASSET_MATERIALIZATION, set(keys) if len(keys) <= batch else None)
+    ids = sorted(latest[key] for key in keys if key in latest)
+    out: dict[str, str | None] = dict.fromkeys(keys)
+    for start in range(0, len(ids), batch):
+        chunk = ids[start:start + batch]
+        records = instance.fetch_materializations(AssetRecordsFilter(asset_key=RAW_FILES, storage_ids=chunk),
+                                                  limit=len(chunk)).records
+        for record in records:
+            event = record.asset_materialization
+            if event is not None and event.partition in out:
+                out[event.partition] = (event.tags or {}).get(DATA_VERSION_TAG)
+    return out
+
+
 def record_raw_files(instance: DagsterInstance, data_dir: str | Path | None = None) -> int:
     """Register a partition per file and report its materialization (content hash, path, size)
     before a build, as `new_data_sensor` does, so the build's inputs have data versions;

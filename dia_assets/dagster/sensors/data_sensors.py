@@ -27,7 +27,7 @@ from dia_assets.agents.adaptation.snapshot import interpreted_snapshot
 from dia_assets.agents.data_folder import folder_id
 from dia_assets.agents.interpreter.names import raw_key_name
 from dia_assets.dagster.interpretation import (
-    latest_raw_version,
+    latest_raw_versions,
     raw_events,
     raw_partitions,
 )
@@ -59,14 +59,14 @@ def partition_requests(context: SensorEvaluationContext, wanted: set[str]) -> li
 def unobserved(context: SensorEvaluationContext, hashes: dict[str, str]) -> set[str]:
     """Partitions (of `hashes`, partition -> content hash) whose last reported materialization is
     missing or records another content: the ones to report now."""
-    out = set()
-    for key, digest in hashes.items():
-        try:
-            if latest_raw_version(context.instance, key) != digest:
-                out.add(key)
-        except DagsterInvariantViolationError:  # a context built without an instance (unit tests)
-            return set()
-    return out
+    if not hashes:
+        return set()
+    try:
+        instance = context.instance
+    except DagsterInvariantViolationError:  # a context built without an instance (unit tests)
+        return set()
+    reported = latest_raw_versions(instance, set(hashes))
+    return {key for key, digest in hashes.items() if reported[key] != digest}
 
 
 def pending_outcome(context: SensorEvaluationContext, cursor: DataCursor, workspace: Path) -> RunOutcome | None:
