@@ -15,6 +15,7 @@ from dagster._core.test_utils import create_run_for_test
 
 from dia_assets.agents.adaptation.data_cursor import INLINE_MAX, DataCursor
 from dia_assets.agents.adaptation.folder_index import StateFiles, local_listing, refresh
+from dia_assets.dagster.interpretation import latest_raw_version, latest_raw_versions, raw_events
 from dia_assets.dagster.sensors.data_sensors import new_data_sensor
 from dia_assets.platform.files.discover import content_hash, discover
 from dia_assets.platform.workspace import Workspace
@@ -198,8 +199,6 @@ def test_the_cursor_stays_small_at_many_files(env):
 
 def test_reported_versions_are_read_in_batches_as_one_by_one(tmp_path):
     """The first tick over a folder checks every file against the instance: in a few queries."""
-    from dia_assets.dagster.interpretation import latest_raw_version, latest_raw_versions, raw_events
-
     instance = DagsterInstance.ephemeral()
     instance.add_dynamic_partitions("raw_files", [f"k{i}" for i in range(7)])
     path = tmp_path / "f.csv"

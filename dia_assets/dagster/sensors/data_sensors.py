@@ -117,15 +117,16 @@ def new_data_sensor(context: SensorEvaluationContext) -> SensorResult | SkipReas
         return SkipReason(decide(cursor, cursor.pending.snapshot, outcome, build_tries()).wait)
     cursor = absorb(cursor, outcome)
     # list the folder (one stat per file) and hash only what moved since the index of the last tick
-    index, _read = refresh(local_listing(data_dir), None if first else store.load_index(cursor.index),
+    index, _ = refresh(local_listing(data_dir), None if first else store.load_index(cursor.index),
                            lambda rel: content_hash(data_dir / rel))
     after = index.hashes()
     moving = [] if after == cursor.done else sorted(rel for rel, digest in after.items() if cursor.done.get(rel) != digest)
     now = time.time()
     seen = stat_files(data_dir, moving, now, cursor.seen)
     waiting = unsettled(moving, cursor.seen, seen, now, settle_s())
-    cursor = cursor.model_copy(update={"seen": seen, "index": store.save_index(index)})
+    cursor = cursor.model_copy(update={"seen": seen})
     if waiting:  # nothing is read (observed, partitioned, built) until every changed file settled
+        cursor = cursor.model_copy(update={"index": store.save_index(index)})  # the hashes made, not reported
         return SensorResult(skip_reason=f"waiting for {', '.join(waiting)} to settle (size and modification time "
                             f"unchanged for {settle_s():g} s across two ticks)", cursor=cursor.dump(store))
     decision = decide(cursor, after, outcome, build_tries())
