@@ -18,9 +18,10 @@ bytes however many files the folder holds, and a tick evaluated again from an ol
 reads the index that cursor knew (the last `KEEP` index files are kept). A missing or
 unreadable index is no error: every file is hashed again, as on a first tick.
 
-The listing goes through one function, a `Lister` (`local_listing` here); an object-storage
-lister returns the same `Listed` rows with the ETag as the version, and a hasher that reads
-the object: nothing else changes.
+The listing goes through one function, a `Lister` (`local_listing` here, chosen by
+`folder_source`); an object-storage lister returns the same `Listed` rows with the ETag as the
+version, with a hasher that reads the object. (The settle check and the reported metadata still
+stat the local path: an object-store folder needs those two told apart as well.)
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ from functools import partial
 from pathlib import Path
 from typing import NamedTuple
 
-from dia_assets.platform.files.discover import IGNORED_SUFFIXES, unsafe_reason
+from dia_assets.platform.files.discover import IGNORED_SUFFIXES, content_hash, unsafe_reason
 
 SKIPPED = tuple(IGNORED_SUFFIXES)  # str.endswith: as Path.suffix here (hidden names are skipped first)
 RACY_NS = 2_000_000_000  # 2 s: coarser than any file system's mtime granularity but FAT's
@@ -98,6 +99,12 @@ def local_listing(data_dir: Path) -> list[Listed]:
     walk(str(data_dir), "")
     out.sort()
     return out
+
+
+def folder_source(data_dir: Path) -> tuple[Lister, Hasher]:
+    """How the sensor lists the data folder and reads a file's hash: the one place an
+    object-store folder (listing by ETag, hashing by a read of the object) would be told apart."""
+    return (lambda: local_listing(data_dir)), (lambda rel: content_hash(data_dir / rel))
 
 
 class Entry(NamedTuple):

@@ -21,7 +21,7 @@ from dagster import (
 from pydantic import BaseModel
 
 from dia_assets.agents.adaptation.data_cursor import DataCursor, RunOutcome, absorb, decide
-from dia_assets.agents.adaptation.folder_index import StateFiles, local_listing, refresh
+from dia_assets.agents.adaptation.folder_index import StateFiles, folder_source, refresh
 from dia_assets.agents.adaptation.settle import stat_files, unsettled
 from dia_assets.agents.adaptation.snapshot import interpreted_snapshot
 from dia_assets.agents.data_folder import folder_id
@@ -35,7 +35,6 @@ from dia_assets.dagster.resources.workspace import default_data_dir, default_wor
 from dia_assets.dagster.sensors.jobs import build_job, schema_job
 from dia_assets.dagster.sensors.run_outcome import REQUEST_TAG, run_outcome
 from dia_assets.dagster.sensors.settings import SENSOR_INTERVAL_S, build_tries, settle_s
-from dia_assets.platform.files.discover import content_hash
 from dia_assets.platform.workspace import Workspace
 
 TRIGGER_TAG = "dia/trigger"  # why a sensor asked for a run, when a change of files does not say it all
@@ -117,8 +116,8 @@ def new_data_sensor(context: SensorEvaluationContext) -> SensorResult | SkipReas
         return SkipReason(decide(cursor, cursor.pending.snapshot, outcome, build_tries()).wait)
     cursor = absorb(cursor, outcome)
     # list the folder (one stat per file) and hash only what moved since the index of the last tick
-    index, _ = refresh(local_listing(data_dir), None if first else store.load_index(cursor.index),
-                           lambda rel: content_hash(data_dir / rel))
+    lister, hasher = folder_source(data_dir)
+    index, _ = refresh(lister(), None if first else store.load_index(cursor.index), hasher)
     after = index.hashes()
     moving = [] if after == cursor.done else sorted(rel for rel, digest in after.items() if cursor.done.get(rel) != digest)
     now = time.time()
