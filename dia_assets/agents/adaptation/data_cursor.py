@@ -44,11 +44,11 @@ class DataCursor(BaseModel):
     # of an older DIA, taken to be about the current folder
     folder: str | None = None
     switched_from: str | None = None  # the folder before a switch, until a run is requested for the new one
-    # the digest of the stat index this tick left (folder_index.IndexStore): which files need
+    # the digest of the stat index this tick left (folder_index.StateFiles): which files need
     # no hashing next tick. Kept out of the cursor, which stays small at 100,000 files
     index: str | None = None
-    # the digest of the raw_files partition keys the last tick reconciled with the instance: the
-    # same keys need no query of the instance's 100,000 partitions (the requests went out with it)
+    # the digest of the file list whose raw_files partitions the last tick reconciled with the
+    # instance: the same files need no query of its 100,000 partitions (the requests went out with it)
     partitioned: str | None = None
 
     def about(self, folder: str) -> bool:
