@@ -87,6 +87,7 @@ bench: $(STAMP)
 	-$(BIN)/python bench/semantic.py
 	-$(BIN)/python bench/catalog.py
 	-$(BIN)/python bench/ui.py
+	-$(BIN)/python bench/sensor.py
 
 # The bundled evaluation sample; DIA_MODEL=oracle checks the plumbing (must score 100%).
 eval: $(STAMP)

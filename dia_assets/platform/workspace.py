@@ -213,6 +213,11 @@ class Workspace:
         return self._file("state", "last_error.txt")
 
     @property
+    def sensor_index(self) -> Path:
+        """The folder of the data sensor's stat index (agents/adaptation/folder_index.py)."""
+        return self.root / "state" / "sensor"
+
+    @property
     def warehouse(self) -> Path:
         """The default warehouse (DIA_WAREHOUSE can name another)."""
         return self._file("warehouse.duckdb")

@@ -15,6 +15,7 @@ from typing import Literal
 
 from pydantic import BaseModel
 
+from dia_assets.agents.adaptation.folder_index import StateFiles
 from dia_assets.agents.adaptation.settle import Seen
 from dia_assets.agents.adaptation.snapshot import FolderChange, diff, run_key
 
@@ -43,24 +44,72 @@ class DataCursor(BaseModel):
     # of an older DIA, taken to be about the current folder
     folder: str | None = None
     switched_from: str | None = None  # the folder before a switch, until a run is requested for the new one
+    # the digest of the stat index this tick left (folder_index.StateFiles): which files need
+    # no hashing next tick. Kept out of the cursor, which stays small at 100,000 files
+    index: str | None = None
+    # the digest of the file list whose raw_files partitions the last tick reconciled with the
+    # instance: the same files need no query of its 100,000 partitions (the requests went out with it)
+    partitioned: str | None = None
 
     def about(self, folder: str) -> bool:
         """Whether this state describes `folder`: state of another folder is no baseline."""
         return self.folder in (None, folder)
 
     @classmethod
-    def parse(cls, text: str | None) -> DataCursor | None:
+    def parse(cls, text: str | None, store: StateFiles | None = None) -> DataCursor | None:
         """The cursor a tick stored, or None. A cursor of an older DIA (path -> hash) is the
-        folder it last requested a build for: taken as done, as that DIA did."""
+        folder it last requested a build for: taken as done, as that DIA did. The large parts
+        of a cursor about many files are read from `store` (see `dump`); None when one of
+        them is gone (the workspace was cleared): the tick starts over, as on a first tick."""
         if not text:
             return None
         data = json.loads(text)
         if isinstance(data, dict) and "done" in data:
+            try:
+                for parent, name in _large_parts(data):
+                    parent[name] = _inline(parent[name], store)
+            except LookupError:
+                return None
             return cls.model_validate(data)
         return cls(done=dict(data))
 
-    def dump(self) -> str:
-        return self.model_dump_json()
+    def dump(self, store: StateFiles | None = None) -> str:
+        """The cursor as stored. With a `store`, a map of more than `INLINE_MAX` files (the
+        folder done, the pending change's, the files settling) is written to a file of its own,
+        named by its digest, and the cursor holds the digest: at 100,000 files the cursor stays
+        under a kilobyte (it was 9 MB, 18 MB while a change was pending) and Dagster stores
+        and ships it on every tick that moves it."""
+        data = self.model_dump(mode="json")
+        if store is None or not any(len(parent[name]) > INLINE_MAX for parent, name in _large_parts(data)):
+            return self.model_dump_json()
+        for parent, name in _large_parts(data):
+            if len(parent[name]) > INLINE_MAX:
+                parent[name] = {REF: store.save_snapshot(parent[name])}
+        return json.dumps(data, separators=(",", ":"))
+
+
+INLINE_MAX = 1000  # files in a map kept in the cursor itself
+REF = "$stored"  # {"$stored": digest}: a map stored beside the cursor (StateFiles.save_snapshot)
+
+
+def _large_parts(data: dict) -> list[tuple[dict, str]]:
+    """Where a dumped cursor holds a map per file: (the object, its key)."""
+    out = [(data, "done"), (data, "seen")]
+    if isinstance(data.get("pending"), dict):
+        out.append((data["pending"], "snapshot"))
+    return [(parent, name) for parent, name in out if isinstance(parent.get(name), dict)]
+
+
+def _inline(value: dict, store: StateFiles | None) -> dict:
+    """A map of the cursor, read from the store when the cursor holds its digest only."""
+    if set(value) != {REF}:
+        return value
+    if store is None:
+        raise ValueError("this cursor keeps its large maps beside it: parse it with the StateFiles (state/sensor)")
+    loaded = store.load_snapshot(value[REF])
+    if loaded is None:
+        raise LookupError(value[REF])
+    return loaded
 
 
 @dataclass

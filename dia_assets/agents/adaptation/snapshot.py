@@ -36,6 +36,8 @@ def snapshot(data_dir: Path) -> dict[str, str]:
 
 
 def diff(before: dict[str, str], after: dict[str, str]) -> FolderChange:
+    if before == after:  # the common tick, at 100,000 files: one comparison in C
+        return FolderChange()
     return FolderChange(
         added=sorted(set(after) - set(before)),
         changed=sorted(k for k in set(after) & set(before) if after[k] != before[k]),

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from functools import lru_cache
 from pathlib import Path
 
 from dia_assets.contracts.interpretation import QualityIssue
@@ -97,6 +98,7 @@ def distinct_derived_names(entries: list, file_name: str, used: set[str], rel: s
 _CLEAN_FILE = re.compile(r"[a-z0-9_]+(\.[a-z0-9]+)?")
 
 
+@lru_cache(maxsize=1 << 18)  # the data sensor names every file of the folder on every tick
 def raw_key_name(rel: str) -> str:
     """The Dagster asset-key name of a raw file, distinct per file: a plain top-level
     name (`staff.csv`) keeps its snake-case form; any other path (`a b.csv`,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import os
 import time
 from pathlib import Path
 
@@ -20,14 +21,14 @@ from dagster import (
 from pydantic import BaseModel
 
 from dia_assets.agents.adaptation.data_cursor import DataCursor, RunOutcome, absorb, decide
+from dia_assets.agents.adaptation.folder_index import StateFiles, folder_source, refresh
 from dia_assets.agents.adaptation.settle import stat_files, unsettled
-from dia_assets.agents.adaptation.snapshot import interpreted_snapshot, snapshot
+from dia_assets.agents.adaptation.snapshot import interpreted_snapshot
 from dia_assets.agents.data_folder import folder_id
+from dia_assets.agents.interpreter.names import raw_key_name
 from dia_assets.dagster.interpretation import (
-    folder_partitions,
-    latest_raw_version,
-    raw_file_events,
-    raw_partition_key,
+    latest_raw_versions,
+    raw_events,
     raw_partitions,
 )
 from dia_assets.dagster.resources.workspace import default_data_dir, default_workspace
@@ -39,9 +40,9 @@ from dia_assets.platform.workspace import Workspace
 TRIGGER_TAG = "dia/trigger"  # why a sensor asked for a run, when a change of files does not say it all
 
 
-def partition_requests(context: SensorEvaluationContext, data_dir: Path) -> list:
-    """Add a `raw_files` partition per new file, delete the partitions of deleted files."""
-    wanted = set(folder_partitions(data_dir))
+def partition_requests(context: SensorEvaluationContext, wanted: set[str]) -> list:
+    """Add a `raw_files` partition per new file (`wanted`: the folder's partition keys), delete
+    the partitions of deleted files."""
     try:
         have = set(context.instance.get_dynamic_partitions(raw_partitions.name))
     except DagsterInvariantViolationError:  # a context built without an instance (unit tests)
@@ -57,14 +58,14 @@ def partition_requests(context: SensorEvaluationContext, data_dir: Path) -> list
 def unobserved(context: SensorEvaluationContext, hashes: dict[str, str]) -> set[str]:
     """Partitions (of `hashes`, partition -> content hash) whose last reported materialization is
     missing or records another content: the ones to report now."""
-    out = set()
-    for key, digest in hashes.items():
-        try:
-            if latest_raw_version(context.instance, key) != digest:
-                out.add(key)
-        except DagsterInvariantViolationError:  # a context built without an instance (unit tests)
-            return set()
-    return out
+    if not hashes:
+        return set()
+    try:
+        instance = context.instance
+    except DagsterInvariantViolationError:  # a context built without an instance (unit tests)
+        return set()
+    reported = latest_raw_versions(instance, set(hashes))
+    return {key for key, digest in hashes.items() if reported[key] != digest}
 
 
 def pending_outcome(context: SensorEvaluationContext, cursor: DataCursor, workspace: Path) -> RunOutcome | None:
@@ -78,9 +79,10 @@ def pending_outcome(context: SensorEvaluationContext, cursor: DataCursor, worksp
     return run_outcome(instance, cursor.pending, workspace)
 
 
-def _result(cursor: DataCursor, before: str | None, reason: str, **kwargs: list) -> SensorResult | SkipReason:
+def _result(cursor: DataCursor, before: str | None, reason: str, store: StateFiles,
+            **kwargs: list) -> SensorResult | SkipReason:
     """A tick that requests nothing: a plain skip when it changed nothing either."""
-    dumped = cursor.dump()
+    dumped = cursor.dump(store)
     if dumped == before and not any(kwargs.values()):
         return SkipReason(reason)
     return SensorResult(skip_reason=reason, cursor=dumped, **kwargs)
@@ -101,7 +103,8 @@ def new_data_sensor(context: SensorEvaluationContext) -> SensorResult | SkipReas
     # the previous folder, so the sensor does not rebuild what `make demo` (or a build before)
     # just built, and a switch is reported as such rather than as files added and deleted.
     here = folder_id(data_dir, workspace)
-    stored = DataCursor.parse(context.cursor)
+    store = StateFiles(Workspace(workspace).sensor_index)  # the stat index, and the cursor's large maps
+    stored = DataCursor.parse(context.cursor, store)
     first = stored is None or not stored.about(here)
     if first:
         cursor = DataCursor(done=interpreted_snapshot(workspace, data_dir), folder=here,
@@ -112,20 +115,32 @@ def new_data_sensor(context: SensorEvaluationContext) -> SensorResult | SkipReas
     if cursor.pending is not None and outcome == "running":
         return SkipReason(decide(cursor, cursor.pending.snapshot, outcome, build_tries()).wait)
     cursor = absorb(cursor, outcome)
-    after = snapshot(data_dir)
-    moving = sorted(rel for rel, digest in after.items() if cursor.done.get(rel) != digest)
+    # list the folder (one stat per file) and hash only what moved since the index of the last tick
+    lister, hasher = folder_source(data_dir)
+    index, _ = refresh(lister(), None if first else store.load_index(cursor.index), hasher)
+    after = index.hashes()
+    moving = [] if after == cursor.done else sorted(rel for rel, digest in after.items() if cursor.done.get(rel) != digest)
     now = time.time()
     seen = stat_files(data_dir, moving, now, cursor.seen)
     waiting = unsettled(moving, cursor.seen, seen, now, settle_s())
     cursor = cursor.model_copy(update={"seen": seen})
     if waiting:  # nothing is read (observed, partitioned, built) until every changed file settled
+        cursor = cursor.model_copy(update={"index": store.save_index(index)})  # the hashes made, not reported
         return SensorResult(skip_reason=f"waiting for {', '.join(waiting)} to settle (size and modification time "
-                            f"unchanged for {settle_s():g} s across two ticks)", cursor=cursor.dump())
+                            f"unchanged for {settle_s():g} s across two ticks)", cursor=cursor.dump(store))
     decision = decide(cursor, after, outcome, build_tries())
-    partitions = partition_requests(context, data_dir)
-    hashes = {raw_partition_key(data_dir / rel, data_dir): digest for rel, digest in after.items()}
-    stale = unobserved(context, hashes)
-    events = raw_file_events(data_dir, stale) if stale else []
+    # the partition keys (raw_partition_key, without a Path each) are needed only when the
+    # files are not those the tick before reconciled, and for files not reported yet
+    named = hashlib.sha256("\n".join(after).encode()).hexdigest()[:32]
+    unreported = index.unreported()
+    keys = {rel: raw_key_name(rel.replace(os.sep, "/")) for rel in (unreported if named == cursor.partitioned else after)}
+    partitions = [] if named == cursor.partitioned else partition_requests(context, set(keys.values()))
+    # only files whose hash this sensor has not reported yet are checked against the instance
+    stale = unobserved(context, {keys[rel]: digest for rel, digest in unreported.items()})
+    events = [event for rel, digest in sorted(unreported.items(), key=lambda kv: keys[kv[0]])
+              if keys[rel] in stale for event in raw_events(keys[rel], data_dir / rel, digest)]
+    index = index.all_reported()  # reported now, or found reported: the events go out with this cursor
+    decision.cursor = decision.cursor.model_copy(update={"index": store.save_index(index), "partitioned": named})
     if decision.request is None:
         reason = decision.wait or "no change in the data folder"
         if first and stored is not None:
@@ -133,8 +148,8 @@ def new_data_sensor(context: SensorEvaluationContext) -> SensorResult | SkipReas
         decision.cursor = decision.cursor.model_copy(update={"switched_from": None})
         if first:  # the first tick (on this folder) always stores what it found
             return SensorResult(skip_reason=reason, dynamic_partitions_requests=partitions, asset_events=events,
-                                cursor=decision.cursor.dump())
-        return _result(decision.cursor, context.cursor, reason, dynamic_partitions_requests=partitions, asset_events=events)
+                                cursor=decision.cursor.dump(store))
+        return _result(decision.cursor, context.cursor, reason, store, dynamic_partitions_requests=partitions, asset_events=events)
     change = decision.change
     if change.deleted:
         context.log.warning(f"files deleted from {data_dir}: {', '.join(change.deleted)}")
@@ -151,7 +166,7 @@ def new_data_sensor(context: SensorEvaluationContext) -> SensorResult | SkipReas
         run_requests=[RunRequest(run_key=ask.run_key, tags=tags)],
         dynamic_partitions_requests=partitions,
         asset_events=events,
-        cursor=done.dump(),
+        cursor=done.dump(store),
     )
 
 
