@@ -254,6 +254,9 @@ def test_declared_automation_is_on_and_says_what_it_runs(page: Any, dagster_ui: 
     row = page.locator("[data-index]").filter(has_text="dia_automation")
     expect(row).to_contain_text("Automation condition sensor")
     expect(page.locator("[data-index]").filter(has_text="nightly_refresh")).to_be_visible()
+    # each row's running toggle (beside its selection box) appears once its state has loaded
+    for name in ("dia_automation", "new_data_sensor", "weekly_memory_consolidation"):
+        expect(page.locator("[data-index]").filter(has_text=name).locator("input[type=checkbox]")).to_have_count(2)
     screenshot(page, "automation")
     page.goto(row.get_by_role("link").first.get_attribute("href"))
     expect(page.get_by_text(re.compile(r"semantic_catalog: eager")).first).to_be_visible()
