@@ -51,6 +51,7 @@ from dia_assets.platform import limits  # noqa: E402
 from dia_assets.platform.memory.server import EmbeddedServer  # noqa: E402
 from dia_assets.platform.naming import quote_ident as q  # noqa: E402
 from dia_assets.platform.tables.target import Target  # noqa: E402
+from dia_assets.platform.workspace import Workspace  # noqa: E402
 
 TARGET_WORST_S = 0.5
 QUERY = "SELECT count(*), sum(total) FROM orders"
@@ -174,7 +175,7 @@ def main() -> None:
         first = run(base / "data", base / "ws", warehouse=url)
         assert first.report.accepted, first.report.axes
         print(f"first build ({args.rows:,} orders) in {time.perf_counter() - t:.1f} s", flush=True)
-        manifest = Manifest.read(base / "ws" / "schema" / "manifest.json")
+        manifest = Manifest.read(Workspace(base / "ws").manifest)
         runs: dict[str, list[dict]] = {"idle": [], "baseline": [], "swap": []}
         for _ in range(args.rounds):  # alternating, so both modes see the same machine
             for mode, build in (("idle", None), ("baseline", lambda: baseline_load(manifest, url)),
