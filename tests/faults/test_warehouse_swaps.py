@@ -117,8 +117,14 @@ def _killed_build(data: Path, ws: Path, step: str) -> int:
 
 
 @pytest.mark.parametrize("step", ["staging:orders", "refined:orders", "swap"])
-def test_kill_during_a_build_keeps_the_previous_warehouse_and_leftovers_are_cleaned(built, step):
+def test_kill_during_a_build_keeps_the_previous_warehouse_and_leftovers_are_cleaned(built, step, tmp_path, monkeypatch):
     data, ws, warehouse = built
+    # a temp folder of its own: any build in another test worker sweeps a dead pid's temporary
+    # folders from the shared one (clean_leftovers), between the kill and the look below
+    private = tmp_path / "tmp"
+    private.mkdir()
+    monkeypatch.setenv("TMPDIR", str(private))  # the killed child's
+    monkeypatch.setattr(tempfile, "tempdir", str(private))  # this process's next build
     before = warehouse.read_bytes()
     _export(data, orders=40)
     pid = _killed_build(data, ws, step)
