@@ -67,6 +67,8 @@ class Agreement:
             parts.append(f"  only on {engine}: {rows[:limit]}")
         for engine, rows in self.missing.items():
             parts.append(f"  missing on {engine}: {rows[:limit]}")
+        if len(parts) == 1 and not self.agree:
+            parts.append("  the same rows in another order")
         return "\n".join(parts)
 
 
