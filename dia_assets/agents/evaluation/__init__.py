@@ -9,7 +9,8 @@ Framework-free, in the spirit of pydantic_evals: datasets and scorers are plain 
 Modules, one concept each: `models` (instances, predictions, records), `datasets` (BIRD, Spider,
 defog sql-eval, our JSONL), `databases` (read-only SQLite/DuckDB/PostgreSQL with timeouts),
 `metrics` (EX, soft-F1, VES after DIA App. A.2 and BIRD's code), `failures` (App. C classes),
-`evaluators` (the metrics as typed objects applied per instance),
+`evaluators` (the metrics as typed objects applied per instance), `fidelity` (gold SQL on
+several engines' builds of the same files, compared row for row),
 `solvers` (the `Solver` protocol, `OracleSolver`, `AgentSolver`), `predictions` (another
 system's predictions file, matched to the question set), `sandbox` (its SQL through the gate,
 as BIRD's scorer runs it), `oracle` (the litellm
@@ -46,6 +47,7 @@ if TYPE_CHECKING:
         default_evaluators,
     )
     from dia_assets.agents.evaluation.failures import classify
+    from dia_assets.agents.evaluation.fidelity import Agreement, compare_engines
     from dia_assets.agents.evaluation.metrics import (
         best_soft_f1,
         execution_match,
@@ -95,6 +97,8 @@ _EXPORTS = {
     "ValidEfficiency": "dia_assets.agents.evaluation.evaluators",
     "default_evaluators": "dia_assets.agents.evaluation.evaluators",
     "classify": "dia_assets.agents.evaluation.failures",
+    "Agreement": "dia_assets.agents.evaluation.fidelity",
+    "compare_engines": "dia_assets.agents.evaluation.fidelity",
     "best_soft_f1": "dia_assets.agents.evaluation.metrics",
     "execution_match": "dia_assets.agents.evaluation.metrics",
     "results_match": "dia_assets.agents.evaluation.metrics",
@@ -127,6 +131,7 @@ __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
 __all__ = [
     "AgentSolver",
+    "Agreement",
     "Database",
     "DatabaseResolver",
     "EvalError",
@@ -147,6 +152,7 @@ __all__ = [
     "ValidEfficiency",
     "best_soft_f1",
     "classify",
+    "compare_engines",
     "default_evaluators",
     "default_db",
     "detect_format",

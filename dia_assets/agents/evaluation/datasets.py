@@ -219,10 +219,11 @@ def _sqlite_fix(node: Any) -> Any:
 
 
 def _postgres_fix(node: Any) -> Any:
-    """PostgreSQL has ROUND(numeric, int) only: a double's rounding goes through NUMERIC."""
+    """PostgreSQL has ROUND(numeric, int) only, and its ROUND(double) rounds half to even where
+    DuckDB rounds half away from zero (ROUND(0.5) is 0, not 1): rounding goes through NUMERIC."""
     from sqlglot import exp
 
-    if isinstance(node, exp.Round) and node.args.get("decimals") is not None:
+    if isinstance(node, exp.Round):
         node.set("this", exp.Cast(this=node.this.copy(), to=exp.DataType.build("NUMERIC")))
     return node
 
