@@ -13,6 +13,7 @@ from dia_assets.agents.schema_creator import sqlgen
 from dia_assets.agents.schema_creator.attempt import Attempt
 from dia_assets.agents.schema_creator.er import er_diagram
 from dia_assets.agents.schema_creator.generation import commit, last_attempt, prepare
+from dia_assets.agents.schema_creator.installers import installer_for
 from dia_assets.agents.schema_creator.lineage import manifest_lineage
 from dia_assets.agents.schema_creator.load import LoadResult, StepHook, load_duckdb
 from dia_assets.agents.schema_creator.overrides import (
@@ -89,10 +90,8 @@ def write_plan(interp: Interpretation, workspace: str | Path, dialect: str = "du
         "lineage": files.schema_lineage,
         "overrides": path,
     }
-    if dialect_for(dialect).loads_from_duckdb:  # its loader: schema_creator/postgres.py
-        from dia_assets.agents.schema_creator.postgres import ddl_script as pg_ddl
-
-        paths["ddl"].write_text(pg_ddl(manifest), encoding="utf-8")
+    if dialect_for(dialect).loads_from_duckdb:  # its installer's DDL (installers.py)
+        paths["ddl"].write_text(installer_for(dialect_for(dialect)).ddl_script(manifest), encoding="utf-8")
     else:
         paths["ddl"].write_text(sqlgen.ddl_script(manifest), encoding="utf-8")
     paths["load"].write_text(sqlgen.load_script(manifest), encoding="utf-8")
@@ -126,13 +125,11 @@ def previous_manifest(workspace: str | Path) -> Manifest | None:
 def load_warehouse(manifest: Manifest, warehouse: str, hook: StepHook | None = None,
                    check: SchemaCheck | None = None, replace_anyway: bool = False,
                    retire: list[str] | None = None) -> LoadResult:
-    """`check` (PostgreSQL): validates the build schemas before the swap installs them (and
+    """`check` (PostgreSQL, Spark): validates the build schemas before the swap installs them (and
     moves out the `retire` tables, which the previous plan had and this one no longer has)."""
     if build_dialect(warehouse).loads_from_duckdb:
-        from dia_assets.agents.schema_creator.postgres import load_postgres
-
-        return load_postgres(manifest, manifest.data_dir, warehouse, hook, check, replace_anyway,
-                             retire=retire or ())
+        return installer_for(build_dialect(warehouse)).load(manifest, manifest.data_dir, warehouse, hook, check,
+                                                            replace_anyway, retire=retire or ())
     return load_duckdb(manifest, manifest.data_dir, warehouse, hook)
 
 
@@ -204,7 +201,8 @@ def load_and_validate(
             plan = inc.plan_reload(before, manifest, None if only is None else set(only))
             quick = inc.reload_duckdb(before, manifest, plan, path, previous, interp, steps, replace_anyway,
                                       before_install)
-    elif incremental and build_dialect(warehouse).loads_from_duckdb:  # PostgreSQL: the swap of what changed
+    elif incremental and build_dialect(warehouse).loads_from_duckdb \
+            and installer_for(build_dialect(warehouse)).incremental:  # PostgreSQL: the swap of what changed
         record.fallback = (f"the last build was interrupted ({attempt.record.recovered[0]})"
                            if attempt.record.recovered else inc.unusable_reason_pg(before, manifest, previous, warehouse))
         if record.fallback is None:

@@ -49,11 +49,13 @@ class Target:
         self.dialect = self.engine.name
         self._own = con is None
         self.con = con if con is not None else self.engine.open_owner(self.warehouse)
+        if schemas is None and self.engine.installed_schemas is not None:
+            schemas = self.engine.installed_schemas(self.warehouse)
         self.schemas, self.only = dict(schemas or {}), only
         refined = self.schemas.get(self.engine.default_schema or "")
         if refined:
             path = [refined] + ([self.engine.default_schema] if only is not None else [])
-            self.con.execute("SET search_path TO " + ", ".join('"' + s.replace('"', '""') + '"' for s in path))
+            self.con.execute(self.engine.search_path_sql(path))
 
     def sql(self, duckdb_sql: str) -> str:
         return transpile(duckdb_sql, self.dialect, self.schemas, self.only)
@@ -69,6 +71,8 @@ class Target:
         """(name, data type) of a table, in order."""
         if self.only is None or table in self.only:
             schema = self.schemas.get(schema, schema)
+        if hasattr(self.con, "columns"):  # an engine without information_schema (Spark)
+            return self.con.columns(schema, table)
         return [
             (r[0], r[1]) for r in self.rows(
                 "SELECT column_name, data_type FROM information_schema.columns "

@@ -120,6 +120,14 @@ class Dialect:
     asset_kinds: tuple[str, ...] = ()
     # where NULLs sort without NULLS FIRST/LAST, as (ascending, descending)
     nulls_first: tuple[bool, bool] = (False, False)
+    # the statement that makes unqualified names resolve to these schemas, first one first
+    # (a build not installed yet is read where it was built: platform/tables/target.py)
+    search_path_sql: Callable[[list[str]], str] = field(
+        default=lambda path: "SET search_path TO " + ", ".join('"' + s.replace('"', '""') + '"' for s in path),
+        repr=False)
+    # layer -> schema of the installed tables, where they are not the layers' own names (Spark's
+    # versions); None: the names as written
+    installed_schemas: Callable[[str], dict[str, str] | None] | None = field(default=None, repr=False)
 
     def open(self, target: str | Path, read_only: bool = True, **options: Any) -> Connection:
         return self.opener(target, read_only=read_only, **options)

@@ -1,0 +1,149 @@
+"""Spark target: build in DuckDB (the engine that parses the files, keeps every record and
+routes rejects), write each layer of each table as Parquet into a new version folder
+`<root>/<build>/{refined,staging,rejects}/<table>/`, register those folders as tables of the
+version's databases (`dia_<build>`, `..._staging`, `..._rejects`), validate them there through
+Spark, then install the version by replacing `<root>/CURRENT` (one atomic rename), which is what
+every reader resolves at open (platform/warehouse/spark.py). A build that is not accepted
+leaves CURRENT as it was and deletes its folder; the previous version is kept for readers that
+opened on it, and older ones are deleted; a crash leaves only a folder no CURRENT names, which
+the next build deletes."""
+
+from __future__ import annotations
+
+import fcntl
+import shutil
+import tempfile
+import uuid
+from collections.abc import Callable, Collection
+from pathlib import Path
+
+import duckdb
+
+from dia_assets.agents.schema_creator import sqlgen
+from dia_assets.agents.schema_creator.load import LoadResult, StepHook, build_into
+from dia_assets.contracts.manifest import Manifest, ManifestTable
+from dia_assets.platform import limits
+from dia_assets.platform.files.temp import temp_prefix
+from dia_assets.platform.naming import quote_ident as q
+from dia_assets.platform.naming import sql_str
+from dia_assets.platform.warehouse.spark import (
+    current_build,
+    drop_version,
+    new_session,
+    parse_target,
+    quote,
+    register_version,
+    set_current,
+)
+
+# (schemas: layer -> its build database) -> accepted
+SchemaCheck = Callable[[dict[str, str]], bool]
+LOCK = ".build.lock"
+
+
+def _layers(table: ManifestTable) -> list[tuple[str, str, list[str]]]:
+    """(layer folder, DuckDB name, columns) of a table's three layers."""
+    staged = list(table.source_columns) + [c for c, _ in sqlgen.PROVENANCE]
+    return [
+        ("staging", f"staging.{q(table.name)}", staged),
+        ("rejects", f"rejects.{q(table.name)}", staged + [c for c, _ in sqlgen.REJECT_EXTRA]),
+        ("refined", q(table.name), [c.name for c in table.columns]),
+    ]
+
+
+def ddl_script(manifest: Manifest) -> str:
+    """What a build registers, as Spark DDL (tables over Parquet folders of a version `<build>`)."""
+    out = []
+    for table in manifest.tables:
+        for layer, _, columns in _layers(table):
+            db = {"refined": "dia_<build>", "staging": "dia_<build>_staging", "rejects": "dia_<build>_rejects"}[layer]
+            out.append(f"CREATE TABLE {db}.{quote(table.name)} USING parquet "
+                       f"LOCATION '<root>/<build>/{layer}/{table.name}'  -- {len(columns)} columns")
+    return ";\n".join(out) + ";\n"
+
+
+def _export(con: duckdb.DuckDBPyConnection, manifest: Manifest, folder: Path, hook: StepHook | None) -> None:
+    """Every layer as one Parquet file per table (its column types kept: DECIMAL, DATE, ...)."""
+    for table in manifest.tables:
+        for layer, duck_name, columns in _layers(table):
+            out = folder / layer / table.name
+            out.mkdir(parents=True)
+            select = ", ".join(q(c) for c in columns)
+            con.execute(f"COPY (SELECT {select} FROM {duck_name}) TO {sql_str(str(out / 'part-0.parquet'))} "
+                        "(FORMAT parquet, COMPRESSION zstd)")
+        if hook:
+            hook(f"spark:{table.name}")
+
+
+def _sweep(root: Path, keep: set[str]) -> list[str]:
+    """Version folders no reader resolves any more (the caller holds the build lock)."""
+    gone = []
+    for path in root.iterdir():
+        if path.is_dir() and not path.name.startswith(("_", ".")) and path.name not in keep:
+            shutil.rmtree(path, ignore_errors=True)
+            gone.append(path.name)
+    return gone
+
+
+def load_spark(
+    manifest: Manifest, data_dir: str | Path, target: str, hook: StepHook | None = None,
+    check: SchemaCheck | None = None, replace_anyway: bool = False,
+    keep: Collection[str] = (), retire: Collection[str] = (),
+) -> LoadResult:
+    """Build, check (`check` gets the version's databases by layer), then install by switching
+    CURRENT. A build `check` refuses is installed only with `replace_anyway` (or when none is).
+    `keep`/`retire`: a full build holds every table of the plan, so neither applies here."""
+    del keep, retire
+    spark_target = parse_target(target)
+    root = spark_target.root
+    root.mkdir(parents=True, exist_ok=True)
+    with (root / LOCK).open("a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # one builder per root: the sweep assumes no other build
+        before = current_build(root)
+        previous = _previous(root)
+        _sweep(root, {b for b in (before, previous) if b})
+        build_id = uuid.uuid4().hex[:12]
+        folder = root / build_id
+        with tempfile.TemporaryDirectory(prefix=temp_prefix("dia-spark-")) as tmp:
+            con = duckdb.connect(str(Path(tmp) / "build.duckdb"))
+            limits.plan_linearly(con)
+            try:
+                result = build_into(con, manifest, data_dir, hook)
+                _export(con, manifest, folder, hook)
+            except BaseException:
+                shutil.rmtree(folder, ignore_errors=True)
+                raise
+            finally:
+                con.close()
+        spark = new_session(spark_target)
+        installed = False
+        try:
+            names = register_version(spark, root, build_id)
+            schemas = {"default": names["refined"], "staging": names["staging"], "rejects": names["rejects"]}
+            accepted = check(schemas) if check else True
+            if accepted or replace_anyway or before is None:
+                (root / ".previous").write_text(before or "", encoding="utf-8")
+                set_current(root, build_id)
+                installed = True
+            else:
+                result.installed = False
+                result.rejected_build = (f"its Spark version {build_id} was deleted; the installed version "
+                                         f"({before}) was left as it was")
+        finally:
+            if not installed:
+                drop_version(spark, build_id)
+                shutil.rmtree(folder, ignore_errors=True)
+        if installed and previous and previous != before:
+            drop_version(spark, previous)  # the version before the previous: no reader opens it now
+            _sweep(root, {build_id, before or ""})
+    result.dialect = "spark"
+    result.warehouse = "spark://(redacted)"
+    return result
+
+
+def _previous(root: Path) -> str | None:
+    try:
+        return (root / ".previous").read_text(encoding="utf-8").strip() or None
+    except OSError:
+        return None
+
