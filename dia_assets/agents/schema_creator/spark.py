@@ -41,13 +41,24 @@ SchemaCheck = Callable[[dict[str, str]], bool]
 LOCK = ".build.lock"
 
 
-def _layers(table: ManifestTable) -> list[tuple[str, str, list[str]]]:
-    """(layer folder, DuckDB name, columns) of a table's three layers."""
-    staged = list(table.source_columns) + [c for c, _ in sqlgen.PROVENANCE]
+# DuckDB types Spark has no type for, and the nearest type that keeps every value
+_SPARK_TYPE = {"TIME": "VARCHAR", "TIMETZ": "VARCHAR", "TIME WITH TIME ZONE": "VARCHAR", "UUID": "VARCHAR",
+               "INTERVAL": "VARCHAR", "JSON": "VARCHAR", "HUGEINT": "DECIMAL(38,0)", "UHUGEINT": "DECIMAL(38,0)",
+               "UBIGINT": "DECIMAL(20,0)", "UINTEGER": "BIGINT", "USMALLINT": "INTEGER", "UTINYINT": "SMALLINT"}
+
+
+def spark_type(duckdb_type: str) -> str | None:
+    """The type a column is written as for Spark, where it differs from DuckDB's (else None)."""
+    return _SPARK_TYPE.get(duckdb_type.upper().strip())
+
+
+def _layers(table: ManifestTable) -> list[tuple[str, str, list[tuple[str, str | None]]]]:
+    """(layer folder, DuckDB name, [(column, type to cast to or None)]) of a table's three layers."""
+    staged = [(c, None) for c in table.source_columns] + [(c, None) for c, _ in sqlgen.PROVENANCE]
     return [
         ("staging", f"staging.{q(table.name)}", staged),
-        ("rejects", f"rejects.{q(table.name)}", staged + [c for c, _ in sqlgen.REJECT_EXTRA]),
-        ("refined", q(table.name), [c.name for c in table.columns]),
+        ("rejects", f"rejects.{q(table.name)}", staged + [(c, None) for c, _ in sqlgen.REJECT_EXTRA]),
+        ("refined", q(table.name), [(c.name, spark_type(c.type)) for c in table.columns]),
     ]
 
 
@@ -68,7 +79,7 @@ def _export(con: duckdb.DuckDBPyConnection, manifest: Manifest, folder: Path, ho
         for layer, duck_name, columns in _layers(table):
             out = folder / layer / table.name
             out.mkdir(parents=True)
-            select = ", ".join(q(c) for c in columns)
+            select = ", ".join(q(c) if cast is None else f"CAST({q(c)} AS {cast}) AS {q(c)}" for c, cast in columns)
             con.execute(f"COPY (SELECT {select} FROM {duck_name}) TO {sql_str(str(out / 'part-0.parquet'))} "
                         "(FORMAT parquet, COMPRESSION zstd)")
         if hook:
