@@ -63,13 +63,14 @@ def _layers(table: ManifestTable) -> list[tuple[str, str, list[tuple[str, str | 
 
 
 def ddl_script(manifest: Manifest) -> str:
-    """What a build registers, as Spark DDL (tables over Parquet folders of a version `<build>`)."""
-    out = []
+    """What a build registers, as Spark DDL: tables over the Parquet folders of a version
+    (`<build>` and `<root>` stand for each build's id and the warehouse root)."""
+    names = {"refined": "dia_<build>", "staging": "dia_<build>_staging", "rejects": "dia_<build>_rejects"}
+    out = [f"CREATE SCHEMA IF NOT EXISTS {quote(db)}" for db in names.values()]
     for table in manifest.tables:
         for layer, _, columns in _layers(table):
-            db = {"refined": "dia_<build>", "staging": "dia_<build>_staging", "rejects": "dia_<build>_rejects"}[layer]
-            out.append(f"CREATE TABLE {db}.{quote(table.name)} USING parquet "
-                       f"LOCATION '<root>/<build>/{layer}/{table.name}'  -- {len(columns)} columns")
+            out.append(f"CREATE TABLE {quote(names[layer])}.{quote(table.name)} USING parquet "
+                       f"LOCATION '<root>/<build>/{layer}/{table.name}'")
     return ";\n".join(out) + ";\n"
 
 
