@@ -33,9 +33,8 @@ EXTRACTED = ["pagila", "tpch"]  # vendored as extracts (tests/fixtures/datasets/
 
 # The engines compared, each with where a dataset's build goes: (pytest request, a fresh folder,
 # dataset) -> warehouse target. The first is the reference the others are compared with.
-# SPARK HOOK: once the `spark` dialect is registered, one line adds it here, e.g.
-#   "spark": lambda request, folder, name: f"spark://local[2]?...{folder}",
-# and every test below runs on it too.
+# Spark's (it needs pyspark) is added by tests/test_engine_fidelity_spark.py, which runs every
+# test below on DuckDB and Spark.
 TARGETS: dict[str, Callable[[pytest.FixtureRequest, Path, str], str]] = {
     "duckdb": lambda request, folder, name: str(Workspace(folder / "ws").warehouse),
     "postgres": lambda request, folder, name: fresh_database_url(
@@ -63,6 +62,12 @@ def questions(name: str) -> list[EvalInstance]:
 @pytest.fixture(scope="module")
 def builds(request: pytest.FixtureRequest,
            tmp_path_factory: pytest.TempPathFactory) -> Callable[..., dict[str, str]]:
+    return dataset_builds(request, tmp_path_factory, TARGETS)
+
+
+def dataset_builds(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory,
+                   targets_of: dict[str, Callable[[pytest.FixtureRequest, Path, str], str]],
+                   ) -> Callable[..., dict[str, str]]:
     """A dataset's installed builds, {engine: target}: interpreted once, built on each engine
     from that one interpretation, each build accepted. Built on first use, kept for the module.
     `root`: the vendored extracts (default) or ../shared/datasets."""
@@ -76,9 +81,9 @@ def builds(request: pytest.FixtureRequest,
             interp = interpret(raw)
             label = name if root == DATASETS else f"full_{name}"
             targets = {}
-            for engine in ENGINES:
+            for engine, target_of in targets_of.items():
                 folder = tmp_path_factory.mktemp(f"{label}-{engine}")
-                targets[engine] = TARGETS[engine](request, folder, label)
+                targets[engine] = target_of(request, folder, label)
                 result = run(raw, folder / "ws", warehouse=targets[engine], interpretation=interp)
                 assert result.report.accepted and result.report.installed, (label, engine)
             done[name, root] = targets
@@ -122,7 +127,7 @@ def test_every_table_holds_the_same_rows_on_every_engine(name: str, builds) -> N
     """Below the questions: each refined table whole, so a value the loader changes shows up
     even where no gold query reads it."""
     targets = builds(name)
-    with open_database(targets[ENGINES[0]]) as db:
+    with open_database(next(iter(targets.values()))) as db:
         tables = sorted(db.schema())
     assert tables, name
     whole = [EvalInstance(id=t, question=t, gold_sql=[f'SELECT * FROM "{t}"']) for t in tables]

@@ -228,7 +228,17 @@ def _postgres_fix(node: Any) -> Any:
     return node
 
 
-_ENGINE_FIXES = {"sqlite": _sqlite_fix, "postgres": _postgres_fix}
+def _spark_fix(node: Any) -> Any:
+    """Spark averages a DECIMAL as a DECIMAL of four more digits of scale (80.441216), DuckDB
+    as a DOUBLE (80.4412156862745): the average goes through DOUBLE, as DuckDB's does."""
+    from sqlglot import exp
+
+    if isinstance(node, exp.Avg) and not isinstance(node.this, exp.Distinct):
+        node.set("this", exp.Cast(this=node.this.copy(), to=exp.DataType.build("DOUBLE")))
+    return node
+
+
+_ENGINE_FIXES = {"sqlite": _sqlite_fix, "postgres": _postgres_fix, "spark": _spark_fix}
 
 
 def _sqlglot_name(dialect: str) -> str:
