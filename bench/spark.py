@@ -16,6 +16,7 @@ Ends with one JSON line.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import os
@@ -77,10 +78,8 @@ class PeakMemory:
         while not self._stop.is_set():
             total = 0
             for proc in [me, *me.children(recursive=True)]:
-                try:
+                with contextlib.suppress(psutil.Error):  # a child that just ended
                     total += proc.memory_info().rss
-                except psutil.Error:
-                    pass
             self.peak = max(self.peak, total)
             self._stop.wait(0.2)
 

@@ -68,7 +68,7 @@ def ddl_script(manifest: Manifest) -> str:
     names = {"refined": "dia_<build>", "staging": "dia_<build>_staging", "rejects": "dia_<build>_rejects"}
     out = [f"CREATE SCHEMA IF NOT EXISTS {quote(db)}" for db in names.values()]
     for table in manifest.tables:
-        for layer, _, columns in _layers(table):
+        for layer, _, _ in _layers(table):
             out.append(f"CREATE TABLE {quote(names[layer])}.{quote(table.name)} USING parquet "
                        f"LOCATION '<root>/<build>/{layer}/{table.name}'")
     return ";\n".join(out) + ";\n"

@@ -26,6 +26,7 @@ import threading
 import time
 import uuid
 from dataclasses import dataclass
+from datetime import UTC
 from pathlib import Path
 from typing import Any
 
@@ -214,6 +215,21 @@ def _read_only_reason(sql: str, db: str) -> str | None:
     return None
 
 
+def _aware(frame: Any, row: tuple[Any, ...]) -> tuple[Any, ...]:
+    """A TIMESTAMP (an instant) as an aware UTC datetime, as DuckDB and PostgreSQL return a
+    TIMESTAMPTZ: pyspark hands it over naive, in the machine's local time."""
+    from pyspark.sql.types import TimestampType
+
+    zoned = [i for i, f in enumerate(frame.schema.fields) if isinstance(f.dataType, TimestampType)]
+    if not zoned:
+        return row
+    out = list(row)
+    for i in zoned:
+        if out[i] is not None:
+            out[i] = out[i].astimezone(UTC)
+    return tuple(out)
+
+
 def _spine(node: Any) -> bool:
     """Table functions over values only: number ranges and unnesting."""
     from sqlglot import exp
@@ -266,7 +282,7 @@ class SparkDatabase:
         try:
             frame = self.spark.sql(sql)
             columns = list(frame.columns)
-            rows = [tuple(r) for r in frame.take(max_rows + 1)] if columns else []
+            rows = [_aware(frame, tuple(r)) for r in frame.take(max_rows + 1)] if columns else []
         except Exception as err:
             if fired.is_set():
                 raise QueryTimeout(f"query exceeded {timeout_s:g} s and was interrupted") from err
