@@ -1,0 +1,69 @@
+"""A workspace on object storage (`DIA_WORKSPACE=s3://bucket/prefix`) as a local working copy.
+
+Agents read and write the workspace as local files (DuckDB opens the warehouse file, the writer
+lock is an `flock`). With the workspace on S3, each process works in a copy of its own: pulled
+when a step (or `dia build`) starts, pushed when it ends, changed files only (object_store.py).
+Steps on the multiprocess executor, or in pods of their own, then share state only through the
+bucket, as they must: no step relies on a file another step left on its disk.
+
+What stays local: the writer lock (exclusion across machines is the instance's one-writer run
+queue: the `dia/workspace` tag), the data sensor's stat index (a cache; a lost one is rebuilt),
+the Dagster instance folder and the embedded PostgreSQL (use DIA_MEMORY_URL and a real
+DAGSTER_HOME beside an S3 workspace).
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from dia_assets.platform.files import object_store
+
+LOCAL_ONLY = ("state/writer.lock", "state/sensor/", ".dagster/", "pgdata/")
+
+_copies: dict[str, Path] = {}
+
+
+def working_copy(location: str | os.PathLike[str]) -> Path:
+    """Where this process reads and writes the workspace `location`: the path itself, or this
+    process's copy of an s3:// workspace (created empty; `pull` fills it). Removed at exit."""
+    if not object_store.is_url(location):
+        return Path(location)
+    url = str(location).rstrip("/")
+    if url not in _copies:
+        folder = Path(f"{object_store.mirror_folder(url, 'workspace')}-{os.getpid()}")
+        shutil.rmtree(folder, ignore_errors=True)  # a pid reused after a killed process
+        folder.mkdir(parents=True)
+        _copies[url] = folder
+        atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    return _copies[url]
+
+
+def pull(location: str | os.PathLike[str]) -> Path:
+    """The working copy, brought up to date with the bucket (a local workspace: as is)."""
+    copy = working_copy(location)
+    if object_store.is_url(location):
+        object_store.pull(str(location), copy, exclude=LOCAL_ONLY)
+    return copy
+
+
+def push(location: str | os.PathLike[str]) -> list[str]:
+    """Send this process's changes to the bucket; the keys sent (none for a local workspace)."""
+    if not object_store.is_url(location):
+        return []
+    return object_store.push(working_copy(location), str(location), exclude=LOCAL_ONLY)
+
+
+@contextmanager
+def synced(location: str | os.PathLike[str]) -> Iterator[Path]:
+    """The workspace as a local folder for one step: pulled before, pushed after (after a
+    failure too: the attempt record and last error are what the next reader needs)."""
+    copy = pull(location)
+    try:
+        yield copy
+    finally:
+        push(location)
