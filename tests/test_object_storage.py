@@ -150,3 +150,77 @@ def test_clear_error_naming_the_url(bucket: str, endpoint: str, problem: str) ->
     line = error_line(err.value)
     assert url in line and "\n" not in line and "Traceback" not in line
     assert ("does not exist" if problem == "no bucket" else "access denied") in line
+
+
+def test_sensor_notices_a_new_object_and_hashes_only_it(bucket: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The data sensor on an s3:// folder and workspace: the first tick after a build asks for
+    nothing (the interpretation in the bucket says what is built), an unchanged listing asks for
+    nothing, a new object asks for one run and is the only object read, its events name its URL."""
+    import hashlib
+
+    from dagster import DagsterInstance, DagsterRunStatus, SensorResult, build_sensor_context
+    from dagster._core.test_utils import create_run_for_test
+
+    from dia_assets.dagster.sensors.data_sensors import new_data_sensor
+    from dia_assets.pipeline import run
+
+    raw, ws = f"s3://{bucket}/raw", f"s3://{bucket}/ws"
+    upload(HR, raw)
+    run(raw, ws)
+    monkeypatch.setenv("DIA_DATA_DIR", raw)
+    monkeypatch.setenv("DIA_WORKSPACE", ws)
+    monkeypatch.setenv("DIA_SETTLE_S", "0")
+    hashed: list[str] = []
+    real_hash = object_store.object_hash
+    monkeypatch.setattr(object_store, "object_hash", lambda url, fs=None: hashed.append(url) or real_hash(url, fs))
+    instance = DagsterInstance.ephemeral()
+
+    def tick(cursor: str | None) -> SensorResult:
+        return new_data_sensor(build_sensor_context(instance=instance, cursor=cursor))
+
+    first = tick(None)
+    assert not first.run_requests and "no change" in first.skip_reason.skip_message
+    assert len(hashed) == len(list(HR.iterdir()))  # a first tick reads every object once
+    hashed.clear()
+    same = tick(first.cursor)
+    assert not getattr(same, "run_requests", None) and hashed == []  # unchanged ETags: nothing read
+    body = b"id,name\n1,new\n"
+    object_store.filesystem().pipe_file(f"{bucket}/raw/extra.csv", body)
+    new = tick(first.cursor)
+    assert len(new.run_requests) == 1 and "added: extra.csv" in new.run_requests[0].tags["dia/change"]
+    assert hashed == [f"{raw}/extra.csv"]
+    events = [e for e in new.asset_events if e.partition == "extra_csv"]
+    assert len(events) == 2
+    for event in events:
+        assert event.tags["dagster/data_version"] == hashlib.sha256(body).hexdigest()
+        assert event.metadata["path"].value == f"{raw}/extra.csv" and event.metadata["size_bytes"].value == len(body)
+        assert event.metadata["etag"].value == hashlib.md5(body).hexdigest()  # noqa: S324 - S3's ETag of a single-part upload
+    create_run_for_test(instance, job_name="build_job", status=DagsterRunStatus.SUCCESS, tags=new.run_requests[0].tags)
+    hashed.clear()
+    after = tick(new.cursor)
+    assert not getattr(after, "run_requests", None) and hashed == []  # the change is done: no second run
+
+
+def test_sensor_waits_for_a_new_object_to_settle(bucket: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    from dagster import DagsterInstance, build_sensor_context
+
+    from dia_assets.dagster.sensors.data_sensors import new_data_sensor
+
+    raw = f"s3://{bucket}/raw"
+    object_store.filesystem().pipe_file(f"{bucket}/raw/a.csv", b"id\n1\n")
+    monkeypatch.setenv("DIA_DATA_DIR", raw)
+    monkeypatch.setenv("DIA_WORKSPACE", tmp_workspace())
+    monkeypatch.setenv("DIA_SETTLE_S", "3600")
+    result = new_data_sensor(build_sensor_context(instance=DagsterInstance.ephemeral()))
+    assert not result.run_requests and "waiting for a.csv to settle (size and ETag unchanged" in result.skip_reason.skip_message
+
+
+def test_sensor_names_a_missing_bucket(bucket: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    from dagster import DagsterInstance, build_sensor_context
+
+    from dia_assets.dagster.sensors.data_sensors import new_data_sensor
+
+    monkeypatch.setenv("DIA_DATA_DIR", f"s3://gone-{bucket}/raw")
+    monkeypatch.setenv("DIA_WORKSPACE", tmp_workspace())
+    result = new_data_sensor(build_sensor_context(instance=DagsterInstance.ephemeral()))
+    assert result.skip_message.startswith(f"s3://gone-{bucket}/raw: the bucket does not exist")

@@ -22,8 +22,11 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from dia_assets.platform.files import object_store
+from dia_assets.platform.workspace import Workspace
 
-LOCAL_ONLY = ("state/writer.lock", "state/sensor/", ".dagster/", "pgdata/")
+_NAMES = Workspace(Path())  # the tree's names, relative
+LOCAL_ONLY = (_NAMES.writer_lock.as_posix(), *(f"{p.as_posix()}/" for p in (_NAMES.sensor_index, _NAMES.dagster_home,
+                                                                              _NAMES.pgdata)))
 
 _copies: dict[str, Path] = {}
 
@@ -56,6 +59,21 @@ def push(location: str | os.PathLike[str]) -> list[str]:
     if not object_store.is_url(location):
         return []
     return object_store.push(working_copy(location), str(location), exclude=LOCAL_ONLY)
+
+
+SENSOR_READS = (_NAMES.interpretation.as_posix(), _NAMES.attempt.as_posix())
+
+
+def sensor_view(location: str | os.PathLike[str]) -> Path:
+    """What a sensor tick reads of the workspace, as a local folder: the workspace itself, or
+    for an s3:// workspace a folder kept on this machine with the interpretation (what is
+    built) and the attempt record (is the requested run alive) pulled again each tick; its
+    state/sensor holds the tick's stat index (a cache: when lost, the files are hashed again)."""
+    if not object_store.is_url(location):
+        return Path(location)
+    folder = object_store.mirror_folder(str(location).rstrip("/"), "sensor")
+    object_store.pull(str(location), folder, only=SENSOR_READS)
+    return folder
 
 
 @contextmanager

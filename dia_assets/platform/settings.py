@@ -96,9 +96,9 @@ class Settings(BaseSettings):
 
     # where things live
     workspace: Location = Field(Path("dia_workspace"), description="artifact root: warehouse, reports, memory "
-                                "store; a folder or an s3://bucket/prefix URL", json_schema_extra={"expect": "location"})
-    data_dir: Location = Field(Path("examples/data"), description="folder of raw files to interpret; a folder or an "
-                               "s3://bucket/prefix URL", json_schema_extra={"expect": "location"})
+                                "store", json_schema_extra={"expect": "location"})
+    data_dir: Location = Field(Path("examples/data"), description="folder of raw files to interpret",
+                               json_schema_extra={"expect": "location"})
     object_cache: Path | None = Field(None, description="local folder of the copies of s3:// data folders and "
                                       "workspaces; unset: dia-objects-<uid> in the temporary directory")
     warehouse: str | None = Field(None, description="DuckDB or SQLite file, or postgresql:// URL; unset: <workspace>/warehouse.duckdb")

@@ -196,13 +196,15 @@ def _stat(path: Path) -> tuple[int, int] | None:
     return st.st_size, st.st_mtime_ns
 
 
-def pull(url: str, dest: Path, exclude: tuple[str, ...] = (), fs: Any = None) -> list[str]:
+def pull(url: str, dest: Path, exclude: tuple[str, ...] = (), fs: Any = None,
+         only: tuple[str, ...] | None = None) -> list[str]:
     """Make `dest` hold the objects under `url`: download each object whose ETag differs from
     the last pull's (or whose local copy was changed), delete the local files whose object is
     gone. Returns the keys downloaded. Paths in `exclude` (relative, folders end with /) are
-    neither downloaded nor deleted."""
+    neither downloaded nor deleted; with `only`, nothing but those paths is."""
     fs = fs or filesystem()
-    objects = [o for o in listing(url, fs) if not _excluded(o.rel, exclude)]
+    objects = [o for o in listing(url, fs) if not _excluded(o.rel, exclude)
+               and (only is None or _excluded(o.rel, only))]
     with _locked(dest):
         state = _read_state(dest)
         fetched = []
@@ -269,12 +271,17 @@ def push(dest: Path, url: str, exclude: tuple[str, ...] = (), fs: Any = None) ->
     return sent
 
 
+def local_root(location: str | os.PathLike[str]) -> Path:
+    """Where `location`'s files are read locally (an interpretation names this folder): the
+    path itself, or the mirror folder of an s3:// prefix, without syncing it."""
+    return mirror_folder(str(location).rstrip("/")) if is_url(location) else Path(location)
+
+
 def local_copy(location: str | os.PathLike[str]) -> Path:
     """A local folder holding `location`'s files: the path itself, or the synced mirror of an
     s3:// prefix (see `pull`)."""
     if not is_url(location):
         return Path(location)
-    url = str(location)
-    dest = mirror_folder(url)
-    pull(url, dest)
+    dest = local_root(location)
+    pull(str(location), dest)
     return dest
