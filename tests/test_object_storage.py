@@ -224,3 +224,59 @@ def test_sensor_names_a_missing_bucket(bucket: str, monkeypatch: pytest.MonkeyPa
     monkeypatch.setenv("DIA_WORKSPACE", tmp_workspace())
     result = new_data_sensor(build_sensor_context(instance=DagsterInstance.ephemeral()))
     assert result.skip_message.startswith(f"s3://gone-{bucket}/raw: the bucket does not exist")
+
+
+# The step processes start from a forkserver that imported Dagster and the agents once (not the
+# definitions: each step loads the code location, and its working copy, itself).
+FORKSERVER = {"forkserver": {"preload_modules": ["dagster", "dagster_duckdb", "dia_assets.agents.schema_creator.build",
+                                                 "dia_assets.agents.interpreter.interpreter"]}}
+
+
+def _build_job():  # noqa: ANN202 - reconstructable target: the code location's own build_job
+    from dia_assets.definitions import build_defs
+
+    return build_defs().resolve_job_def("build_job")
+
+
+def test_build_job_on_the_multiprocess_executor_with_the_workspace_on_s3(
+        bucket: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every step is a process with a working copy of its own (removed when the step ends), so
+    the interpretation, the manifest, the warehouse and the report reach the next step only
+    through the bucket; the run succeeds and the warehouse in the bucket holds the local build's rows."""
+    import json
+
+    from dagster import DagsterEventType, execute_job, instance_for_test, reconstructable
+
+    from dia_assets.agents.interpreter import interpret
+    from dia_assets.agents.schema_creator.build import write_plan
+    from dia_assets.pipeline import run
+
+    expected = table_rows(Path(run(HR, tmp_path / "local_ws").load.warehouse))
+    raw, ws = f"s3://{bucket}/raw", f"s3://{bucket}/ws"
+    upload(HR, raw)
+    # planned before the run (as `make demo` does with plan_job): each step process loads the
+    # code location, whose tables come from the manifest in the bucket
+    planned = tmp_path / "planned"
+    interp = interpret(object_store.local_copy(raw))
+    planned.mkdir()
+    (planned / "interpretation.json").write_text(interp.to_json(), encoding="utf-8")
+    write_plan(interp, planned)
+    upload(planned, ws)
+    for name, value in {"DIA_WORKSPACE": ws, "DIA_DATA_DIR": raw, "PYTHONPATH": str(ROOT),
+                        "DIA_EXECUTOR": "multiprocess"}.items():
+        monkeypatch.setenv(name, value)
+    (tmp_path / "dagster").mkdir()
+    with instance_for_test(temp_dir=str(tmp_path / "dagster")) as instance, \
+            execute_job(reconstructable(_build_job), instance=instance,
+                        run_config={"execution": {"config": {"max_concurrent": 2, "start_method": FORKSERVER}}}) as result:
+        assert result.success
+        starts = [e for e in result.all_events if e.event_type == DagsterEventType.STEP_START]
+    pids = {e.step_key: e.pid for e in starts}
+    assert set(pids) == {"interpretation", "schema_manifest", "warehouse", "warehouse_checks", "validation_report"}
+    assert len(set(pids.values())) == len(pids)  # one process per step
+    fs = object_store.filesystem()
+    assert json.loads(fs.cat_file(f"{bucket}/ws/validation/report.json"))["accepted"] is True
+    fs.get_file(f"{bucket}/ws/warehouse.duckdb", str(tmp_path / "from_s3.duckdb"))
+    assert table_rows(tmp_path / "from_s3.duckdb") == expected
+    copies = {p.name.rsplit("-", 1)[1] for p in (tmp_path / "cache").glob("workspace-*")}
+    assert not copies & {str(pid) for pid in pids.values()}  # each step removed its working copy

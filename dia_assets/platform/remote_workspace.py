@@ -28,22 +28,31 @@ _NAMES = Workspace(Path())  # the tree's names, relative
 LOCAL_ONLY = (_NAMES.writer_lock.as_posix(), *(f"{p.as_posix()}/" for p in (_NAMES.sensor_index, _NAMES.dagster_home,
                                                                               _NAMES.pgdata)))
 
-_copies: dict[str, Path] = {}
+_copies: dict[tuple[str, int], Path] = {}  # (url, pid): a forked child makes a copy of its own
 
 
 def working_copy(location: str | os.PathLike[str]) -> Path:
     """Where this process reads and writes the workspace `location`: the path itself, or this
-    process's copy of an s3:// workspace (created empty; `pull` fills it). Removed at exit."""
+    process's copy of an s3:// workspace (`pull` fills it). The name is fixed for the process
+    (the DuckDB resource names the warehouse in it when the definitions load); `release` and
+    the process's exit remove the folder."""
     if not object_store.is_url(location):
         return Path(location)
-    url = str(location).rstrip("/")
-    if url not in _copies:
-        folder = Path(f"{object_store.mirror_folder(url, 'workspace')}-{os.getpid()}")
+    url, pid = str(location).rstrip("/"), os.getpid()
+    folder = Path(f"{object_store.mirror_folder(url, 'workspace')}-{pid}")
+    if (url, pid) not in _copies:
         shutil.rmtree(folder, ignore_errors=True)  # a pid reused after a killed process
-        folder.mkdir(parents=True)
-        _copies[url] = folder
+        _copies[url, pid] = folder
         atexit.register(shutil.rmtree, folder, ignore_errors=True)
-    return _copies[url]
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+def release(location: str | os.PathLike[str]) -> None:
+    """Remove this process's copy (after its push): a multiprocessing child ends without the
+    exit hooks, and the next step in this process pulls afresh."""
+    if object_store.is_url(location):
+        shutil.rmtree(working_copy(location), ignore_errors=True)
 
 
 def pull(location: str | os.PathLike[str]) -> Path:
