@@ -172,7 +172,7 @@ def test_sensor_notices_a_new_object_and_hashes_only_it(bucket: str, monkeypatch
     monkeypatch.setenv("DIA_SETTLE_S", "0")
     hashed: list[str] = []
     real_hash = object_store.object_hash
-    monkeypatch.setattr(object_store, "object_hash", lambda url, fs=None: hashed.append(url) or real_hash(url, fs))
+    monkeypatch.setattr(object_store, "object_hash", lambda url, fs=None, size=None: hashed.append(url) or real_hash(url, fs, size))
     instance = DagsterInstance.ephemeral()
 
     def tick(cursor: str | None) -> SensorResult:
@@ -280,3 +280,21 @@ def test_build_job_on_the_multiprocess_executor_with_the_workspace_on_s3(
     assert table_rows(tmp_path / "from_s3.duckdb") == expected
     copies = {p.name.rsplit("-", 1)[1] for p in (tmp_path / "cache").glob("workspace-*")}
     assert not copies & {str(pid) for pid in pids.values()}  # each step removed its working copy
+
+
+def test_dia_build_from_s3_into_s3_and_its_error_line(bucket: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`dia build s3://... -w s3://...`: accepted (exit 0); a missing bucket is one line naming it (exit 1)."""
+    from typer.testing import CliRunner
+
+    from dia_assets.cli import app
+
+    monkeypatch.delenv("DIA_WORKSPACE", raising=False)
+    upload(HR, f"s3://{bucket}/raw")
+    ok = CliRunner().invoke(app, ["build", f"s3://{bucket}/raw", "-w", f"s3://{bucket}/ws", "--full", "-q"])
+    assert ok.exit_code == 0, ok.output
+    assert f"report: s3://{bucket}/ws/validation/report.md" in ok.output
+    assert object_store.filesystem().exists(f"{bucket}/ws/validation/report.md")
+    bad = CliRunner().invoke(app, ["build", f"s3://gone-{bucket}/raw", "-w", tmp_workspace(), "-q"])
+    assert bad.exit_code == 1
+    line = bad.output.strip()
+    assert line == f"error: dia build: failed: s3://gone-{bucket}/raw: the bucket does not exist; create it or fix the URL"

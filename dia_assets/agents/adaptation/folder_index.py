@@ -124,7 +124,18 @@ def folder_source(data_dir: str | Path) -> tuple[Lister, Hasher]:
     if object_store.is_url(data_dir):
         url = str(data_dir).rstrip("/")
         fs = object_store.filesystem()
-        return (lambda: object_listing(url)), (lambda rel: object_store.object_hash(f"{url}/{rel.replace(os.sep, '/')}", fs))
+        sizes: dict[str, int] = {}
+
+        def listed() -> list[Listed]:
+            out = object_listing(url)
+            sizes.clear()
+            sizes.update((item.path, item.size) for item in out)
+            return out
+
+        def hashed(rel: str) -> str:
+            return object_store.object_hash(f"{url}/{rel.replace(os.sep, '/')}", fs, sizes.get(rel))
+
+        return listed, hashed
     folder = Path(data_dir)
     return (lambda: local_listing(folder)), (lambda rel: content_hash(folder / rel))
 

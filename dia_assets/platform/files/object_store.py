@@ -128,12 +128,13 @@ def read_bytes(url: str, fs: Any = None) -> bytes:
         raise explain(url, err) from None
 
 
-def object_hash(url: str, fs: Any = None, chunk: int = 1 << 20) -> str:
-    """sha256 of an object's bytes, streamed: the same digest `discover.content_hash` gives its copy."""
+def object_hash(url: str, fs: Any = None, size: int | None = None, chunk: int = 1 << 20) -> str:
+    """sha256 of an object's bytes, streamed: the same digest `discover.content_hash` gives its
+    copy. A `size` known from the listing saves the HEAD request before the GET."""
     fs = fs or filesystem()
     digest = hashlib.sha256()
     try:
-        with fs.open(split(url), "rb", block_size=chunk) as fh:
+        with fs.open(split(url), "rb", block_size=chunk, size=size) as fh:
             while block := fh.read(chunk):
                 digest.update(block)
     except FileNotFoundError:
