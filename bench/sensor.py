@@ -21,7 +21,8 @@ machine's load stretches wall time):
 
 The S3 half (`figures.s3`): M objects (default 5,000; `--quick`: 1,000: moto serves about 60
 requests a second here, so 100,000 objects would take half an hour to create and as long to read) in a bucket of a
-moto server on loopback (ThreadedMotoServer, in this process: its CPU is counted in the ticks),
+moto server on loopback (`python -m moto.server`, a process of its own: the `*_cpu_s` figures are
+the sensor's own work, the wall times include moto's),
 the same tiny CSV files, `DIA_DATA_DIR=s3://bench/raw`. `unchanged_tick_s`: a tick over the
 unchanged bucket (one LIST per 1,000 objects, no object read; `list_only_s`: the listing
 alone, mostly moto's own work); `full_read_tick_s`: the same
@@ -30,7 +31,9 @@ instance, as above.
 
 Targets: the unchanged tick under 10 s at 100,000 files (Dagster's sensor timeout is 60 s),
 and at most half the full-hash tick even though tiny files make hashing as cheap as it gets;
-on S3 the same two, the first scaled to the objects used. Ends with one JSON line.
+on S3 the same two, the first as the tick's CPU time projected linearly to 100,000 objects (the
+wall time adds the store's answer to 100 LIST requests: moto's here, a real store's elsewhere).
+Ends with one JSON line.
 """
 
 from __future__ import annotations
@@ -40,6 +43,7 @@ import json
 import os
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -94,7 +98,6 @@ def s3_half(base: Path, m: int, repeats: int) -> dict:
 
     import boto3
     from dagster import SensorResult, build_sensor_context
-    from moto.server import ThreadedMotoServer
 
     from dia_assets.agents.adaptation.data_cursor import DataCursor
     from dia_assets.agents.adaptation.folder_index import StateFiles
@@ -105,8 +108,14 @@ def s3_half(base: Path, m: int, repeats: int) -> dict:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
-    server.start()
+    # moto's server in a process of its own, so the ticks' CPU time is the sensor's alone
+    server = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    for _ in range(300):
+        with socket.socket() as probe:
+            if probe.connect_ex(("127.0.0.1", port)) == 0:
+                break
+        time.sleep(0.1)
     saved = dict(os.environ)
     ws = base / "ws_s3"
     os.environ.update({"AWS_ENDPOINT_URL": f"http://127.0.0.1:{port}", "AWS_ACCESS_KEY_ID": "bench",
@@ -154,7 +163,8 @@ def s3_half(base: Path, m: int, repeats: int) -> dict:
     finally:
         os.environ.clear()
         os.environ.update(saved)
-        server.stop()
+        server.terminate()
+        server.wait(timeout=30)
 
 
 def main() -> int:
@@ -245,12 +255,12 @@ def main() -> int:
         }
         targets = {"unchanged_tick_s": f"< {TARGET_S} at 100,000 files (Dagster's sensor timeout: 60 s)",
                    "ratio_vs_full_hash": f"<= {TARGET_RATIO}",
-                   "s3.unchanged_tick_s": f"< {TARGET_S} scaled to 100,000 objects",
+                   "s3.unchanged_tick_cpu_s": f"< {TARGET_S} projected to 100,000 objects (x 100,000 / objects)",
                    "s3.ratio_vs_full_read": f"<= {TARGET_RATIO}"}
         met = unchanged_s < TARGET_S * n / 100_000 and figures["ratio_vs_full_hash"] <= TARGET_RATIO \
             and figures["changed_files_described"] == CHANGED
         if s3 is not None:
-            met = met and s3["unchanged_tick_s"] < TARGET_S * m / 100_000 and s3["ratio_vs_full_read"] <= TARGET_RATIO \
+            met = met and s3["unchanged_tick_cpu_s"] < TARGET_S * m / 100_000 and s3["ratio_vs_full_read"] <= TARGET_RATIO \
                 and s3["changed_files_described"] == 1
         print(json.dumps({"bench": "sensor", "figures": figures, "targets": targets, "met": met}), flush=True)
         return 0

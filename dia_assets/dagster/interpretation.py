@@ -45,7 +45,7 @@ from dia_assets.dagster.resources import LLMResource, WorkspaceResource
 from dia_assets.dagster.resources.workspace import default_data_dir
 from dia_assets.dagster.run_writer import run_writer
 from dia_assets.platform.files.discover import content_hash, discover
-from dia_assets.platform.files.object_store import is_url
+from dia_assets.platform.files.object_store import is_url, local_copy
 
 RAW_GROUP = "raw_files"
 RAW_FILES = AssetKey("raw_files")
@@ -64,8 +64,9 @@ def raw_file_key(path: Path, root: Path | None = None) -> AssetKey:  # noqa: ARG
 
 
 def folder_partitions(data_dir: str | Path | None = None) -> dict[str, Path]:
-    """Partition key -> file, for every data file now in the folder."""
-    root = Path(data_dir or default_data_dir())
+    """Partition key -> file, for every data file now in the folder (an s3:// folder: in its
+    mirror, synced first)."""
+    root = local_copy(data_dir or default_data_dir())
     if not root.is_dir():
         return {}
     return {raw_partition_key(raw.path, root): raw.path for raw in discover(root)}
