@@ -298,3 +298,31 @@ def test_dia_build_from_s3_into_s3_and_its_error_line(bucket: str, monkeypatch: 
     assert bad.exit_code == 1
     line = bad.output.strip()
     assert line == f"error: dia build: failed: s3://gone-{bucket}/raw: the bucket does not exist; create it or fix the URL"
+
+
+def test_a_partial_pull_leaves_the_other_files_alone(bucket: str, tmp_path: Path) -> None:
+    url = f"s3://{bucket}/raw"
+    upload(HR, url)
+    dest = tmp_path / "copy"
+    object_store.pull(url, dest)
+    assert object_store.pull(url, dest, only=("jobs.csv",)) == []
+    assert (dest / "regions.csv").exists()  # outside `only`: neither downloaded nor deleted
+    object_store.filesystem().rm_file(f"{bucket}/raw/jobs.csv")
+    object_store.pull(url, dest, only=("jobs.csv",))
+    assert not (dest / "jobs.csv").exists() and (dest / "regions.csv").exists()
+
+
+def test_push_sends_changed_files_only_and_deletes_removed_ones(bucket: str, tmp_path: Path) -> None:
+    url = f"s3://{bucket}/ws"
+    upload(HR, url)
+    dest = tmp_path / "copy"
+    object_store.pull(url, dest)
+    assert object_store.push(dest, url) == []
+    (dest / "jobs.csv").write_text("job_id\n1\n")
+    (dest / "new" / "x.txt").parent.mkdir()
+    (dest / "new" / "x.txt").write_text("x")
+    (dest / "regions.csv").unlink()
+    assert object_store.push(dest, url) == ["jobs.csv", "new/x.txt"]
+    fs = object_store.filesystem()
+    assert fs.cat_file(f"{bucket}/ws/jobs.csv") == b"job_id\n1\n" and not fs.exists(f"{bucket}/ws/regions.csv")
+    assert object_store.pull(url, dest) == []  # what was pushed is known: nothing to fetch back

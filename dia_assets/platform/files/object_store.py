@@ -226,7 +226,9 @@ def pull(url: str, dest: Path, exclude: tuple[str, ...] = (), fs: Any = None,
             state[obj.rel] = [size, obj.etag, mtime]
             fetched.append(obj.rel)
         present = {o.rel for o in objects}
-        for rel in [r for r in state if r not in present]:
+        # gone: objects this pull covers (not excluded, inside `only`) that the bucket no longer holds
+        for rel in [r for r in state if r not in present and not _excluded(r, exclude)
+                    and (only is None or _excluded(r, only))]:
             (dest / rel).unlink(missing_ok=True)
             del state[rel]
         _write_state(dest, state)
