@@ -326,3 +326,20 @@ def test_push_sends_changed_files_only_and_deletes_removed_ones(bucket: str, tmp
     fs = object_store.filesystem()
     assert fs.cat_file(f"{bucket}/ws/jobs.csv") == b"job_id\n1\n" and not fs.exists(f"{bucket}/ws/regions.csv")
     assert object_store.pull(url, dest) == []  # what was pushed is known: nothing to fetch back
+
+
+def test_review_gate_sees_an_edit_of_the_overrides_in_the_bucket(bucket: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    from dagster import build_sensor_context
+
+    from dia_assets.dagster.sensors.data_sensors import review_gate_sensor
+
+    ws = f"s3://{bucket}/ws"
+    monkeypatch.setenv("DIA_WORKSPACE", ws)
+    monkeypatch.setenv("DIA_DATA_DIR", f"s3://{bucket}/raw")
+    fs = object_store.filesystem()
+    fs.pipe_file(f"{bucket}/ws/review/interpretation_overrides.yaml", b"tables:\n  jobs:\n    key: [job_id]\n")
+    first = review_gate_sensor(build_sensor_context())
+    assert first.run_requests == [] and "first sight" in first.skip_reason.skip_message
+    fs.pipe_file(f"{bucket}/ws/review/interpretation_overrides.yaml", b"tables:\n  jobs:\n    key: [job_title]\n")
+    edited = review_gate_sensor(build_sensor_context(cursor=first.cursor))
+    assert len(edited.run_requests) == 1 and edited.run_requests[0].tags["dia/trigger"] == "overrides edited"

@@ -70,13 +70,14 @@ def push(location: str | os.PathLike[str]) -> list[str]:
     return object_store.push(working_copy(location), str(location), exclude=LOCAL_ONLY)
 
 
-SENSOR_READS = (_NAMES.interpretation.as_posix(), _NAMES.attempt.as_posix())
+SENSOR_READS = (_NAMES.interpretation.as_posix(), _NAMES.attempt.as_posix(), _NAMES.overrides.as_posix())
 
 
 def sensor_view(location: str | os.PathLike[str]) -> Path:
     """What a sensor tick reads of the workspace, as a local folder: the workspace itself, or
     for an s3:// workspace a folder kept on this machine with the interpretation (what is
-    built) and the attempt record (is the requested run alive) pulled again each tick; its
+    built), the attempt record (is the requested run alive) and the expert's overrides (the
+    review gate) pulled again each tick; its
     state/sensor holds the tick's stat index (a cache: when lost, the files are hashed again)."""
     if not object_store.is_url(location):
         return Path(location)

@@ -216,12 +216,16 @@ def overrides_job(workspace: Path, overrides: Path) -> str:
         description="An edit to review/interpretation_overrides.yaml re-plans the schema and everything downstream "
         "(from a new interpretation when it decides whether files are one table).")
 def review_gate_sensor(context: SensorEvaluationContext) -> SensorResult | SkipReason:
-    workspace = Path(default_workspace())
+    location = default_workspace()
+    try:  # an s3:// workspace: its overrides and interpretation, pulled into a folder of this machine
+        workspace = sensor_view(location)
+    except ObjectStoreError as err:
+        return SkipReason(str(err))
     path = Workspace(workspace).overrides
     current = overrides_fingerprint(path)
     if current is None:
         return SkipReason(f"{path} does not exist yet")
-    here = folder_id(default_data_dir(), workspace)
+    here = folder_id(default_data_dir(), location)
     stored = OverridesCursor.parse(context.cursor)
     now = OverridesCursor(folder=here, fingerprint=current).model_dump_json()
     if context.cursor == now:
