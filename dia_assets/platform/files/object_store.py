@@ -39,7 +39,7 @@ class ObjectStoreError(RuntimeError):
     """An object store cannot be read or written; the message names the URL and a fix."""
 
 
-class Listed(NamedTuple):
+class StoredObject(NamedTuple):
     """One object under a prefix: its key relative to the prefix, size and ETag."""
 
     rel: str
@@ -98,7 +98,7 @@ def explain(url: str, err: BaseException) -> ObjectStoreError:
     return ObjectStoreError(f"{url}: {why}")
 
 
-def listing(url: str, fs: Any = None) -> list[Listed]:
+def listing(url: str, fs: Any = None) -> list[StoredObject]:
     """Every object under the prefix `url`, sorted by key; a missing bucket or a refused
     request raises ObjectStoreError naming `url` (an existing bucket with no such prefix is an
     empty folder)."""
@@ -116,16 +116,8 @@ def listing(url: str, fs: Any = None) -> list[Listed]:
     for path, info in found.items():
         rel = path[len(base):].lstrip("/")
         if rel and info.get("type", "file") == "file":
-            out.append(Listed(rel, int(info.get("size") or 0), str(info.get("ETag", "")).strip('"')))
+            out.append(StoredObject(rel, int(info.get("size") or 0), str(info.get("ETag", "")).strip('"')))
     return sorted(out)
-
-
-def read_bytes(url: str, fs: Any = None) -> bytes:
-    fs = fs or filesystem()
-    try:
-        return fs.cat_file(split(url))
-    except Exception as err:  # noqa: BLE001
-        raise explain(url, err) from None
 
 
 def object_hash(url: str, fs: Any = None, size: int | None = None, chunk: int = 1 << 20) -> str:
