@@ -20,6 +20,8 @@ pytest.importorskip("moto.server")
 
 from dia_assets.platform.files import object_store  # noqa: E402
 
+pytestmark = pytest.mark.heavy  # about a minute on a busy machine (the multiprocess run: 30 s): collected first
+
 ROOT = Path(__file__).resolve().parent.parent
 HR = ROOT / "tests" / "fixtures" / "datasets" / "hr" / "raw"
 
