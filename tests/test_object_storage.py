@@ -345,3 +345,30 @@ def test_review_gate_sees_an_edit_of_the_overrides_in_the_bucket(bucket: str, mo
     fs.pipe_file(f"{bucket}/ws/review/interpretation_overrides.yaml", b"tables:\n  jobs:\n    key: [job_title]\n")
     edited = review_gate_sensor(build_sensor_context(cursor=first.cursor))
     assert len(edited.run_requests) == 1 and edited.run_requests[0].tags["dia/trigger"] == "overrides edited"
+
+
+def test_drift_sensor_on_an_s3_workspace_reads_and_writes_through_the_bucket(
+        bucket: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The first tick stores the interpretation as the previous one (an object); after a build
+    of changed files the next tick finds the drift and its report lands in the bucket."""
+    from dagster import DagsterInstance, build_sensor_context
+
+    from dia_assets.dagster.sensors.drift_sensor import drift_sensor
+    from dia_assets.pipeline import run
+
+    raw, ws = f"s3://{bucket}/raw", f"s3://{bucket}/ws"
+    upload(HR, raw)
+    run(raw, ws)
+    monkeypatch.setenv("DIA_WORKSPACE", ws)
+    monkeypatch.setenv("DIA_DATA_DIR", raw)
+    instance = DagsterInstance.ephemeral()
+    fs = object_store.filesystem()
+    first = drift_sensor(build_sensor_context(instance=instance))
+    assert first.cursor and fs.exists(f"{bucket}/ws/history/interpretation.previous.json")
+    jobs = (HR / "jobs.csv").read_text(encoding="utf-8").splitlines()
+    fs.pipe_file(f"{bucket}/raw/jobs.csv", ("\n".join(f"{line},x" for line in jobs) + "\n").encode())  # a new column
+    run(raw, ws, replace_anyway=True)
+    second = drift_sensor(build_sensor_context(instance=instance, cursor=first.cursor))
+    assert second.cursor != first.cursor
+    reports = fs.find(f"{bucket}/ws/drift")
+    assert len(reports) == 1 and b"jobs" in fs.cat_file(reports[0])

@@ -71,19 +71,35 @@ def push(location: str | os.PathLike[str]) -> list[str]:
 
 
 SENSOR_READS = (_NAMES.interpretation.as_posix(), _NAMES.attempt.as_posix(), _NAMES.overrides.as_posix())
+# the drift sensor: both interpretations, the saved answers it re-plans, the manifest and report
+# whose checks it fails, and what it writes (drift reports, the review list)
+DRIFT_FILES = (_NAMES.interpretation.as_posix(), f"{_NAMES.previous_interpretation.parent.as_posix()}/",
+               f"{_NAMES.queries_dir.as_posix()}/", _NAMES.manifest.as_posix(), _NAMES.report.as_posix(),
+               f"{_NAMES.review_dir.as_posix()}/",
+               f"{_NAMES.drift_dir.as_posix()}/")
 
 
-def sensor_view(location: str | os.PathLike[str]) -> Path:
+def sensor_view(location: str | os.PathLike[str], only: tuple[str, ...] = SENSOR_READS, kind: str = "sensor") -> Path:
     """What a sensor tick reads of the workspace, as a local folder: the workspace itself, or
-    for an s3:// workspace a folder kept on this machine with the interpretation (what is
-    built), the attempt record (is the requested run alive) and the expert's overrides (the
-    review gate) pulled again each tick; its
-    state/sensor holds the tick's stat index (a cache: when lost, the files are hashed again)."""
+    for an s3:// workspace a folder kept on this machine (one per `kind`) with the files in
+    `only` pulled again each tick (by default the interpretation: what is built; the attempt
+    record: is the requested run alive; the expert's overrides: the review gate). Its
+    state/sensor holds the data sensor's stat index (a cache: when lost, the files are hashed
+    again)."""
     if not object_store.is_url(location):
         return Path(location)
-    folder = object_store.mirror_folder(str(location).rstrip("/"), "sensor")
-    object_store.pull(str(location), folder, only=SENSOR_READS)
+    folder = object_store.mirror_folder(str(location).rstrip("/"), kind)
+    object_store.pull(str(location), folder, exclude=LOCAL_ONLY, only=only)
     return folder
+
+
+@contextmanager
+def sensor_edit(location: str | os.PathLike[str], only: tuple[str, ...], kind: str) -> Iterator[Path]:
+    """A sensor view the tick also writes: what it changed is pushed when it returns."""
+    folder = sensor_view(location, only, kind)
+    yield folder
+    if object_store.is_url(location):
+        object_store.push(folder, str(location), exclude=LOCAL_ONLY)
 
 
 @contextmanager
