@@ -372,3 +372,28 @@ def test_drift_sensor_on_an_s3_workspace_reads_and_writes_through_the_bucket(
     assert second.cursor != first.cursor
     reports = fs.find(f"{bucket}/ws/drift")
     assert len(reports) == 1 and b"jobs" in fs.cat_file(reports[0])
+
+
+def test_quality_sensor_writes_its_diagnosis_into_the_bucket(bucket: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    from dagster import AssetMaterialization, DagsterInstance, build_sensor_context
+
+    from dia_assets.dagster.sensors.quality_sensor import quality_sensor
+
+    monkeypatch.setenv("DIA_WORKSPACE", f"s3://{bucket}/ws")
+    instance = DagsterInstance.ephemeral()
+
+    def answer(qid: str, ok: bool) -> None:
+        instance.report_runless_asset_event(AssetMaterialization(
+            "query_result", partition=qid,
+            metadata={"status": "answered" if ok else "failed", "verification_passed": ok}))
+
+    for i in range(30):
+        answer(f"q{i % 5}", True)
+    healthy = quality_sensor(build_sensor_context(instance=instance))
+    for i in range(10):
+        answer(f"q{i % 5}", i % 5 not in (1, 2))
+    result = quality_sensor(build_sensor_context(instance=instance, cursor=healthy.cursor))
+    assert sorted(r.partition_key for r in result.run_requests) == ["q1", "q2"]
+    fs = object_store.filesystem()
+    (found,) = fs.find(f"{bucket}/ws/diagnosis")
+    assert found.rsplit("/", 1)[1].startswith("quality-") and b"- q1" in fs.cat_file(found)

@@ -77,6 +77,7 @@ DRIFT_FILES = (_NAMES.interpretation.as_posix(), f"{_NAMES.previous_interpretati
                f"{_NAMES.queries_dir.as_posix()}/", _NAMES.manifest.as_posix(), _NAMES.report.as_posix(),
                f"{_NAMES.review_dir.as_posix()}/",
                f"{_NAMES.drift_dir.as_posix()}/")
+QUALITY_FILES = (f"{_NAMES.drift_dir.as_posix()}/",)  # the quality sensor's diagnosis cites the latest drift
 
 
 def sensor_view(location: str | os.PathLike[str], only: tuple[str, ...] = SENSOR_READS, kind: str = "sensor") -> Path:
