@@ -228,10 +228,10 @@ def test_sensor_names_a_missing_bucket(bucket: str, monkeypatch: pytest.MonkeyPa
     assert result.skip_message.startswith(f"s3://gone-{bucket}/raw: the bucket does not exist")
 
 
-# The step processes start from a forkserver that imported Dagster and the agents once (not the
-# definitions: each step loads the code location, and its working copy, itself).
-FORKSERVER = {"forkserver": {"preload_modules": ["dagster", "dagster_duckdb", "dia_assets.agents.schema_creator.build",
-                                                 "dia_assets.agents.interpreter.interpreter"]}}
+# The step processes are spawned, not forked from a forkserver: a forkserver is one per test
+# process and keeps the environment it started with, so a later test's (tests/test_production.py)
+# steps would see this test's bucket and endpoint, gone by then.
+SPAWN = {"spawn": {}}
 
 
 def _build_job():  # noqa: ANN202 - reconstructable target: the code location's own build_job
@@ -270,7 +270,7 @@ def test_build_job_on_the_multiprocess_executor_with_the_workspace_on_s3(
     (tmp_path / "dagster").mkdir()
     with instance_for_test(temp_dir=str(tmp_path / "dagster")) as instance, \
             execute_job(reconstructable(_build_job), instance=instance,
-                        run_config={"execution": {"config": {"max_concurrent": 2, "start_method": FORKSERVER}}}) as result:
+                        run_config={"execution": {"config": {"max_concurrent": 2, "start_method": SPAWN}}}) as result:
         assert result.success
         starts = [e for e in result.all_events if e.event_type == DagsterEventType.STEP_START]
     pids = {e.step_key: e.pid for e in starts}
