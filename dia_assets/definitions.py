@@ -35,6 +35,7 @@ from dia_assets.dagster.tables import (
     read_interpretation,
     table_key,
 )
+from dia_assets.platform.remote_workspace import pull
 from dia_assets.platform.settings import get_settings
 
 warnings.filterwarnings("ignore", category=BetaWarning)  # observable_source_asset is beta in 1.13
@@ -70,8 +71,10 @@ def executor_named(path: str) -> ExecutorDefinition:
 
 def build_defs(workspace: str | Path | None = None) -> Definitions:
     """The code location for the workspace (default DIA_WORKSPACE): one asset per table of its
-    manifest, or a single `warehouse` asset before the first build."""
-    root = Path(workspace or default_workspace())
+    manifest, or a single `warehouse` asset before the first build. An s3:// workspace is read
+    from this process's working copy, pulled here (a step's resource pulls it again: unchanged
+    objects are not downloaded twice)."""
+    root = pull(workspace or default_workspace())
     tables = manifest_tables(root)
     remember_planned_lineage(root, tables)  # the tables' column lineage as the plan derived it
     schema_assets, schema_checks = schema_definitions(tables, read_interpretation(root) if tables else None,

@@ -26,6 +26,8 @@ from dia_assets.contracts.artifact import write_atomic
 from dia_assets.contracts.interpretation import Interpretation
 from dia_assets.contracts.manifest import Manifest
 from dia_assets.contracts.report import ValidationReport
+from dia_assets.platform.files.object_store import local_copy
+from dia_assets.platform.remote_workspace import synced
 from dia_assets.platform.warehouse.base import build_dialect
 from dia_assets.platform.workspace import Workspace
 
@@ -44,11 +46,21 @@ def run(data_dir: str | Path, workspace: str | Path, warehouse: str | None = Non
         command: str | None = None, wait_s: float = 0.0, say: Callable[[str], None] | None = None) -> BuildResult:
     """One build attempt from the files to the report, holding the workspace (writer.py): a
     second writer waits up to `wait_s` or fails naming this one. With `incremental`, unchanged
-    files keep their profile (interpretation) and their tables (load); see incremental.py."""
+    files keep their profile (interpretation) and their tables (load); see incremental.py.
+    Either folder may be an s3:// URL: the raw files are read from their local mirror, the
+    workspace is a working copy pulled before and pushed after (remote_workspace.py)."""
+    with synced(workspace) as ws:
+        return _run(local_copy(data_dir), ws, warehouse, interpretation, overrides_seed, hook, replace_anyway,
+                    incremental, command or f"build {data_dir}", wait_s, say)
+
+
+def _run(data_dir: Path, workspace: Path, warehouse: str | None, interpretation: Interpretation | None,
+         overrides_seed: str | Path | None, hook: StepHook | None, replace_anyway: bool, incremental: bool,
+         command: str, wait_s: float, say: Callable[[str], None] | None) -> BuildResult:
     ws = Path(workspace).resolve()
     ws.mkdir(parents=True, exist_ok=True)
     target = warehouse or default_warehouse(ws)
-    with writing(ws, command or f"build {data_dir}", "interpret", target, wait_s=wait_s, say=say) as attempt:
+    with writing(ws, command, "interpret", target, wait_s=wait_s, say=say) as attempt:
         assert attempt is not None
         steps = tracked(attempt, hook)
         steps("interpret")

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from dia_assets.platform.files.object_store import is_url
 from dia_assets.platform.settings import get_settings
 
 QUESTIONS_FILE = "questions.yaml"
@@ -38,5 +39,8 @@ def overrides_seed(data_dir: str | Path) -> Path | None:
 
 def folder_id(data_dir: str | Path, workspace: str | Path) -> str:
     """The identity sensors key their state by: the resolved data folder and workspace. State
-    kept for one folder means nothing for another (a file of A is no deletion in B)."""
-    return f"{Path(data_dir).resolve()} (workspace {Path(workspace).resolve()})"
+    kept for one folder means nothing for another (a file of A is no deletion in B). An
+    s3:// URL is its own identity."""
+    def named(where: str | Path) -> str:
+        return str(where).rstrip("/") if is_url(where) else str(Path(where).resolve())
+    return f"{named(data_dir)} (workspace {named(workspace)})"

@@ -121,7 +121,7 @@ def _llm():  # noqa: ANN202
 
 @app.command()
 def build(
-    data_dir: Annotated[Path, typer.Argument(help="Folder of raw files.")],
+    data_dir: Annotated[str, typer.Argument(help="Folder of raw files, or an s3://bucket/prefix URL.")],
     warehouse: Annotated[str | None, typer.Option(help="DuckDB file or postgresql:// URL.")] = None,
     overrides: Annotated[Path | None, typer.Option(help="Seed review/interpretation_overrides.yaml from this file if absent.")] = None,
     replace_anyway: Annotated[bool, typer.Option(help="Install the new warehouse even when it is not accepted.")] = False,
@@ -141,8 +141,9 @@ def build(
     Exit 0 accepted, 1 not accepted or failed (one line naming the cause; `dia status` says STALE)."""
     from dia_assets.agents.schema_creator.build import summary
     from dia_assets.pipeline import build as build_warehouse
+    from dia_assets.platform.files.object_store import is_url
 
-    if not data_dir.is_dir():
+    if not is_url(data_dir) and not Path(data_dir).is_dir():
         fail(f"{data_dir} is not a folder", "pass the folder that holds the raw files", EXIT_USAGE)
     ws = use_workspace(workspace)
     try:
@@ -156,18 +157,21 @@ def build(
         echo_json(report.model_dump(mode="json"))
     else:
         typer.echo(summary(report))
-        typer.echo(f"report: {Workspace(ws).report_md}")
+        typer.echo(f"report: {Workspace(ws).report_md if not is_url(ws) else str(ws).rstrip('/') + '/validation/report.md'}")
     raise typer.Exit(0 if report.accepted else 1)
 
 
-def _failure(exc: BaseException, workspace: Path) -> str:
+def _failure(exc: BaseException, workspace: Path | str) -> str:
     """`failed: <cause>; warehouse in place: <which>` (the traceback is in state/last_error.txt)."""
     from dia_assets.agents.schema_creator.failures import one_line
     from dia_assets.agents.schema_creator.state import read_state
     from dia_assets.agents.schema_creator.writer_lock import WorkspaceBusy
+    from dia_assets.platform.files.object_store import ObjectStoreError, is_url
 
     if isinstance(exc, WorkspaceBusy):
         return f"not started: {exc}"
+    if isinstance(exc, ObjectStoreError) or is_url(workspace):
+        return f"failed: {exc if isinstance(exc, ObjectStoreError) else one_line(exc)}"  # names the URL
     cause = "interrupted" if isinstance(exc, KeyboardInterrupt) else f"failed: {one_line(exc)}"
     try:
         installed = read_state(workspace).installed

@@ -15,13 +15,14 @@ from dia_assets.agents.locations import workspace_root
 # Exit codes (README "CLI", docs/cli.md): 0 ok, 1 a failed check or operation, 2 usage.
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
-WorkspaceOpt = Annotated[Path | None, typer.Option(
+# text, not a Path: `-w s3://bucket/prefix` (Path would fold the //); the settings type it
+WorkspaceOpt = Annotated[str | None, typer.Option(
     "--workspace", "-w", help="Artifact root (default $DIA_WORKSPACE, else ./dia_workspace).")]
 QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="No progress or notes on stderr (errors still print).")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print the result as one JSON document on stdout.")]
 
 
-def use_workspace(path: Path | None) -> Path:
+def use_workspace(path: str | Path | None) -> Path:
     """The workspace for this command. `-w` sets DIA_WORKSPACE so every layer below (memory's
     pgdata, the warehouse default, the MCP server) agrees; the root app restores it afterwards."""
     if path is not None:

@@ -20,8 +20,11 @@ from dia_assets.platform.settings import SettingsError, get_settings
 def _known(exc: BaseException) -> str | None:
     """`<what>; <fix>` for failures a person can act on, else None. Imports are lazy (fast --help)."""
     from dia_assets.agents.schema_creator.writer_lock import WorkspaceBusy
+    from dia_assets.platform.files.object_store import ObjectStoreError
     from dia_assets.platform.memory.connection import MemoryStoreUnavailable
 
+    if isinstance(exc, ObjectStoreError):
+        return str(exc)  # names the URL and what to check
     if isinstance(exc, MemoryStoreUnavailable):
         return (f"{exc}; check DIA_MEMORY_URL (unset it to use the embedded PostgreSQL in "
                 "<workspace>/pgdata)")

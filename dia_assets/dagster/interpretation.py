@@ -38,12 +38,14 @@ from dagster import (
     asset,
 )
 
+from dia_assets.agents.adaptation.folder_index import Listed
 from dia_assets.agents.interpreter.names import raw_key_name
 from dia_assets.agents.locations import default_warehouse
 from dia_assets.dagster.resources import LLMResource, WorkspaceResource
 from dia_assets.dagster.resources.workspace import default_data_dir
 from dia_assets.dagster.run_writer import run_writer
 from dia_assets.platform.files.discover import content_hash, discover
+from dia_assets.platform.files.object_store import is_url, local_copy
 
 RAW_GROUP = "raw_files"
 RAW_FILES = AssetKey("raw_files")
@@ -62,8 +64,9 @@ def raw_file_key(path: Path, root: Path | None = None) -> AssetKey:  # noqa: ARG
 
 
 def folder_partitions(data_dir: str | Path | None = None) -> dict[str, Path]:
-    """Partition key -> file, for every data file now in the folder."""
-    root = Path(data_dir or default_data_dir())
+    """Partition key -> file, for every data file now in the folder (an s3:// folder: in its
+    mirror, synced first)."""
+    root = local_copy(data_dir or default_data_dir())
     if not root.is_dir():
         return {}
     return {raw_partition_key(raw.path, root): raw.path for raw in discover(root)}
@@ -103,10 +106,19 @@ def raw_file_events(data_dir: str | Path | None = None,
     return events
 
 
-def raw_events(key: str, path: Path, digest: str) -> list[AssetMaterialization | AssetObservation]:
+def object_metadata(url: str, digest: str, listed: Listed) -> dict:
+    """What an object's event shows: its URL, size, hash and ETag (as the sensor listed it)."""
+    return {"path": MetadataValue.url(url), "size_bytes": MetadataValue.int(listed.size),
+            "sha256": MetadataValue.text(digest), "etag": MetadataValue.text(listed.version)}
+
+
+def raw_events(key: str, path: Path | str, digest: str,
+               listed: Listed | None = None) -> list[AssetMaterialization | AssetObservation]:
     """A file's observation and materialization, for a content hash known already (the sensor's
-    index): data version = `digest`, metadata = path, size, sha256, mtime."""
-    meta, tags = file_metadata(path, digest), {DATA_VERSION_TAG: digest, USER_PROVIDED_TAG: "true"}
+    index): data version = `digest`, metadata = path, size, sha256, mtime (an object in an
+    s3:// folder: its URL and the listing's size and ETag)."""
+    meta = object_metadata(str(path), digest, listed) if listed is not None and is_url(path) else file_metadata(Path(path), digest)
+    tags = {DATA_VERSION_TAG: digest, USER_PROVIDED_TAG: "true"}
     # observation first: a run's provenance keeps the latest event of either kind as its
     # input cursor, and only an observation after that cursor counts as a new data version
     return [AssetObservation(asset_key=RAW_FILES, partition=key, metadata=meta, tags=tags),

@@ -63,6 +63,17 @@ def _executor(value: str) -> str:
 Executor = Annotated[str, AfterValidator(_executor)]
 
 
+def _location(value: Any) -> Any:
+    """A local folder (a Path) or an object-store URL kept as written (`Path` would fold `s3://`)."""
+    if isinstance(value, str) and re.match(r"^s3://[^/\s]+", value.strip(), re.I):
+        return value.strip()
+    return Path(value) if isinstance(value, str) else value
+
+
+# a folder that may live on object storage: platform/files/object_store.py mirrors it
+Location = Annotated[Path | str, BeforeValidator(_location)]
+
+
 def _cron(value: str) -> str:
     if len(value.split()) != 5:
         raise ValueError("not a cron expression")
@@ -84,8 +95,12 @@ class Settings(BaseSettings):
                                       extra="ignore", frozen=True)
 
     # where things live
-    workspace: Path = Field(Path("dia_workspace"), description="artifact root: warehouse, reports, memory store")
-    data_dir: Path = Field(Path("examples/data"), description="folder of raw files to interpret")
+    workspace: Location = Field(Path("dia_workspace"), description="artifact root: warehouse, reports, memory "
+                                "store", json_schema_extra={"expect": "location"})
+    data_dir: Location = Field(Path("examples/data"), description="folder of raw files to interpret",
+                               json_schema_extra={"expect": "location"})
+    object_cache: Path | None = Field(None, description="local folder of the copies of s3:// data folders and "
+                                      "workspaces; unset: dia-objects-<uid> in the temporary directory")
     warehouse: str | None = Field(None, description="DuckDB or SQLite file, or postgresql:// URL; unset: <workspace>/warehouse.duckdb")
     questions: Path | None = Field(None, description="questions file; unset: <data dir>/questions.yaml if present, else none")
     dagster_home: Path | None = Field(None, description="Dagster instance folder for `dia ui` and `dia demo` "
@@ -174,6 +189,8 @@ def expectation(field: str) -> str:
     if extra.get("expect") == "executor":
         return ("one of in_process, multiprocess, or module:attribute of a Dagster executor such as "
                 "dagster_k8s:k8s_job_executor")
+    if extra.get("expect") == "location":
+        return "a path or an s3://bucket/prefix URL"
     if extra.get("expect") == "cron":
         return "a cron expression of 5 fields such as '0 2 * * *'"
     bounds = []

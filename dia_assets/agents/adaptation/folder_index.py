@@ -18,10 +18,12 @@ bytes however many files the folder holds, and a tick evaluated again from an ol
 reads the index that cursor knew (the last `KEEP` index files are kept). A missing or
 unreadable index is no error: every file is hashed again, as on a first tick.
 
-The listing goes through one function, a `Lister` (`local_listing` here, chosen by
-`folder_source`); an object-storage lister returns the same `Listed` rows with the ETag as the
-version, with a hasher that reads the object. (The settle check and the reported metadata still
-stat the local path: an object-store folder needs those two told apart as well.)
+The listing goes through one function, a `Lister` chosen by `folder_source`: `local_listing`
+for a folder, `object_listing` for an `s3://bucket/prefix` URL (one LIST request per 1,000
+objects, the ETag as the version: it moves when the content does, so the racy-clean guard does
+not apply), with a hasher that streams the object (sha256 of the bytes, the same digest the
+interpreter records for its mirrored copy). The settle check and the events' metadata read the
+same `Listed` rows, so they need no second look at either kind of folder.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from functools import partial
 from pathlib import Path
 from typing import NamedTuple
 
+from dia_assets.platform.files import object_store
 from dia_assets.platform.files.discover import IGNORED_SUFFIXES, content_hash, unsafe_reason
 
 SKIPPED = tuple(IGNORED_SUFFIXES)  # str.endswith: as Path.suffix here (hidden names are skipped first)
@@ -101,10 +104,40 @@ def local_listing(data_dir: Path) -> list[Listed]:
     return out
 
 
-def folder_source(data_dir: Path) -> tuple[Lister, Hasher]:
+def object_listing(url: str) -> list[Listed]:
+    """The data files under an object-store prefix, as `local_listing` names them: hidden
+    names (at any depth), documentation and schema files skipped; the ETag is the version.
+    An unreachable store raises object_store.ObjectStoreError naming the URL."""
+    out = []
+    for obj in object_store.listing(url):
+        parts = obj.rel.split("/")
+        if any(part.startswith((".", "~$")) for part in parts) or obj.rel.lower().endswith(SKIPPED):
+            continue
+        out.append(_listed((obj.rel.replace("/", os.sep), obj.size, obj.etag, True)))
+    out.sort()
+    return out
+
+
+def folder_source(data_dir: str | Path) -> tuple[Lister, Hasher]:
     """How the sensor lists the data folder and reads a file's hash: the one place an
-    object-store folder (listing by ETag, hashing by a read of the object) would be told apart."""
-    return (lambda: local_listing(data_dir)), (lambda rel: content_hash(data_dir / rel))
+    object-store folder (listing by ETag, hashing by a read of the object) is told apart."""
+    if object_store.is_url(data_dir):
+        url = str(data_dir).rstrip("/")
+        fs = object_store.filesystem()
+        sizes: dict[str, int] = {}
+
+        def listed() -> list[Listed]:
+            out = object_listing(url)
+            sizes.clear()
+            sizes.update((item.path, item.size) for item in out)
+            return out
+
+        def hashed(rel: str) -> str:
+            return object_store.object_hash(f"{url}/{rel.replace(os.sep, '/')}", fs, sizes.get(rel))
+
+        return listed, hashed
+    folder = Path(data_dir)
+    return (lambda: local_listing(folder)), (lambda rel: content_hash(folder / rel))
 
 
 class Entry(NamedTuple):

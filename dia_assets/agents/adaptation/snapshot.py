@@ -9,6 +9,7 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from dia_assets.platform.files.discover import content_hash, discover
+from dia_assets.platform.files.object_store import local_root
 from dia_assets.platform.workspace import Workspace
 
 
@@ -55,7 +56,7 @@ def run_key(hashes: dict[str, str], before: dict[str, str] | None = None) -> str
     return f"data-{digest[:16]}"
 
 
-def interpreted_snapshot(workspace: Path, data_dir: Path) -> dict[str, str]:
+def interpreted_snapshot(workspace: Path, data_dir: str | Path) -> dict[str, str]:
     """Relative path -> sha256 of the files the workspace's interpretation was made from: what
     is built. A sensor starting without a cursor compares the folder with this, so it does not
     rebuild what `make demo` just built. Empty when there is no interpretation of this folder."""
@@ -68,6 +69,6 @@ def interpreted_snapshot(workspace: Path, data_dir: Path) -> dict[str, str]:
         interp = Interpretation.read(path)
     except Exception:  # an unreadable artifact: treat the folder as never built
         return {}
-    if Path(interp.data_dir).resolve() != data_dir.resolve():
+    if Path(interp.data_dir).resolve() != local_root(data_dir).resolve():
         return {}
     return {f.path: f.content_hash for s in interp.sources for f in s.file_list()}

@@ -9,6 +9,7 @@ from pathlib import Path
 from dagster_duckdb import DuckDBResource
 
 from dia_assets.dagster.resources.workspace import default_workspace
+from dia_assets.platform.remote_workspace import working_copy
 from dia_assets.platform.settings import get_settings
 from dia_assets.platform.warehouse.base import target_dialect
 from dia_assets.platform.workspace import Workspace
@@ -18,7 +19,7 @@ def default_duckdb_path(workspace: str | None = None) -> str:
     env = get_settings().warehouse
     if env and target_dialect(env).file_based:
         return str(Path(env).resolve())
-    return str(Workspace(workspace or default_workspace()).warehouse.resolve())
+    return str(Workspace(working_copy(workspace or default_workspace())).warehouse.resolve())
 
 
 def duckdb_resource(workspace: str | None = None) -> DuckDBResource:

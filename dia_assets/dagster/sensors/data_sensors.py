@@ -22,7 +22,7 @@ from pydantic import BaseModel
 
 from dia_assets.agents.adaptation.data_cursor import DataCursor, RunOutcome, absorb, decide
 from dia_assets.agents.adaptation.folder_index import StateFiles, folder_source, refresh
-from dia_assets.agents.adaptation.settle import stat_files, unsettled
+from dia_assets.agents.adaptation.settle import sightings, unsettled
 from dia_assets.agents.adaptation.snapshot import interpreted_snapshot
 from dia_assets.agents.data_folder import folder_id
 from dia_assets.agents.interpreter.names import raw_key_name
@@ -35,6 +35,8 @@ from dia_assets.dagster.resources.workspace import default_data_dir, default_wor
 from dia_assets.dagster.sensors.jobs import build_job, schema_job
 from dia_assets.dagster.sensors.run_outcome import REQUEST_TAG, run_outcome
 from dia_assets.dagster.sensors.settings import SENSOR_INTERVAL_S, build_tries, settle_s
+from dia_assets.platform.files.object_store import ObjectStoreError, is_url
+from dia_assets.platform.remote_workspace import sensor_view
 from dia_assets.platform.workspace import Workspace
 
 TRIGGER_TAG = "dia/trigger"  # why a sensor asked for a run, when a change of files does not say it all
@@ -79,6 +81,11 @@ def pending_outcome(context: SensorEvaluationContext, cursor: DataCursor, worksp
     return run_outcome(instance, cursor.pending, workspace)
 
 
+def where(data_dir: str, rel: str) -> Path | str:
+    """A listed file's location: its path, or its object's URL."""
+    return f"{data_dir.rstrip('/')}/{rel.replace(os.sep, '/')}" if is_url(data_dir) else Path(data_dir) / rel
+
+
 def _result(cursor: DataCursor, before: str | None, reason: str, store: StateFiles,
             **kwargs: list) -> SensorResult | SkipReason:
     """A tick that requests nothing: a plain skip when it changed nothing either."""
@@ -95,14 +102,19 @@ def _result(cursor: DataCursor, before: str | None, reason: str, store: StateFil
         "partitions follow the folder and each new or changed file is reported as materialized (content hash, "
         "path, size, modification time).")
 def new_data_sensor(context: SensorEvaluationContext) -> SensorResult | SkipReason:
-    data_dir, workspace = Path(default_data_dir()), Path(default_workspace())
-    if not data_dir.is_dir():
+    data_dir, location = default_data_dir(), default_workspace()
+    remote = is_url(data_dir)
+    if not remote and not Path(data_dir).is_dir():
         return SkipReason(f"data folder {data_dir} does not exist")
+    try:  # an s3:// workspace: the few files a tick reads, pulled into a folder of this machine
+        workspace = sensor_view(location)
+    except ObjectStoreError as err:
+        return SkipReason(str(err))
     # First start, or first tick on another data folder or workspace (state is keyed by both):
     # compare with what the workspace's interpretation was built from, not with nothing or with
     # the previous folder, so the sensor does not rebuild what `make demo` (or a build before)
     # just built, and a switch is reported as such rather than as files added and deleted.
-    here = folder_id(data_dir, workspace)
+    here = folder_id(data_dir, location)
     store = StateFiles(Workspace(workspace).sensor_index)  # the stat index, and the cursor's large maps
     stored = DataCursor.parse(context.cursor, store)
     first = stored is None or not stored.about(here)
@@ -116,18 +128,24 @@ def new_data_sensor(context: SensorEvaluationContext) -> SensorResult | SkipReas
         return SkipReason(decide(cursor, cursor.pending.snapshot, outcome, build_tries()).wait)
     cursor = absorb(cursor, outcome)
     # list the folder (one stat per file) and hash only what moved since the index of the last tick
-    lister, hasher = folder_source(data_dir)
-    index, _ = refresh(lister(), None if first else store.load_index(cursor.index), hasher)
+    try:
+        lister, hasher = folder_source(data_dir)
+        listing = lister()
+        index, _ = refresh(listing, None if first else store.load_index(cursor.index), hasher)
+    except ObjectStoreError as err:  # the bucket is gone or the keys refused: say so, change nothing
+        return SkipReason(str(err))
     after = index.hashes()
     moving = [] if after == cursor.done else sorted(rel for rel, digest in after.items() if cursor.done.get(rel) != digest)
     now = time.time()
-    seen = stat_files(data_dir, moving, now, cursor.seen)
+    listed = {item.path: item for item in listing}
+    seen = sightings(listed, moving, now, cursor.seen)
     waiting = unsettled(moving, cursor.seen, seen, now, settle_s())
     cursor = cursor.model_copy(update={"seen": seen})
     if waiting:  # nothing is read (observed, partitioned, built) until every changed file settled
         cursor = cursor.model_copy(update={"index": store.save_index(index)})  # the hashes made, not reported
-        return SensorResult(skip_reason=f"waiting for {', '.join(waiting)} to settle (size and modification time "
-                            f"unchanged for {settle_s():g} s across two ticks)", cursor=cursor.dump(store))
+        return SensorResult(skip_reason=f"waiting for {', '.join(waiting)} to settle (size "
+                            f"{'and ETag' if remote else 'and modification time'} unchanged for {settle_s():g} s "
+                            "across two ticks)", cursor=cursor.dump(store))
     decision = decide(cursor, after, outcome, build_tries())
     # the partition keys (raw_partition_key, without a Path each) are needed only when the
     # files are not those the tick before reconciled, and for files not reported yet
@@ -138,7 +156,7 @@ def new_data_sensor(context: SensorEvaluationContext) -> SensorResult | SkipReas
     # only files whose hash this sensor has not reported yet are checked against the instance
     stale = unobserved(context, {keys[rel]: digest for rel, digest in unreported.items()})
     events = [event for rel, digest in sorted(unreported.items(), key=lambda kv: keys[kv[0]])
-              if keys[rel] in stale for event in raw_events(keys[rel], data_dir / rel, digest)]
+              if keys[rel] in stale for event in raw_events(keys[rel], where(data_dir, rel), digest, listed.get(rel))]
     index = index.all_reported()  # reported now, or found reported: the events go out with this cursor
     decision.cursor = decision.cursor.model_copy(update={"index": store.save_index(index), "partitioned": named})
     if decision.request is None:
@@ -198,12 +216,16 @@ def overrides_job(workspace: Path, overrides: Path) -> str:
         description="An edit to review/interpretation_overrides.yaml re-plans the schema and everything downstream "
         "(from a new interpretation when it decides whether files are one table).")
 def review_gate_sensor(context: SensorEvaluationContext) -> SensorResult | SkipReason:
-    workspace = Path(default_workspace())
+    location = default_workspace()
+    try:  # an s3:// workspace: its overrides and interpretation, pulled into a folder of this machine
+        workspace = sensor_view(location)
+    except ObjectStoreError as err:
+        return SkipReason(str(err))
     path = Workspace(workspace).overrides
     current = overrides_fingerprint(path)
     if current is None:
         return SkipReason(f"{path} does not exist yet")
-    here = folder_id(default_data_dir(), workspace)
+    here = folder_id(default_data_dir(), location)
     stored = OverridesCursor.parse(context.cursor)
     now = OverridesCursor(folder=here, fingerprint=current).model_dump_json()
     if context.cursor == now:

@@ -48,6 +48,8 @@ from dia_assets.dagster.sensors.jobs import build_job, quality_check_job, replan
 from dia_assets.dagster.sensors.settings import SENSOR_INTERVAL_S, drift_thresholds
 from dia_assets.dagster.tables import WAREHOUSE, manifest_tables, table_key
 from dia_assets.platform.files.discover import content_hash
+from dia_assets.platform.files.object_store import ObjectStoreError
+from dia_assets.platform.remote_workspace import DRIFT_FILES, sensor_edit
 from dia_assets.platform.workspace import Workspace
 
 FINISHED = {DagsterRunStatus.SUCCESS, DagsterRunStatus.FAILURE, DagsterRunStatus.CANCELED}
@@ -115,7 +117,15 @@ def failed_key_checks(report: DriftReport, workspace: Path, loaded: set[AssetKey
         default_status=DefaultSensorStatus.RUNNING,
         description="Schema drift, distribution drift and key breakage between interpretations.")
 def drift_sensor(context: SensorEvaluationContext) -> SensorResult | SkipReason:
-    workspace = Path(default_workspace())
+    try:  # an s3:// workspace: the files a tick reads and writes, pulled and pushed around it
+        with sensor_edit(default_workspace(), DRIFT_FILES, "drift") as workspace:
+            return drift_tick(context, workspace)
+    except ObjectStoreError as err:
+        return SkipReason(str(err))
+
+
+def drift_tick(context: SensorEvaluationContext, workspace: Path) -> SensorResult | SkipReason:
+    """One tick of the drift sensor on a local workspace folder."""
     current_path, previous_path = Workspace(workspace).interpretation, Workspace(workspace).previous_interpretation
     if not current_path.exists():
         return SkipReason("no interpretation yet")

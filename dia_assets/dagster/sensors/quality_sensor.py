@@ -3,8 +3,6 @@ reaction are agents/adaptation's; this sensor reads the instance and translates)
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from dagster import (
     AssetKey,
     DagsterInstance,
@@ -21,6 +19,8 @@ from dia_assets.agents.adaptation.react import RunJob, quality_diagnosis, react_
 from dia_assets.dagster.resources.workspace import default_workspace
 from dia_assets.dagster.sensors.jobs import replan_job
 from dia_assets.dagster.sensors.settings import QUALITY_BASELINE, QUALITY_MARGIN, QUALITY_WINDOW
+from dia_assets.platform.files.object_store import ObjectStoreError
+from dia_assets.platform.remote_workspace import QUALITY_FILES, sensor_edit
 from dia_assets.platform.workspace import Workspace
 
 
@@ -53,10 +53,13 @@ def quality_sensor(context: SensorEvaluationContext) -> SensorResult | SkipReaso
     verdict = assess(records, QUALITY_WINDOW, QUALITY_BASELINE, QUALITY_MARGIN)
     if not verdict.degraded:
         return SensorResult(cursor=str(newest))
-    workspace = Path(default_workspace())
-    out = Workspace(workspace).diagnosis_dir / f"quality-{newest}.md"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(quality_diagnosis(verdict, workspace), encoding="utf-8")
+    try:  # an s3:// workspace: the drift reports read, the diagnosis written, through the bucket
+        with sensor_edit(default_workspace(), QUALITY_FILES, "quality") as workspace:
+            out = Workspace(workspace).diagnosis_dir / f"quality-{newest}.md"
+            out.parent.mkdir(parents=True, exist_ok=True)
+            out.write_text(quality_diagnosis(verdict, workspace), encoding="utf-8")
+    except ObjectStoreError as err:
+        return SkipReason(str(err))
     context.log.warning(f"answer quality fell ({verdict.reason}); diagnosis in {out}")
     return SensorResult(
         run_requests=[RunRequest(partition_key=r.partition, run_key=r.run_key, tags=dict(r.tags))
