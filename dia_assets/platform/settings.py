@@ -101,7 +101,7 @@ class Settings(BaseSettings):
                                json_schema_extra={"expect": "location"})
     object_cache: Path | None = Field(None, description="local folder of the copies of s3:// data folders and "
                                       "workspaces; unset: dia-objects-<uid> in the temporary directory")
-    warehouse: str | None = Field(None, description="DuckDB or SQLite file, or postgresql:// URL; unset: <workspace>/warehouse.duckdb")
+    warehouse: str | None = Field(None, description="DuckDB or SQLite file, postgresql:// URL, or spark://MASTER/ROOT; unset: <workspace>/warehouse.duckdb")
     questions: Path | None = Field(None, description="questions file; unset: <data dir>/questions.yaml if present, else none")
     dagster_home: Path | None = Field(None, description="Dagster instance folder for `dia ui` and `dia demo` "
                                       "when DAGSTER_HOME is unset; unset: <workspace>/.dagster")
