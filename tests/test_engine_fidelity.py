@@ -49,11 +49,7 @@ BENCH_SETS = [ROOT / "bench" / "data" / f for f in
 # Disagreements known today, by engine, each a bug to fix; then delete its line (a line that no
 # longer disagrees fails the test, so the lists only shrink).
 KNOWN = {
-    "postgres": {
-        # date_trunc of a DATE is a TIMESTAMP on DuckDB and a TIMESTAMPTZ on PostgreSQL (the DATE is
-        # cast to timestamptz); transpile_gold cannot tell a DATE argument without the schema
-        "no_months_1997": "1997-01-01 00:00:00 on DuckDB, 1997-01-01 00:00:00+00:00 on PostgreSQL",
-    },
+    "postgres": {},
     "spark": {
         # a DATE minus a DATE is a number of days on DuckDB and an INTERVAL on Spark (AVG of it fails);
         # transpile_gold cannot tell DATE operands without the schema

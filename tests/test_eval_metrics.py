@@ -75,6 +75,13 @@ def test_other_types_normalize() -> None:
     assert results_match([(dt.date(2026, 1, 2),)], [("2026-01-02",)])  # SQLite returns text
     assert results_match([(float("nan"),)], [(float("nan"),)])
     assert results_match([([1, 2],)], [([1, 2],)])  # lists are unhashable: canonical JSON
+    # an instant (PostgreSQL's TIMESTAMPTZ, Spark's TIMESTAMP) against a plain TIMESTAMP of a UTC
+    # session: the same time; another instant, or the same wall-clock time elsewhere, is not
+    naive = dt.datetime(1997, 1, 1)
+    assert results_match([(naive,)], [(naive.replace(tzinfo=dt.UTC),)])
+    assert results_match([(naive,)], [(dt.datetime(1997, 1, 1, 2, tzinfo=dt.timezone(dt.timedelta(hours=2))),)])
+    assert not results_match([(naive,)], [(naive.replace(tzinfo=dt.timezone(dt.timedelta(hours=2))),)])
+    assert not results_match([(naive,)], [(dt.datetime(1997, 1, 1, 0, 0, 1, tzinfo=dt.UTC),)])
 
 
 def test_empty_results_match_each_other_only() -> None:

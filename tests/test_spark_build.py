@@ -66,6 +66,24 @@ def test_the_spark_build_is_accepted_and_equals_the_duckdb_build_in_every_layer(
         warehouse.close()
 
 
+def test_lineage_reads_the_spark_build_as_the_duckdb_one(builds: dict) -> None:
+    """Row ranges of every table's staged records, and a value traced back to its raw records,
+    read through Spark from the installed version's staging layer."""
+    from dia_assets.agents.lineage.index import build_index, value_origin, workspace_manifest
+
+    duck, spark = builds["duck"], builds["spark"]
+    on_duck = build_index(builds["tmp"] / "ws-duckdb", str(duck.report.warehouse))
+    on_spark = build_index(builds["tmp"] / "ws-spark", builds["target"])
+    assert on_spark.warehouse == "spark://(redacted)"
+    ranges = {t.table: t.row_range for t in on_spark.tables}
+    assert all(ranges.values()) and ranges == {t.table: t.row_range for t in on_duck.tables}
+    manifest = workspace_manifest(builds["tmp"] / "ws-spark")
+    traced = value_origin(manifest, builds["target"], "employees", "employee_id", "100")
+    assert traced == value_origin(workspace_manifest(builds["tmp"] / "ws-duckdb"), str(duck.report.warehouse),
+                                  "employees", "employee_id", "100")
+    assert traced.rows == 1 and traced.row_numbers and traced.raw_texts == ["100"], traced
+
+
 def test_a_reader_keeps_its_version_and_a_refused_build_changes_nothing(builds: dict) -> None:
     root, target, tmp = builds["root"], builds["target"], builds["tmp"]
     before = current_build(root)
@@ -118,3 +136,37 @@ def test_the_query_agent_answers_on_spark_through_the_gate(builds: dict) -> None
     assert result.status == "answered" and result.dialect == "spark"
     assert result.preview[0][0] == "Shipping" and result.preview[0][1] == 45
     assert "write_refused" in trace.trace["failures"]
+
+
+def test_the_dagster_graph_materializes_on_a_spark_warehouse(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """interpretation -> schema_manifest -> warehouse (its checks) -> validation_report ->
+    lineage_report in a real Dagster run, with DIA_WAREHOUSE naming Spark."""
+    require_spark()
+    from dagster import DagsterInstance, materialize
+
+    from dia_assets.dagster.interpretation import interpretation_asset
+    from dia_assets.dagster.lineage import lineage_report
+    from dia_assets.dagster.resources import LLMResource, WorkspaceResource
+    from dia_assets.dagster.resources.warehouse import duckdb_resource
+    from dia_assets.dagster.schema import schema_assets, schema_checks
+
+    target = spark_target(tmp_path / "root")
+    ws = tmp_path / "ws"
+    monkeypatch.setenv("DIA_WAREHOUSE", target)
+    monkeypatch.delenv("DIA_MODEL", raising=False)
+    result = materialize(
+        [interpretation_asset([]), *schema_assets, *schema_checks, lineage_report],
+        instance=DagsterInstance.ephemeral(),
+        resources={"workspace": WorkspaceResource(root=str(ws), data_dir=str(DATA)),
+                   "llm": LLMResource(), "duckdb": duckdb_resource(str(ws))},
+    )
+    assert result.success
+    checks = {e.check_name: e.passed for e in result.get_asset_check_evaluations()}
+    assert checks and all(checks.values()), checks
+    db = connect(target)
+    try:
+        assert db.query("SELECT count(*) FROM employees").rows == [(107,)]
+    finally:
+        db.close()
+    meta = result.asset_materializations_for_node("lineage_report")[0].metadata
+    assert "| employees |" in meta["tables_and_files"].value and "(107 records)" in meta["tables_and_files"].value

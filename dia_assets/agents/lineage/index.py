@@ -98,7 +98,7 @@ def build_index(workspace: str | Path, warehouse: str | None = None) -> LineageI
     manifest = workspace_manifest(ws)
     interp = _interpretation(ws)
     index = LineageIndex(generated_at=datetime.now(UTC).isoformat(timespec="seconds"),
-                         warehouse="postgresql://(redacted)" if warehouse and target_dialect(warehouse).credentials_in_target
+                         warehouse=target_dialect(warehouse).redacted_target if warehouse and target_dialect(warehouse).credentials_in_target
                          else str(warehouse or ""),
                          tables=[table_origin(t, interp) for t in manifest.tables],
                          answers=answers(ws, manifest))

@@ -40,6 +40,11 @@ def normalize_value(value: Any, decimals: int | None = None) -> Any:
             return _round(value, decimals)
         return float(value)
     if isinstance(value, dt.datetime):
+        # an instant (TIMESTAMPTZ, Spark's TIMESTAMP) as UTC wall-clock time, the form of a plain
+        # TIMESTAMP in a UTC session (DIA's builds and connections run in UTC): engines differ
+        # in which of the two a date_trunc or a stored column gives back, not in the time
+        if value.tzinfo is not None and value.utcoffset() is not None:
+            value = value.astimezone(dt.UTC).replace(tzinfo=None)
         return value.isoformat(sep=" ")
     if isinstance(value, (dt.date, dt.time)):
         return value.isoformat()
