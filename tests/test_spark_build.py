@@ -71,7 +71,7 @@ def test_lineage_reads_the_spark_build_as_the_duckdb_one(builds: dict) -> None:
     read through Spark from the installed version's staging layer."""
     from dia_assets.agents.lineage.index import build_index, value_origin, workspace_manifest
 
-    duck, spark = builds["duck"], builds["spark"]
+    duck = builds["duck"]
     on_duck = build_index(builds["tmp"] / "ws-duckdb", str(duck.report.warehouse))
     on_spark = build_index(builds["tmp"] / "ws-spark", builds["target"])
     assert on_spark.warehouse == "spark://(redacted)"
@@ -87,6 +87,8 @@ def test_lineage_reads_the_spark_build_as_the_duckdb_one(builds: dict) -> None:
 def test_a_reader_keeps_its_version_and_a_refused_build_changes_nothing(builds: dict) -> None:
     root, target, tmp = builds["root"], builds["target"], builds["tmp"]
     before = current_build(root)
+    (root / "notes").mkdir()  # the root may hold other folders: builds delete only their own versions
+    (root / "0123456789ab").mkdir()
     reader = connect(target)
     try:
         employees = reader.query("SELECT count(*) FROM employees").rows[0][0]
@@ -104,7 +106,8 @@ def test_a_reader_keeps_its_version_and_a_refused_build_changes_nothing(builds: 
         refused = run(data, tmp / "ws-spark", warehouse=target)
         assert not refused.report.accepted and not refused.report.installed
         assert current_build(root) == before  # CURRENT untouched, the refused version deleted
-        assert sorted(p.name for p in root.iterdir() if not p.name.startswith((".", "_"))) == sorted([before, "CURRENT"])
+        assert sorted(p.name for p in root.iterdir() if not p.name.startswith((".", "_"))) == sorted(
+            [before, "CURRENT", "notes", "0123456789ab"])
         # an accepted rebuild switches CURRENT; the reader opened before keeps its version
         again = run(DATA, tmp / "ws-spark", warehouse=target)
         assert again.report.accepted and current_build(root) != before

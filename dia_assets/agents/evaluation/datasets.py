@@ -231,12 +231,12 @@ def _postgres_fix(node: Any) -> Any:
 def _spark_fix(node: Any) -> Any:
     """What sqlglot carries across with another meaning on Spark. Spark averages a DECIMAL as a
     DECIMAL of four more digits of scale (80.441216), DuckDB as a DOUBLE (80.4412156862745): the
-    average goes through DOUBLE (but of a difference, which may be of dates: an INTERVAL on
-    Spark). DuckDB's date_diff('day', a, b) counts the day boundaries crossed, Spark's
+    average goes through DOUBLE (an average of a DATE difference, an INTERVAL on Spark, is then
+    refused: without the schema the two cannot be told apart). DuckDB's date_diff('day', a, b) counts the day boundaries crossed, Spark's
     DATEDIFF(DAY, a, b) whole 24-hour days: the days are counted between the two dates."""
     from sqlglot import exp
 
-    if isinstance(node, exp.Avg) and not isinstance(node.this, (exp.Distinct, exp.Sub)):
+    if isinstance(node, exp.Avg) and not isinstance(node.this, exp.Distinct):
         node.set("this", exp.Cast(this=node.this.copy(), to=exp.DataType.build("DOUBLE")))
     if isinstance(node, exp.DateDiff) and node.args.get("date_part_boundary") \
             and (node.unit is None or node.unit.name.upper() == "DAY"):

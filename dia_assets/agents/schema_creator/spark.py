@@ -11,6 +11,7 @@ the next build deletes."""
 from __future__ import annotations
 
 import fcntl
+import re
 import shutil
 import tempfile
 import uuid
@@ -27,6 +28,7 @@ from dia_assets.platform.files.temp import temp_prefix
 from dia_assets.platform.naming import quote_ident as q
 from dia_assets.platform.naming import sql_str
 from dia_assets.platform.warehouse.spark import (
+    LAYERS,
     current_build,
     drop_version,
     new_session,
@@ -87,11 +89,17 @@ def _export(con: duckdb.DuckDBPyConnection, manifest: Manifest, folder: Path, ho
             hook(f"spark:{table.name}")
 
 
+def _is_version(path: Path) -> bool:
+    """A folder a build wrote (its id, its layers): nothing else in the root is ever deleted."""
+    return (path.is_dir() and re.fullmatch(r"[0-9a-f]{12}", path.name) is not None
+            and any((path / layer).is_dir() for layer in LAYERS))
+
+
 def _sweep(root: Path, keep: set[str]) -> list[str]:
     """Version folders no reader resolves any more (the caller holds the build lock)."""
     gone = []
     for path in root.iterdir():
-        if path.is_dir() and not path.name.startswith(("_", ".")) and path.name not in keep:
+        if _is_version(path) and path.name not in keep:
             shutil.rmtree(path, ignore_errors=True)
             gone.append(path.name)
     return gone

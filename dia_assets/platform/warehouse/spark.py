@@ -141,10 +141,13 @@ def set_current(root: Path, build_id: str) -> None:
     os.replace(tmp, root / CURRENT)
 
 
-def register_version(spark: Any, root: Path, build_id: str) -> dict[str, str]:
-    """Make a version's Parquet folders tables of this JVM's catalog (metadata only; idempotent)."""
+def register_version(spark: Any, root: Path, build_id: str, layers: tuple[str, ...] = LAYERS) -> dict[str, str]:
+    """Make a version's Parquet folders tables of this JVM's catalog (metadata only; idempotent).
+    The agents' connection registers the refined layer alone: it reads nothing else."""
     names = databases(build_id)
     for layer, db in names.items():
+        if layer not in layers:
+            continue
         spark.sql(f"CREATE DATABASE IF NOT EXISTS {quote(db)}")
         folder = root / build_id / layer
         for table in sorted(p for p in folder.iterdir() if p.is_dir()) if folder.is_dir() else []:
@@ -253,7 +256,7 @@ class SparkDatabase:
             raise FileNotFoundError(f"no warehouse installed at {target} (no {self.target.root / CURRENT})")
         self.spark = new_session(self.target)
         self.spark.conf.set("spark.sql.runSQLOnFiles", "false")
-        self.db = register_version(self.spark, self.target.root, build_id)["refined"]
+        self.db = register_version(self.spark, self.target.root, build_id, ("refined",))["refined"]
         self.spark.sql(f"USE {quote(self.db)}")
         self._scratch_db: str | None = None
 
