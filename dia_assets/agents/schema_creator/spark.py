@@ -30,12 +30,14 @@ from dia_assets.platform.naming import sql_str
 from dia_assets.platform.warehouse.spark import (
     LAYERS,
     current_build,
+    databases,
     drop_version,
     new_session,
     parse_target,
     quote,
     register_version,
     set_current,
+    sql_schemas,
 )
 
 # (schemas: layer -> its build database) -> accepted
@@ -67,7 +69,7 @@ def _layers(table: ManifestTable) -> list[tuple[str, str, list[tuple[str, str | 
 def ddl_script(manifest: Manifest) -> str:
     """What a build registers, as Spark DDL: tables over the Parquet folders of a version
     (`<build>` and `<root>` stand for each build's id and the warehouse root)."""
-    names = {"refined": "dia_<build>", "staging": "dia_<build>_staging", "rejects": "dia_<build>_rejects"}
+    names = databases("<build>")
     out = [f"CREATE SCHEMA IF NOT EXISTS {quote(db)}" for db in names.values()]
     for table in manifest.tables:
         for layer, _, _ in _layers(table):
@@ -138,9 +140,8 @@ def load_spark(
         spark = new_session(spark_target)
         installed = False
         try:
-            names = register_version(spark, root, build_id)
-            schemas = {"default": names["refined"], "staging": names["staging"], "rejects": names["rejects"]}
-            accepted = check(schemas) if check else True
+            register_version(spark, root, build_id)
+            accepted = check(sql_schemas(build_id)) if check else True
             if accepted or replace_anyway or before is None:
                 (root / ".previous").write_text(before or "", encoding="utf-8")
                 set_current(root, build_id)

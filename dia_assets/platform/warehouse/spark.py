@@ -166,14 +166,17 @@ def quote(name: str) -> str:
     return "`" + name.replace("`", "``") + "`"
 
 
-def spark_schema_of(root: Path) -> dict[str, str] | None:
-    """Layer (by the names DuckDB SQL uses: `default`, `staging`, `rejects`) -> the installed
-    version's database: what validation and lineage SQL is renamed to."""
-    build_id = current_build(root)
-    if build_id is None:
-        return None
+def sql_schemas(build_id: str) -> dict[str, str]:
+    """Layer, by the names validation and lineage SQL uses (`default`, `staging`, `rejects`) ->
+    the version's database: what that SQL is renamed to (platform/tables/target.py)."""
     names = databases(build_id)
     return {"default": names["refined"], "staging": names["staging"], "rejects": names["rejects"]}
+
+
+def spark_schema_of(root: Path) -> dict[str, str] | None:
+    """The installed version's `sql_schemas`, or None when nothing is installed."""
+    build_id = current_build(root)
+    return None if build_id is None else sql_schemas(build_id)
 
 
 # --- types as information_schema spells them ---------------------------------------------------
