@@ -109,7 +109,7 @@ def check_gold(questions: str | Path, warehouse: str | Path, timeout_s: float = 
             for sql in inst.gold_sql:
                 row: dict[str, Any] = {"id": inst.id, "error": None}
                 try:
-                    res = db.query(transpile_gold(sql, inst.dialect, db.dialect), timeout_s)
+                    res = db.query(transpile_gold(sql, inst.dialect, db.dialect, db.column_types), timeout_s)
                     row.update(rows=len(res.rows), columns=res.columns, result=res.rows)
                 except Exception as err:
                     row["error"] = f"{type(err).__name__}: {err}"

@@ -50,11 +50,7 @@ BENCH_SETS = [ROOT / "bench" / "data" / f for f in
 # longer disagrees fails the test, so the lists only shrink).
 KNOWN = {
     "postgres": {},
-    "spark": {
-        # a DATE minus a DATE is a number of days on DuckDB and an INTERVAL on Spark (AVG of it fails);
-        # transpile_gold cannot tell DATE operands without the schema
-        "u_tp_ship_delay": "AVG(l_shipdate - o_orderdate): a DOUBLE on DuckDB, refused on Spark",
-    },
+    "spark": {},
 }
 
 

@@ -54,6 +54,7 @@ class Database:
     name: str = ""
     _db: Any = field(default=None, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    _types: dict[str, dict[str, str]] | None = field(default=None, repr=False)
 
     def query(self, sql: str, timeout_s: float = 30.0) -> ResultSet:
         with self._lock:
@@ -64,6 +65,14 @@ class Database:
     def schema(self) -> dict[str, list[str]]:
         """{table: [columns]} of the database's main schema (lower-cased names)."""
         return {t.name.lower(): [c.name.lower() for c in t.columns] for t in self._db.tables()}
+
+    def column_types(self) -> dict[str, dict[str, str]]:
+        """{table: {column: type}} of the main schema (lower-cased names, the types as the engine
+        spells them), read once: a gold query's transpilation asks for it per question."""
+        if self._types is None:
+            with self._lock:
+                self._types = {t.name.lower(): {c.name.lower(): c.type for c in t.columns} for t in self._db.tables()}
+        return self._types
 
     def close(self) -> None:
         with contextlib.suppress(Exception):

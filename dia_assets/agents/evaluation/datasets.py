@@ -18,6 +18,7 @@ import csv
 import itertools
 import json
 import re
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -176,18 +177,49 @@ def load_jsonl(path: Path) -> list[EvalInstance]:
     return out
 
 
-def transpile_gold(sql: str, read: str, write: str) -> str:
-    """The gold query in the database's dialect (sqlglot), unchanged when they agree."""
+# {table: {column: type}}, the types as the target engine's catalog spells them.
+Schema = Mapping[str, Mapping[str, str]]
+
+
+def transpile_gold(sql: str, read: str, write: str, schema: Schema | Callable[[], Schema] | None = None) -> str:
+    """The gold query in the database's dialect (sqlglot), unchanged when they agree. `schema`
+    (or a function returning it, called only when the target needs it): the database's column
+    types, for an engine where the same operator means another thing on other operand types
+    (`_TYPED_FIXES`); without it such operators are carried across as written."""
     if _same_dialect(read, write):
         return sql
     import sqlglot
 
-    target = _sqlglot_name(write)
-    tree = sqlglot.parse_one(sql, read=_sqlglot_name(read))
+    source, target = _sqlglot_name(read), _sqlglot_name(write)
+    tree = sqlglot.parse_one(sql, read=source)
+    typed_fix = _TYPED_FIXES.get(target)
+    if typed_fix is not None and schema is not None:
+        tree = _fix_typed(tree, typed_fix, source, target, schema() if callable(schema) else schema)
     fix = _ENGINE_FIXES.get(target)
     if fix is not None:
         tree = tree.transform(fix)
     return tree.sql(dialect=target)
+
+
+def _fix_typed(tree: Any, fix: Callable[[Any, Any], Any], read: str, write: str, schema: Schema) -> Any:
+    """`fix(node, typed)` over `tree`, `typed` the node's twin with types (sqlglot's `qualify` and
+    `annotate_types` over `schema`). The types are worked out on a copy, found again by a mark,
+    because qualifying rewrites names, aliases and ORDER BY: only what `fix` changes differs."""
+    from sqlglot import exp
+    from sqlglot.optimizer.annotate_types import annotate_types
+    from sqlglot.optimizer.qualify import qualify
+    from sqlglot.schema import MappingSchema
+
+    for i, node in enumerate(tree.walk()):
+        node.meta["gold_node"] = i
+    # udt: a type sqlglot does not know (Spark's void) is a type of its own, not a parse error
+    mapping = MappingSchema({t: {c: exp.DataType.build(ty, dialect=write, udt=True) for c, ty in cols.items()}
+                             for t, cols in schema.items()}, dialect=write)
+    typed = annotate_types(qualify(tree.copy(), dialect=read, schema=mapping, validate_qualify_columns=False),
+                           schema=mapping, dialect=read)
+    twins = {n.meta["gold_node"]: n for n in typed.walk() if "gold_node" in n.meta}
+    return tree.transform(lambda node: fix(node, twins[node.meta["gold_node"]])
+                          if node.meta.get("gold_node") in twins else node)
 
 
 # Date parts as SQLite's strftime spells them.
@@ -231,8 +263,8 @@ def _postgres_fix(node: Any) -> Any:
 def _spark_fix(node: Any) -> Any:
     """What sqlglot carries across with another meaning on Spark. Spark averages a DECIMAL as a
     DECIMAL of four more digits of scale (80.441216), DuckDB as a DOUBLE (80.4412156862745): the
-    average goes through DOUBLE (an average of a DATE difference, an INTERVAL on Spark, is then
-    refused: without the schema the two cannot be told apart). DuckDB's date_diff('day', a, b) counts the day boundaries crossed, Spark's
+    average goes through DOUBLE (a DATE difference is a number of days by then: `_spark_typed_fix`,
+    given the schema). DuckDB's date_diff('day', a, b) counts the day boundaries crossed, Spark's
     DATEDIFF(DAY, a, b) whole 24-hour days: the days are counted between the two dates."""
     from sqlglot import exp
 
@@ -245,7 +277,19 @@ def _spark_fix(node: Any) -> Any:
     return node
 
 
+def _spark_typed_fix(node: Any, typed: Any) -> Any:
+    """DuckDB's DATE - DATE is a number of days (so is PostgreSQL's), Spark's an INTERVAL:
+    the days are counted by DATEDIFF(end, start). A TIMESTAMP difference is an INTERVAL on
+    both engines and a number's a number: both stay."""
+    from sqlglot import exp
+
+    if isinstance(node, exp.Sub) and all(side.is_type(exp.DataType.Type.DATE) for side in (typed.left, typed.right)):
+        return exp.DateDiff(this=node.left.copy(), expression=node.right.copy())
+    return node
+
+
 _ENGINE_FIXES = {"sqlite": _sqlite_fix, "postgres": _postgres_fix, "spark": _spark_fix}
+_TYPED_FIXES = {"spark": _spark_typed_fix}
 
 
 def _sqlglot_name(dialect: str) -> str:

@@ -76,7 +76,7 @@ def run_gold(instance: EvalInstance, db: Database, timeout_s: float = 30.0) -> E
     """The instance's first gold query in `db`'s dialect, run; an error is kept, not raised."""
     sql = instance.gold_sql[0]
     try:
-        sql = transpile_gold(sql, instance.dialect, db.dialect)
+        sql = transpile_gold(sql, instance.dialect, db.dialect, db.column_types)
         return EngineRun(db.dialect, sql, rows=db.query(sql, timeout_s=timeout_s).rows)
     except Exception as err:  # noqa: BLE001 - a failure on one engine is a finding, not a crash
         return EngineRun(db.dialect, sql, error=f"{type(err).__name__}: {err}"[:600])

@@ -90,7 +90,7 @@ def score_instance(instance: EvalInstance, db: Database, solver: Solver, *, time
     gold_sql: list[str | None] = []
     for sql in instance.gold_sql:
         try:
-            sql = transpile_gold(sql, instance.dialect, db.dialect)
+            sql = transpile_gold(sql, instance.dialect, db.dialect, db.column_types)
         except Exception as err:
             golds.append(Execution(sql=sql, ok=False, error=f"transpile: {err}"[:600]))
             gold_results.append(None)

@@ -34,7 +34,7 @@ class OracleSolver:
 
     def solve(self, instance: EvalInstance, db: Database) -> Prediction:
         started = time.perf_counter()
-        sql = transpile_gold(instance.gold_sql[0], instance.dialect, db.dialect)
+        sql = transpile_gold(instance.gold_sql[0], instance.dialect, db.dialect, db.column_types)
         return Prediction(sql=sql, status="answered", attempts=1, latency_s=time.perf_counter() - started)
 
 
@@ -105,7 +105,7 @@ class AgentSolver:
         )
 
         model = ensure_registered()
-        sql = transpile_gold(instance.gold_sql[0], instance.dialect, db.dialect)
+        sql = transpile_gold(instance.gold_sql[0], instance.dialect, db.dialect, db.column_types)
         res = db.query(sql, self.timeout_s)
         key = instance.prompt()
         declared = gold_contract(sql, db.dialect, res.columns, not res.rows)
