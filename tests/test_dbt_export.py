@@ -1,16 +1,12 @@
 """`dia dbt export` (issue 34): the example build exported as a dbt project, built for real by
-dbt-core + dbt-duckdb in-process (no network: anonymous usage stats off, no `dbt deps`), gives
+dbt-core + dbt-duckdb in a child process (no network: anonymous usage stats off, no `dbt deps`), gives
 the same rows in every refined and reject table as DIA's warehouse; its schema tests hold what
 validation checks and fail on corrupted data; dbt's parsed lineage equals DIA's."""
 
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import subprocess
-import sys
-from pathlib import Path
 
 import duckdb
 import pytest
@@ -23,27 +19,8 @@ from dia_assets.contracts.manifest import Manifest
 from dia_assets.pipeline import run
 from dia_assets.platform.naming import quote_ident as q
 from dia_assets.platform.workspace import Workspace
+from tests.dbt_fixtures import PROJECT, dbt, differences, table_columns
 from tests.schema_fixtures import EXAMPLES
-
-pytest.importorskip("dbt.cli.main", reason="dbt-core is in the dev extra")
-pytest.importorskip("dbt.adapters.duckdb", reason="dbt-duckdb is in the dev extra")
-
-PROJECT = "dia_warehouse"
-
-
-def dbt(project: Path, *args: str, warehouse: Path | None = None) -> tuple[int, dict[str, str]]:
-    """Run dbt on the exported project in a child process (dbt-duckdb keeps its database open
-    for the life of the process); returns the exit code and each node's status."""
-    env = {**os.environ, "DBT_SEND_ANONYMOUS_USAGE_STATS": "false"}
-    if warehouse is not None:
-        env["DIA_DBT_WAREHOUSE"] = str(warehouse)
-    done = subprocess.run(
-        [sys.executable, "-c", "from dbt.cli.main import cli; cli()", *args, "--project-dir", str(project),
-         "--profiles-dir", str(project), "--log-path", str(project / "logs")],
-        env=env, capture_output=True, text=True, timeout=300)
-    results = json.loads((project / "target" / "run_results.json").read_text())["results"]
-    assert results, done.stdout + done.stderr
-    return done.returncode, {r["unique_id"]: r["status"] for r in results}
 
 
 @pytest.fixture(scope="module")
@@ -64,16 +41,6 @@ def built(tmp_path_factory):
             "manifest": Manifest.read(Workspace(ws).installed_manifest), "warehouse": Workspace(ws).warehouse}
 
 
-def _columns(con: duckdb.DuckDBPyConnection, table: str) -> list[tuple[str, str]]:
-    return [(r[0], r[1]) for r in con.execute(f"DESCRIBE {table}").fetchall()]
-
-
-def _differences(con: duckdb.DuckDBPyConnection, a: str, b: str) -> int:
-    """Rows in one table and not the other, duplicates counted (EXCEPT ALL both ways)."""
-    return sum(con.execute(f"SELECT count(*) FROM (SELECT * FROM {x} EXCEPT ALL SELECT * FROM {y})").fetchone()[0]
-               for x, y in ((a, b), (b, a)))
-
-
 def test_dbt_build_reproduces_every_refined_and_reject_table(built):
     con = duckdb.connect(str(built["warehouse"]), read_only=True)
     try:
@@ -83,10 +50,10 @@ def test_dbt_build_reproduces_every_refined_and_reject_table(built):
             for dia, ours in ((q(table.name), f"dbt.{q(table.name)}"),
                               (f"rejects.{q(table.name)}", f"dbt_rejects.{q(table.name)}")):
                 # names and types; DIA's declared keys are dbt's schema tests (test below)
-                assert _columns(con, dia) == _columns(con, ours), dia
+                assert table_columns(con, dia) == table_columns(con, ours), dia
                 n = con.execute(f"SELECT count(*) FROM {dia}").fetchone()[0]
                 assert con.execute(f"SELECT count(*) FROM {ours}").fetchone()[0] == n, dia
-                assert _differences(con, dia, ours) == 0, dia
+                assert differences(con, dia, ours) == 0, dia
                 counts.append((dia, n))
                 if dia.startswith("rejects."):
                     reject_rows += n
