@@ -6,7 +6,9 @@ validation checks and fail on corrupted data; dbt's parsed lineage equals DIA's.
 from __future__ import annotations
 
 import json
+import os
 import shutil
+from pathlib import Path
 
 import duckdb
 import pytest
@@ -164,3 +166,26 @@ def test_export_refuses_a_foreign_folder_and_dias_own_schemas(built, tmp_path):
     assert result.exit_code == 2 and result.stderr.startswith("error: ")
     again = CliRunner().invoke(app, ["dbt", "export", str(built["project"]), "-w", str(built["ws"]), "-q"])
     assert again.exit_code == 0, again.output  # a previous export is rewritten in place
+
+
+GOLDEN = Path(__file__).parent / "fixtures" / "dbt" / "examples"
+
+
+def test_exported_project_matches_golden(built):
+    """The project's YAML (tests, descriptions, sources) and model SQL, byte for byte, as
+    tests/test_sql_goldens.py holds the load SQL (profiles.yml names a temporary path: left out).
+    Refresh with DIA_UPDATE_SNAPSHOTS=1 and review the diff."""
+    project = built["project"]
+    written = sorted(p.relative_to(project) for p in project.rglob("*")
+                     if p.is_file() and p.parts[len(project.parts)] in ("models", "macros")
+                     or p.name == "dbt_project.yml" and p.parent == project)
+    if os.environ.get("DIA_UPDATE_SNAPSHOTS") == "1":
+        shutil.rmtree(GOLDEN, ignore_errors=True)
+        for rel in written:
+            (GOLDEN / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(project / rel, GOLDEN / rel)
+    golden = sorted(p.relative_to(GOLDEN) for p in GOLDEN.rglob("*") if p.is_file())
+    assert written == golden, "write the goldens with DIA_UPDATE_SNAPSHOTS=1 and review them"
+    for rel in written:
+        assert (project / rel).read_text() == (GOLDEN / rel).read_text(), \
+            f"{rel} differs from its golden; regenerate with DIA_UPDATE_SNAPSHOTS=1 if intended"

@@ -171,13 +171,18 @@ def table_description(table: ManifestTable, sources: dict[str, Source]) -> str:
     return " ".join([*found, facts + "."])
 
 
-def column_description(col: ManifestColumn, icol: Column | None) -> str:
-    head = icol.description if icol and icol.description else None
-    facts = [f"{col.original_name or col.source_column!r} in the file", f"{col.semantic_type}, {col.type}"]
+def column_description(col: ManifestColumn, icol: Column | None, file: str) -> str:
+    """The interpreter's description when it wrote one, then what it found about the column."""
+    header = (icol.original_name if icol else None) or col.original_name or col.source_column
+    facts = [f"header {header!r} in {file}", f"{col.semantic_type}, {col.type}"]
+    if icol is not None:
+        approx = "about " if icol.distinct_approximate else ""
+        facts.append(f"{approx}{icol.distinct_count:,} distinct values, {icol.null_fraction:.0%} missing as read")
     if col.on_error == "null_value":
         facts.append("an unparseable value is NULL here, kept raw in the reject table")
     facts += col.normalizations
-    return "; ".join([*([head] if head else []), *facts]) + "."
+    head = [icol.description] if icol is not None and icol.description else []
+    return "; ".join([*head, *facts]) + "."
 
 
 def closed_domain(col: ManifestColumn, icol: Column | None, con: duckdb.DuckDBPyConnection) -> list[str] | None:
@@ -252,7 +257,7 @@ def _model_entry(table: ManifestTable, sources: dict[str, Source], names: set[st
         if not table.source_files and (values := closed_domain(col, icol, con)):
             # the interpreter's domain, not a rule validation enforces: a new value warns
             add("accepted_values", _test("accepted_values", {"values": values}, "warn"), col.name)
-        entry: dict[str, Any] = {"name": col.name, "description": column_description(col, icol),
+        entry: dict[str, Any] = {"name": col.name, "description": column_description(col, icol, table.files_label()),
                                  "data_type": col.type}
         if _quoted(col.name):
             entry["quote"] = True
