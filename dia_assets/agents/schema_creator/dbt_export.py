@@ -5,7 +5,8 @@ Creator's own typed load (`sqlgen.refined_typed_sql`) and each reject table a mo
 loader's reject routing (`sqlgen.reject_select_sql`), both with the staging table read through
 `source()`: the builder and the export share one function per table, so they cannot drift.
 The schema tests are what validation checks (keys: unique + not_null; foreign keys:
-relationships, a warning where validation lets orphans pass), plus accepted_values where the
+relationships, a warning where validation lets orphans pass; the parts of a split wide table:
+relationships both ways on the key), plus accepted_values where the
 interpreter saw a closed domain; descriptions come from the interpretation.
 
 The reader's unparseable lines (`_raw_line`) never reach staging: a reject model takes them from
@@ -251,6 +252,11 @@ def _model_entry(table: ManifestTable, sources: dict[str, Source], names: set[st
             add("relationships", _test("dia_relationships", {
                 "columns": [q(c) for c in fk.columns], "to": ref, "fields": [q(c) for c in fk.ref_columns]},
                 _severity(fk)))
+    # slice_join: the parts of a split wide table hold the same keys (each unique, tested
+    # above), so they join 1:1; a key on one side only fails the part's test
+    key = [q(c) for c in table.primary_key]
+    for other in ([table.split_of] if table.split_of else table.parts[1:]):
+        add("slice_join", _test("dia_relationships", {"columns": key, "to": f"ref({other!r})", "fields": key}))
     columns = []
     for col in table.columns:
         icol = _interp_column(sources, col)
