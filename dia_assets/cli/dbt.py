@@ -51,9 +51,7 @@ def export(
         fail(f"--schema: {problem}", code=EXIT_USAGE)
     ws = use_workspace(workspace)
     wh = warehouse or default_warehouse(ws)
-    if "://" in wh:
-        fail(f"{wh} is not a DuckDB file: the export targets dbt-duckdb only", code=EXIT_USAGE)
-    if not Path(wh).is_file():
+    if "://" not in wh and not Path(wh).is_file():
         fail(f"no warehouse at {wh}", "build it first with `dia build DATA_DIR`")
     try:
         manifest = workspace_manifest(ws)

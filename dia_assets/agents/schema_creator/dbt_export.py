@@ -40,6 +40,7 @@ from dia_assets.contracts.manifest import (
 )
 from dia_assets.platform.naming import quote_ident as q
 from dia_assets.platform.naming import sql_str
+from dia_assets.platform.warehouse import target_dialect
 
 PROJECT = "dia_warehouse"
 PROFILE = "dia"
@@ -331,9 +332,11 @@ def export_project(manifest: Manifest, interpretation: Interpretation | None, wa
     `schema` and reject models in `<schema>_rejects`, never over DIA's own tables."""
     if problem := schema_problem(schema):
         raise ExportError(problem)
-    path = Path(warehouse)
-    if "://" in str(warehouse) or path.suffix not in (".duckdb", ".db"):
-        raise ExportError(f"{warehouse} is not a DuckDB file: the export targets dbt-duckdb only")
+    dialect = target_dialect(warehouse)
+    if dialect.dbt_adapter != "duckdb":  # the profile below is dbt-duckdb's
+        raise ExportError(f"{dialect.redacted_target or warehouse} is a {dialect.title or dialect.name} "
+                          "warehouse: the export writes dbt-duckdb projects only")
+    path = dialect.local_path(str(warehouse))
     root = Path(out)
     _prepare(root)
     result = DbtExport(root=root, warehouse=str(path.resolve()), schema=schema)
