@@ -43,6 +43,7 @@ DOCUMENTED: dict[str, list[str]] = {
     "memory maintain": [*WS, *JSON],
     "catalog build": [*WS, *JSON],
     "catalog search": [*WS, *JSON, "--level"],
+    "dbt export": [*WS, *QUIET, *JSON, "--warehouse", "--schema"],
 }
 
 

@@ -55,6 +55,7 @@ def _mount() -> None:
     from dia_assets.cli.catalog import catalog_app
     from dia_assets.cli.chart import chart
     from dia_assets.cli.config import config
+    from dia_assets.cli.dbt import dbt_app
     from dia_assets.cli.doctor import doctor
     from dia_assets.cli.eval import eval as eval_command
     from dia_assets.cli.lineage import lineage
@@ -70,6 +71,7 @@ def _mount() -> None:
     app.command("config")(config)
     app.add_typer(memory_app, name="memory", help="Shared memory: import, list, show, search, export, forget.")
     app.add_typer(catalog_app, name="catalog", help="Semantic catalog: build, search.")
+    app.add_typer(dbt_app, name="dbt", help="dbt: export the built warehouse as a dbt project.")
 
 
 def _echo(message: str) -> None:

@@ -4,7 +4,8 @@
 Modules, one concept each: `overrides` (expert YAML), `plan` (manifest), `sqlgen`
 (DDL and load SQL), `load` (staging -> refined -> rejects, atomic swap), `postgres`
 (copy of a DuckDB build into PostgreSQL in one transaction), `validate` (four axes + test
-queries), `lineage` (column lineage from the load SQL), `er` (Mermaid diagram), `build` (all
+queries), `lineage` (column lineage from the load SQL), `er` (Mermaid diagram), `dbt_export`
+(the warehouse as a dbt project, from the same load SQL), `build` (all
 of it, from an interpretation; `dia_assets.pipeline` interprets first). The warehouse connection (`Target`)
 and table statistics are shared: `dia_assets.platform.tables`.
 

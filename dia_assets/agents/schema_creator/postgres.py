@@ -65,10 +65,10 @@ def _layers(table: ManifestTable, pk: bool, schemas: dict[str, str] | None = Non
             ) -> list[tuple[str, str, list[tuple[str, str]], list[str] | None]]:
     """(DuckDB name, PostgreSQL name, columns, primary key) of a table's three layers."""
     s = {layer: q(name) for layer, name in schemas.items()} if schemas else {layer: layer for layer in LAYERS}
-    stg = [(c, "VARCHAR") for c in table.source_columns] + sqlgen.PROVENANCE
     return [
-        (f"staging.{q(table.name)}", f"{s['staging']}.{q(table.name)}", stg, None),
-        (f"rejects.{q(table.name)}", f"{s['rejects']}.{q(table.name)}", stg + sqlgen.REJECT_EXTRA, None),
+        (f"staging.{q(table.name)}", f"{s['staging']}.{q(table.name)}", sqlgen.staging_columns(table), None),
+        (f"rejects.{q(table.name)}", f"{s['rejects']}.{q(table.name)}",
+         sqlgen.staging_columns(table, sqlgen.REJECT_EXTRA), None),
         (q(table.name), f"{s[REFINED]}.{q(table.name)}", [(c.name, c.type) for c in table.columns],
          table.primary_key if pk else None),
     ]

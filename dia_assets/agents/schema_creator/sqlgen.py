@@ -102,10 +102,13 @@ def failure_sql(col: ManifestColumn, raw: str) -> str | None:
 # ---------------------------------------------------------------- DDL
 
 
+def staging_columns(table: ManifestTable, extra: list[tuple[str, str]] = ()) -> list[tuple[str, str]]:
+    """(name, type) of a staging table's columns, and with `REJECT_EXTRA` of its reject table's."""
+    return [*((c, "VARCHAR") for c in table.source_columns), *PROVENANCE, *extra]
+
+
 def staging_columns_ddl(table: ManifestTable, extra: list[tuple[str, str]] = ()) -> str:
-    cols = [f"{q(c)} VARCHAR" for c in table.source_columns]
-    cols += [f"{q(n)} {t}" for n, t in [*PROVENANCE, *extra]]
-    return ", ".join(cols)
+    return ", ".join(f"{q(n)} {t}" for n, t in staging_columns(table, extra))
 
 
 def create_staging_sql(table: ManifestTable) -> str:
@@ -211,17 +214,27 @@ def _reasons(table: ManifestTable, policy: str) -> str:
     return f"concat_ws('; ', {', '.join(found)})" if found else "''"
 
 
+def reject_select_sql(table: ManifestTable, staging: str | None = None) -> str:
+    """Staged rows (first copies) with a value that does not parse, raw and with the reason, as
+    the reject table's columns up to `_reason` and `_row_kept` (no `_raw_line`: the reader's
+    unparseable lines never reach staging). `staging`: the staging table's reference (default
+    `staging_ref`; the dbt export passes a `source()` call)."""
+    names = ", ".join(q(c) for c in table.source_columns)
+    return (
+        f"SELECT {names}, _source_file, _source_row, _loaded_at, _content_hash, "
+        f"concat_ws('; ', nullif(_row_reason, ''), nullif(_value_reason, '')) AS _reason, "
+        f"_row_reason = '' AS _row_kept FROM ("
+        f"SELECT *, {dup_sql(table)} AS _dup, {_reasons(table, 'reject_row')} AS _row_reason, "
+        f"{_reasons(table, 'null_value')} AS _value_reason FROM {staging or staging_ref(table)}) s "
+        f"WHERE _dup = 1 AND (_row_reason <> '' OR _value_reason <> '') ORDER BY {row_order(table)}"
+    )
+
+
 def reject_insert_sql(table: ManifestTable) -> str:
-    """Staged rows (first copies) with a value that does not parse, raw and with the reason."""
     names = ", ".join(q(c) for c in table.source_columns)
     return (
         f"INSERT INTO {reject_ref(table)} ({names}, _source_file, _source_row, _loaded_at, _content_hash, "
-        f"_reason, _row_kept) "
-        f"SELECT {names}, _source_file, _source_row, _loaded_at, _content_hash, "
-        f"concat_ws('; ', nullif(_reason, ''), nullif(_value_reason, '')), _reason = '' FROM ("
-        f"SELECT *, {dup_sql(table)} AS _dup, {_reasons(table, 'reject_row')} AS _reason, "
-        f"{_reasons(table, 'null_value')} AS _value_reason FROM {staging_ref(table)}) s "
-        f"WHERE _dup = 1 AND (_reason <> '' OR _value_reason <> '') ORDER BY {row_order(table)}"
+        f"_reason, _row_kept) {reject_select_sql(table)}"
     )
 
 
@@ -244,13 +257,15 @@ def refused_rows_sql(table: ManifestTable, plain: Collection[str], name: str, ch
     return out
 
 
-def refined_select_sql(table: ManifestTable, plain: Collection[str] = (), refused: str | None = None) -> str:
+def refined_select_sql(table: ManifestTable, plain: Collection[str] = (), refused: str | None = None,
+                       staging: str | None = None) -> str:
     """Typed first copies of every staged row whose values all parse (or may be NULLed).
     Columns named in `plain` are parsed without the token test (`value_sql`); a row is
     refused when a value is NULL although its text is present. The costly presence test
     runs for NULL values only: a CASE branch is evaluated for the rows that reach it (a
     projected test, or one inside AND/OR, was measured to run on every row). `refused`: a
-    table `refused_rows_sql` filled; rows named there are left out instead of checked here."""
+    table `refused_rows_sql` filled; rows named there are left out instead of checked here.
+    `staging`: the staging table's reference (default `staging_ref`)."""
     names = ", ".join(q(c.name) for c in table.columns)
     inner = [f"{value_sql(c, q(c.source_column), c.name in plain)} AS {q(c.name)}" for c in table.columns]
     where = ["_dup = 1"] if table.dedup == "exact_rows" else []
@@ -266,8 +281,16 @@ def refined_select_sql(table: ManifestTable, plain: Collection[str] = (), refuse
     order = f" ORDER BY {row_order(table)}" if table.dedup == "exact_rows" else ""
     return (
         f"SELECT {names} FROM (SELECT {row_order(table)}, {dup_sql(table)} AS _dup, {', '.join(inner)} "
-        f"FROM {staging_ref(table)}) p{' WHERE ' + ' AND '.join(where) if where else ''}{order}"
+        f"FROM {staging or staging_ref(table)}) p{' WHERE ' + ' AND '.join(where) if where else ''}{order}"
     )
+
+
+def refined_typed_sql(table: ManifestTable, plain: Collection[str] = (), refused: str | None = None,
+                      staging: str | None = None) -> str:
+    """The refined table's rows typed as declared: what the bulk load writes, and the body of
+    the table's dbt model (`dbt_export`), so the two cannot drift."""
+    typed = ", ".join(f"CAST({q(c.name)} AS {c.type}) AS {q(c.name)}" for c in table.columns)
+    return f"SELECT {typed} FROM ({refined_select_sql(table, plain, refused, staging)}) r"
 
 
 def bulk_refined_sql(table: ManifestTable, primary_key: bool, foreign_keys: list,
@@ -280,8 +303,7 @@ def bulk_refined_sql(table: ManifestTable, primary_key: bool, foreign_keys: list
         out += [create_refined_sql(table, primary_key, foreign_keys, key_clause=False),
                 refined_insert_sql(table, plain, refused)]
     else:
-        typed = ", ".join(f"CAST({q(c.name)} AS {c.type}) AS {q(c.name)}" for c in table.columns)
-        out.append(f"CREATE TABLE {q(table.name)} AS SELECT {typed} FROM ({refined_select_sql(table, plain, refused)}) r")
+        out.append(f"CREATE TABLE {q(table.name)} AS {refined_typed_sql(table, plain, refused)}")
         if primary_key:
             out += [f"ALTER TABLE {q(table.name)} ALTER COLUMN {q(c.name)} SET NOT NULL"
                     for c in table.columns if not c.nullable]

@@ -174,5 +174,5 @@ DUCKDB = register(Dialect(
     prompt_notes=("DuckDB SQL: date_trunc('month', d), strftime(d, '%Y-%m'), EXTRACT(year FROM d), "
                   "COUNT(DISTINCT x), FILTER (WHERE ...) on aggregates, ILIKE for case-insensitive matching."),
     incremental_reload=True, transactional_ddl=True, lenient_cast=True, has_strptime=True,
-    default_schema="main", asset_kinds=("duckdb", "table"), nulls_first=(False, False),
+    default_schema="main", asset_kinds=("duckdb", "table"), nulls_first=(False, False), dbt_adapter="duckdb",
 ), default=True)
