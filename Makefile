@@ -11,7 +11,7 @@ STAMP := $(VENV)/.installed-dev-$(HASH)
 export LITELLM_LOCAL_MODEL_COST_MAP := True
 export DAGSTER_HOME ?= $(CURDIR)/.dagster_home
 
-.PHONY: demo test test-ui test-spark ui lint docs bench eval clean install lock
+.PHONY: demo test test-ui test-spark install-spark ui lint docs bench eval clean install lock
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -60,6 +60,8 @@ $(SPARK_STAMP): $(STAMP)
 	$(BIN)/pip install -q -c constraints.txt -e '.[spark]'
 	rm -f $(VENV)/.installed-spark-*
 	touch $@
+
+install-spark: $(SPARK_STAMP)
 
 test-spark: $(SPARK_STAMP)
 	DIA_REQUIRE_SPARK=1 $(BIN)/python -m pytest -m spark -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder
