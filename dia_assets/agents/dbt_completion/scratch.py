@@ -84,7 +84,7 @@ class ScratchProject:
     file beside it, and the profile dbt reads in `work/profiles`, outside the copy."""
 
     def __init__(self, project: Path, database: Path, work: Path, schema: str = "main") -> None:
-        self.work = work
+        self.work = work = Path(work).resolve()  # dbt runs with the copy as its working folder
         self.root = work / "project"
         if self.root.exists():
             shutil.rmtree(self.root)
