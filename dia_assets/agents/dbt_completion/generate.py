@@ -22,6 +22,7 @@ import yaml
 from dia_assets.agents.dbt_completion.scoring import MatchSpec
 from dia_assets.agents.dbt_completion.scratch import ScratchProject
 from dia_assets.platform.naming import quote_ident as q
+from dia_assets.platform.naming import sql_str
 
 DERIVED = "models/derived"
 NUMERIC = ("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "DECIMAL", "NUMERIC", "DOUBLE", "REAL", "FLOAT")
@@ -107,7 +108,7 @@ def derived_models(models: dict[str, dict[str, Any]]) -> list[Derived]:
 def _copy_sources(warehouse: Path, db: Path) -> None:
     """A DuckDB file holding the warehouse's staging and reject tables, nothing else."""
     with duckdb.connect(str(db)) as con:
-        con.execute(f"ATTACH '{warehouse}' AS w (READ_ONLY)")
+        con.execute(f"ATTACH {sql_str(str(warehouse))} AS w (READ_ONLY)")
         for schema in ("staging", "rejects"):
             con.execute(f"CREATE SCHEMA IF NOT EXISTS {schema}")
             for (table,) in con.execute("SELECT table_name FROM information_schema.tables WHERE "
