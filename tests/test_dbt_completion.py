@@ -268,9 +268,11 @@ def test_the_loop_returns_refusals_to_the_model(scratch: ScratchProject) -> None
     assert not (scratch.root.parent / "escape.sql").exists()
 
 
-def test_dbt_builds_only_the_copy_with_external_access_off(project: Path, tmp_path: Path) -> None:
-    """A model cannot ATTACH another DuckDB file nor read a file; dbt writes the copy's own DuckDB
-    file, never the given project's."""
+def test_dbt_builds_only_the_copy_with_external_access_off(project: Path, tmp_path: Path,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """A model cannot ATTACH another DuckDB file, read or write a file, nor read our environment
+    (an API key); dbt writes the copy's own DuckDB file, never the given project's."""
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-not-for-models")
     other = _db(tmp_path / "installed.duckdb", t="SELECT 1 AS x")
     before = other.read_bytes()
     s = ScratchProject(project, project / "tiny.duckdb", tmp_path / "work")
@@ -278,13 +280,14 @@ def test_dbt_builds_only_the_copy_with_external_access_off(project: Path, tmp_pa
     s.write_file("models/reads.sql", "select * from read_csv('" + str(tmp_path / "outside" / "secret.sql") + "')")
     s.write_file("models/writes.sql", "{{ config(post_hook=\"COPY (select 1) TO '" + str(tmp_path / "out.csv")
                  + "'\") }} select 3 as c")
+    s.write_file("models/env.sql", "select '{{ env_var(\"OPENAI_API_KEY\", \"absent\") }}' as k")
     done = s.dbt("run")
     assert done.returncode == 1 and done.statuses == {
-        "model.tiny.ok": "success", "model.tiny.attach": "error", "model.tiny.reads": "error",
+        "model.tiny.ok": "success", "model.tiny.env": "success", "model.tiny.attach": "error", "model.tiny.reads": "error",
         "model.tiny.writes": "error"}, done.output
     assert done.output.count("disabled by configuration") >= 2 or "Permission Error" in done.output
     assert other.read_bytes() == before and not (tmp_path / "out.csv").exists()
-    assert s.query("SELECT a FROM ok")["rows"] == [[1]]
+    assert s.query("SELECT a FROM ok")["rows"] == [[1]] and s.query("SELECT k FROM env")["rows"] == [["absent"]]
     with duckdb.connect(str(project / "tiny.duckdb"), read_only=True) as con:
         assert con.execute("SHOW TABLES").fetchall() == []  # the given database untouched
 

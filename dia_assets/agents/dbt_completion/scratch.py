@@ -6,7 +6,8 @@ only things the agent may do to it.
   the copy.
 - Run dbt `build`, `run` or `test` on the copy, with only `--select`/`--exclude` and a few
   flags (an allow-list; no `run-operation`, `deps`, `seed`, `--vars`, `--profiles-dir`, no
-  shell). dbt reads a profile the harness writes outside the copy, which points dbt-duckdb at
+  shell). dbt gets no environment variable of ours but PATH, locale and TMPDIR (a model can
+  read them with `env_var`), and reads a profile the harness writes outside the copy, which points dbt-duckdb at
   the copy's DuckDB file with external access off (no ATTACH of another file, no file or
   network reads or writes from SQL) and the configuration locked; usage statistics off.
 - Query the copy's DuckDB file read-only, one SELECT at a time, external access off.
@@ -37,6 +38,7 @@ WRITABLE_SUFFIXES = (".sql", ".yml", ".yaml")
 WRITABLE_ROOT = "models"
 MAX_FILE_CHARS = 200_000
 MAX_ROWS = 50
+PASSED_ENV = ("PATH", "LANG", "LC_ALL", "TZ", "TMPDIR", "SYSTEMROOT")
 LOCKED_SETTINGS = {"enable_external_access": False}  # once off, DuckDB cannot turn it back on
 
 
@@ -163,8 +165,10 @@ class ScratchProject:
         """Run allow-listed dbt on the copy in a child process (dbt-duckdb holds its file for
         the life of the process), offline."""
         args = dbt_argv(command)
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("DBT_", "DIA_DBT"))}
-        env.update(DBT_SEND_ANONYMOUS_USAGE_STATS="false", DBT_USE_COLORS="false", DBT_PROFILES_DIR=str(self.profiles))
+        # a model can read the environment (`env_var`): dbt gets none of ours (no API keys)
+        env = {k: os.environ[k] for k in PASSED_ENV if k in os.environ}
+        env.update(HOME=str(self.work), DBT_SEND_ANONYMOUS_USAGE_STATS="false", DBT_USE_COLORS="false",
+                   DBT_PROFILES_DIR=str(self.profiles))
         target = self.work / "target"
         results = target / "run_results.json"
         results.unlink(missing_ok=True)
