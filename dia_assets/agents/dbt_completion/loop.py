@@ -16,10 +16,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from dia_assets.agents.dbt_completion.scratch import Refused, ScratchProject
 from dia_assets.platform.model.base import ChatFn, ToolCall
 
-PROMPT = (Path(__file__).with_name("prompt.md")).read_text(encoding="utf-8")
+PROMPTS = Path(__file__).resolve().parents[2] / "prompts" / "dbt_completion.yaml"
+PROMPT: str = yaml.safe_load(PROMPTS.read_text(encoding="utf-8"))["system"]
 MAX_RESULT_CHARS = 12_000
 
 
