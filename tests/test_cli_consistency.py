@@ -44,6 +44,7 @@ DOCUMENTED: dict[str, list[str]] = {
     "catalog build": [*WS, *JSON],
     "catalog search": [*WS, *JSON, "--level"],
     "dbt export": [*WS, *QUIET, *JSON, "--warehouse", "--schema"],
+    "dbt tasks": [*WS, *QUIET, *JSON, "--name", "--instances", "-n", "--warehouse"],
 }
 
 

@@ -108,7 +108,12 @@ def _is_bird(questions: Path, fmt: str) -> bool:
 
 
 def eval(  # noqa: A001 - the command is `dia eval`
-    questions: Annotated[Path, typer.Argument(help="Question set: our JSONL, BIRD/Spider dev.json or a defog sql-eval CSV.")],
+    questions: Annotated[Path, typer.Argument(help="Question set: our JSONL, BIRD/Spider dev.json or a defog sql-eval CSV; with `--tasks spider2-dbt`, Spider2-DBT's spider2-dbt.jsonl or its folder.")],
+    tasks: Annotated[str, typer.Option("--tasks", help=(
+        "sql (questions answered with SQL) or spider2-dbt (dbt projects completed by the agent, scored "
+        "with Spider2-DBT's duckdb_match); auto: spider2-dbt when QUESTIONS holds spider2-dbt.jsonl."))] = "auto",
+    gold: Annotated[Path | None, typer.Option("--gold", help=(
+        "spider2-dbt: the evaluation_suite/gold folder (default: beside examples/)."))] = None,
     db: Annotated[str | None, typer.Option("--db", help=(
         "Database(s): a SQLite/DuckDB file, a folder of per-db files (BIRD dev_databases/, Spider database/), "
         "or a postgresql:// URL ({db} is replaced by each question's db id). Default: the benchmark's own "
@@ -146,6 +151,16 @@ def eval(  # noqa: A001 - the command is `dia eval`
     from dia_assets.agents.evaluation.solvers import AgentSolver, OracleSolver
 
     use_workspace(workspace)
+    from dia_assets.cli.eval_dbt import eval_dbt, is_dbt_tasks
+
+    if tasks not in ("auto", "sql", "spider2-dbt"):
+        fail("--tasks is auto, sql or spider2-dbt", code=EXIT_USAGE)
+    if tasks == "spider2-dbt" or (tasks == "auto" and is_dbt_tasks(questions)):
+        model = model or get_settings().model
+        if not model:
+            fail(_no_model_message(), code=EXIT_USAGE)
+        eval_dbt(questions, gold, model, out or workspace_root() / "eval", limit, quiet, as_json, fail_under)
+        return
     if soft_f1_order not in ("auto", "sorted", "executed"):
         fail("--soft-f1-order is auto, sorted or executed", code=EXIT_USAGE)
     model = None if predictions else model or get_settings().model
