@@ -8,6 +8,7 @@ import json
 import re
 from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime
+from pathlib import Path
 
 from dagster import (
     AssetCheckExecutionContext,
@@ -448,13 +449,20 @@ def validation_report_asset(deps: Sequence[AssetKey] = (WAREHOUSE,)) -> AssetsDe
 
 
 def schema_definitions(tables: Sequence[ManifestTable] = (), interp: Interpretation | None = None,
-                       stats: dict[str, TableStats] | None = None,
+                       stats: dict[str, TableStats] | None = None, dbt_project: str | Path | None = None,
                        ) -> tuple[list[AssetsDefinition], list[AssetChecksDefinition]]:
     """Assets and checks of the Schema Creator for the tables of a manifest (none: one `warehouse`);
-    `stats` (of the installed tables) puts their figures in the column schemas the UI shows."""
+    `stats` (of the installed tables) puts their figures in the column schemas the UI shows.
+    With `dbt_project` (DIA_DBT_PROJECT) the `warehouse/<table>` assets are the project's models
+    (dagster-dbt) and DIA's own build is the single `warehouse` asset they read staging from."""
     keys = [table_key(t.name) for t in tables] or [WAREHOUSE]
-    return ([schema_manifest, warehouse_asset(tables, interp, stats), validation_report_asset(keys)],
-            [warehouse_checks(tables)])
+    if dbt_project is not None and tables:
+        from dia_assets.dagster.dbt_models import dbt_table_assets
+
+        build = [warehouse_asset(), dbt_table_assets(dbt_project, tables)]
+    else:
+        build = [warehouse_asset(tables, interp, stats)]
+    return ([schema_manifest, *build, validation_report_asset(keys)], [warehouse_checks(tables)])
 
 
 schema_assets, schema_checks = schema_definitions()
