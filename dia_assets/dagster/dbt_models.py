@@ -24,10 +24,12 @@ from dagster_dbt import (
 from dagster_duckdb import DuckDBResource
 
 from dia_assets.agents.schema_creator import dbt_project as dp
+from dia_assets.agents.schema_creator.writer import writing
 from dia_assets.contracts.manifest import ManifestTable
 from dia_assets.dagster.resources.warehouse import warehouse_target
 from dia_assets.dagster.resources.workspace import WorkspaceResource
 from dia_assets.dagster.tables import WAREHOUSE_GROUP
+from dia_assets.platform.settings import get_settings
 from dia_assets.platform.warehouse.base import target_dialect
 
 
@@ -51,20 +53,28 @@ def dbt_table_assets(project: str | Path, tables: Sequence[ManifestTable]) -> As
     @dbt_assets(manifest=manifest, dagster_dbt_translator=translator, name="dbt_warehouse")
     def _dbt(context: AssetExecutionContext, workspace: WorkspaceResource, duckdb: DuckDBResource) -> Iterator[Any]:
         target = warehouse_target(duckdb)
-        scratch = dp.scratch_build(root, target_dialect(target).local_path(target), workspace.root_path / "dbt")
-        dbt = DbtCliResource(project_dir=str(root), profiles_dir=str(scratch.profiles_dir),
-                             dbt_executable=dp.dbt_executable())
-        invocation = dbt.cli(["build"], context=context, raise_on_error=False, target_path=scratch.target_path)
-        events = list(invocation.stream())
-        if not invocation.is_successful():
-            yield from (e for e in events if isinstance(e, AssetCheckResult))  # which tests failed, recorded
-            kept = dp.keep_rejected(scratch)
-            raise Failure(description=f"dbt build of {root} failed, so nothing was installed: the warehouse is "
-                          f"as it was; dbt's build is kept at {kept}",
-                          metadata={"dbt_build": MetadataValue.path(str(kept))})
-        changed = dp.install(scratch, dp.built_models(invocation.get_artifact("manifest.json"),
-                                                      invocation.get_artifact("run_results.json")), list(tables))
-        context.log.info(f"installed from dbt: {', '.join(changed)}")
-        yield from events
+        # the workspace's one writer: no DIA build replaces the warehouse between the copy and the install
+        with writing(workspace.root_path, f"dagster run {context.run_id[:8]} (dbt build)", "dbt", target,
+                     record=False, wait_s=get_settings().writer_wait_s, say=context.log.warning):
+            yield from _build_and_install(context, root, target, workspace, tables)
 
     return _dbt
+
+
+def _build_and_install(context: AssetExecutionContext, root: Path, target: str, workspace: WorkspaceResource,
+                       tables: Sequence[ManifestTable]) -> Iterator[Any]:
+    scratch = dp.scratch_build(root, target_dialect(target).local_path(target), workspace.tree.dbt_build)
+    dbt = DbtCliResource(project_dir=str(root), profiles_dir=str(scratch.profiles_dir),
+                         dbt_executable=dp.dbt_executable())
+    invocation = dbt.cli(["build"], context=context, raise_on_error=False, target_path=scratch.target_path)
+    events = list(invocation.stream())
+    if not invocation.is_successful():
+        yield from (e for e in events if isinstance(e, AssetCheckResult))  # which tests failed, recorded
+        kept = dp.keep_rejected(scratch)
+        raise Failure(description=f"dbt build of {root} failed, so nothing was installed: the warehouse is "
+                      f"as it was; dbt's build is kept at {kept}",
+                      metadata={"dbt_build": MetadataValue.path(str(kept))})
+    changed = dp.install(scratch, dp.built_models(invocation.get_artifact("manifest.json"),
+                                                  invocation.get_artifact("run_results.json")), list(tables))
+    context.log.info(f"installed from dbt: {', '.join(changed)}")
+    yield from events

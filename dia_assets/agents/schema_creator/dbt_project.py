@@ -30,6 +30,7 @@ from dia_assets.agents.schema_creator.dbt_export import PROFILE, READER_REJECTS,
 from dia_assets.contracts.manifest import ManifestTable
 from dia_assets.platform.naming import quote_ident as q
 
+DBT_MANIFEST = "manifest.json"  # dbt's own, in the project's target/ (not DIA's schema/manifest.json)
 PARSED_STAMP = ".dia_parsed"  # in target/: the fingerprint of the files the manifest was parsed from
 PROJECT_FILES = ("*.sql", "*.yml", "*.yaml", "*.md", "*.csv")
 SKIP_DIRS = {"target", "logs", "dbt_packages", ".scratch"}
@@ -97,7 +98,7 @@ def prepare_manifest(project: str | Path) -> Path:
     since the last parse, so an expert's new or removed model shows at the next load."""
     root = locate(project)
     target = root / "target"
-    manifest, stamp = target / "manifest.json", target / PARSED_STAMP
+    manifest, stamp = target / DBT_MANIFEST, target / PARSED_STAMP
     current = fingerprint(root)
     if manifest.is_file() and stamp.is_file() and stamp.read_text(encoding="utf-8") == current:
         return manifest
