@@ -171,3 +171,20 @@ def test_a_failing_dbt_test_fails_its_check_and_installs_nothing(exported, monke
                            ).fetchone()[0] == 1
     failed = sorted(name for name, ok in checks.items() if not ok)
     print(f"failed checks: {failed}")
+
+
+def test_a_model_the_expert_adds_is_parsed_into_its_own_asset(exported, monkeypatch):
+    """The manifest is parsed again when a file of the project changed: a new model shows at the
+    next load, keyed `dbt/<name>`, downstream of the table it reads."""
+    from dia_assets.agents.schema_creator.dbt_project import prepare_manifest
+
+    project = _project(exported, "added")
+    manifest = prepare_manifest(project)
+    parsed = manifest.stat().st_mtime_ns
+    assert prepare_manifest(project).stat().st_mtime_ns == parsed  # unchanged project: no parse
+    (project / "models" / "staff_by_role.sql").write_text(
+        "SELECT role, count(*) AS n FROM {{ ref('staff') }} GROUP BY role\n", encoding="utf-8")
+    _defs, assets = _dbt_assets(exported, project, monkeypatch)
+    added = AssetKey(["dbt", "staff_by_role"])
+    assert added in assets.keys
+    assert AssetKey(["warehouse", "staff"]) in assets.asset_deps[added]
