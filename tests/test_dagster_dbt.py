@@ -91,6 +91,7 @@ def test_models_are_the_warehouse_table_assets_and_dbt_tests_their_checks(export
     # staging comes from DIA's own build, the single `warehouse` asset
     deps = {d for key in assets.keys for d in assets.asset_deps[key]}
     assert AssetKey("warehouse") in deps
+    assert "DIA_DBT_PROJECT" in found[0].resolve_asset_graph().get(AssetKey("warehouse")).description
 
     warehouse = Workspace(exported["ws"]).warehouse
     with duckdb.connect(str(warehouse), read_only=True) as con:
