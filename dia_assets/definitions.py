@@ -78,7 +78,7 @@ def build_defs(workspace: str | Path | None = None) -> Definitions:
     tables = manifest_tables(root)
     remember_planned_lineage(root, tables)  # the tables' column lineage as the plan derived it
     schema_assets, schema_checks = schema_definitions(tables, read_interpretation(root) if tables else None,
-                                                      definition_stats(root, tables))
+                                                      definition_stats(root, tables), get_settings().dbt_project)
     raw_files = raw_file_assets()
     embeddings = EmbeddingsResource()
     warehouse_keys = [table_key(t.name) for t in tables] or [WAREHOUSE]

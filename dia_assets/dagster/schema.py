@@ -8,6 +8,7 @@ import json
 import re
 from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime
+from pathlib import Path
 
 from dagster import (
     AssetCheckExecutionContext,
@@ -235,11 +236,11 @@ def rebuilt_beside(report: ValidationReport, selected: set[str], known: set[str]
 
 
 def warehouse_asset(tables: Sequence[ManifestTable] = (), interp: Interpretation | None = None,
-                    stats: dict[str, TableStats] | None = None) -> AssetsDefinition:
+                    stats: dict[str, TableStats] | None = None, description: str | None = None) -> AssetsDefinition:
     """The build (one DuckDB build and swap) as one multi-asset: one `warehouse/<table>` spec per
     table of the manifest read at load time, or the single `warehouse` asset without one.
     A subset of the tables (can_subset) is rebuilt on its own (incremental.subset_manifest)."""
-    specs = [table_spec(t, interp, (stats or {}).get(t.name)) for t in tables] or [warehouse_placeholder_spec()]
+    specs = [table_spec(t, interp, (stats or {}).get(t.name)) for t in tables] or [warehouse_placeholder_spec(description)]
     known = {t.name for t in tables}
 
     @multi_asset(name="warehouse", specs=specs, can_subset=True, description="Build, validate and swap in the warehouse "
@@ -293,6 +294,10 @@ def _report(workspace: WorkspaceResource, duckdb: DuckDBResource) -> ValidationR
     written: `validation_report` writes). Checks only read."""
     return sc.shared_report(_manifest(workspace), warehouse_target(duckdb), workspace.root_path, write=False)
 
+
+DBT_STAGING = ("DIA's build of the warehouse as one step (staging, refined and reject tables, validated and "
+               "installed); with DIA_DBT_PROJECT the warehouse/<table> assets are then rebuilt from its staging "
+               "tables by the dbt project's models.")
 
 # The per-table share of each validation axis: (report field, blocking, description).
 AXES = {
@@ -448,13 +453,20 @@ def validation_report_asset(deps: Sequence[AssetKey] = (WAREHOUSE,)) -> AssetsDe
 
 
 def schema_definitions(tables: Sequence[ManifestTable] = (), interp: Interpretation | None = None,
-                       stats: dict[str, TableStats] | None = None,
+                       stats: dict[str, TableStats] | None = None, dbt_project: str | Path | None = None,
                        ) -> tuple[list[AssetsDefinition], list[AssetChecksDefinition]]:
     """Assets and checks of the Schema Creator for the tables of a manifest (none: one `warehouse`);
-    `stats` (of the installed tables) puts their figures in the column schemas the UI shows."""
+    `stats` (of the installed tables) puts their figures in the column schemas the UI shows.
+    With `dbt_project` (DIA_DBT_PROJECT) the `warehouse/<table>` assets are the project's models
+    (dagster-dbt) and DIA's own build is the single `warehouse` asset they read staging from."""
     keys = [table_key(t.name) for t in tables] or [WAREHOUSE]
-    return ([schema_manifest, warehouse_asset(tables, interp, stats), validation_report_asset(keys)],
-            [warehouse_checks(tables)])
+    if dbt_project is not None and tables:
+        from dia_assets.dagster.dbt_models import dbt_table_assets
+
+        build = [warehouse_asset(description=DBT_STAGING), dbt_table_assets(dbt_project, tables)]
+    else:
+        build = [warehouse_asset(tables, interp, stats)]
+    return ([schema_manifest, *build, validation_report_asset(keys)], [warehouse_checks(tables)])
 
 
 schema_assets, schema_checks = schema_definitions()

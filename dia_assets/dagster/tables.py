@@ -158,9 +158,9 @@ def table_spec(table: ManifestTable, interp: Interpretation | None,  # noqa: ARG
     )
 
 
-def warehouse_placeholder_spec() -> AssetSpec:
+def warehouse_placeholder_spec(description: str | None = None) -> AssetSpec:
     return AssetSpec(
         key=WAREHOUSE, group_name=WAREHOUSE_GROUP, kinds={"duckdb"}, deps=["schema_manifest"],
-        description="The warehouse, built and validated as a whole. After the first build (and a reload "
-        "of the code location) each table is its own asset, warehouse/<table>.",
+        description=description or "The warehouse, built and validated as a whole. After the first build "
+        "(and a reload of the code location) each table is its own asset, warehouse/<table>.",
     )

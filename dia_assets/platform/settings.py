@@ -138,6 +138,8 @@ class Settings(BaseSettings):
     writer_wait_s: float = Field(900.0, ge=0, description="seconds a Dagster step waits for another writer")
     executor: Executor = Field("in_process", description="Dagster executor of the jobs",
                                json_schema_extra={"expect": "executor"})
+    dbt_project: Path | None = Field(None, description="dbt project (from `dia dbt export`, possibly edited) "
+                                     "that builds the refined tables in Dagster through dagster-dbt; unset: DIA's own load")
     # the memory store
     memory_url: str | None = Field(None, description="PostgreSQL URL of the memory store; unset: embedded, in <workspace>/pgdata")
     pgdata_home: Path = Field(Path("/var/lib/dia/pgdata"), description="where the embedded PostgreSQL's data "

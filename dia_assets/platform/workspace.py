@@ -12,6 +12,7 @@ module joins `"schema"/"manifest.json"` itself:
     queries/<question_id>/   query.sql, result.json, result.parquet, trace.json, answer.md, chart.*
     analysis/<question_id>/  analysis.json, pipeline.json, steps.duckdb
     drift/ diagnosis/ history/ lineage/ catalog/ memory/ state/ pgdata/ .dagster/
+    dbt/         a dbt project's build on a copy of the warehouse (DIA_DBT_PROJECT)
     warehouse.duckdb         the default warehouse
 
 A path is only a name: nothing is created or read, unless `create=True`, which makes each file's
@@ -221,6 +222,11 @@ class Workspace:
     def warehouse(self) -> Path:
         """The default warehouse (DIA_WAREHOUSE can name another)."""
         return self._file("warehouse.duckdb")
+
+    @property
+    def dbt_build(self) -> Path:
+        """Where a dbt project's build runs (DIA_DBT_PROJECT): a copy of the warehouse, its profile, target/."""
+        return self._dir("dbt")
 
     # answers
     @property
