@@ -2,7 +2,7 @@
 dia[spark]`). A target names the master and the warehouse root, the folder every build's
 Parquet files live in: `spark://local[2]/abs/root` (local mode), `spark://host:7077/abs/root`
 (a cluster: the root must be storage every executor reads), or `sc://host:15002/abs/root`
-(Spark Connect, for example Databricks; `;token=...` parameters follow the root).
+(Spark Connect; `;token=...` parameters follow the root).
 
 Each accepted build is one version: its tables are Parquet folders under `<root>/<build>/`
 (`refined/`, `staging/`, `rejects/`), registered as external tables in the databases
@@ -14,7 +14,9 @@ version or the new one, never a half-installed warehouse (schema_creator/spark.p
 Spark SQL has no read-only mode and no roles, so the agent's connection enforces its own least
 privilege below the gate: one query statement (SELECT/WITH/set operations), reading only the
 installed version's refined tables, `spark.sql.runSQLOnFiles=false` (no `parquet.\\`/path\\``),
-a row cap (`take`) and a timeout (the statement's job group is cancelled)."""
+a row cap (`take`) and a timeout (the statement's job group is cancelled; on Spark Connect, which
+has no SparkContext, its session tag is interrupted). Tested on local mode, a standalone cluster
+and a Connect server, each on loopback (tests/test_spark_{build,cluster,connect}.py)."""
 
 from __future__ import annotations
 
