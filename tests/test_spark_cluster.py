@@ -10,7 +10,7 @@ from dia_assets.platform.warehouse.spark import parse_target, release
 from tests.spark_fixtures import standalone_cluster
 from tests.spark_remote_suite import RemoteSparkSuite, build_both
 
-pytestmark = pytest.mark.spark
+pytestmark = [pytest.mark.spark, pytest.mark.heavy]
 
 
 @pytest.fixture(scope="module")
