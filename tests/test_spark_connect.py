@@ -5,6 +5,8 @@ SparkContext)."""
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from dia_assets.platform.warehouse.spark import parse_target, release
@@ -30,3 +32,5 @@ class TestSparkConnect(RemoteSparkSuite):
         from pyspark.sql.connect.session import SparkSession
 
         assert isinstance(db.spark, SparkSession) and db.target.remote.startswith("sc://127.0.0.1:")
+        # the process is not marked Connect-only: a classic master (local[2]) still starts after it
+        assert "SPARK_CONNECT_MODE_ENABLED" not in os.environ

@@ -102,6 +102,18 @@ def _require_pyspark() -> Any:
 SESSION_CONF = {"spark.sql.session.timeZone": "UTC", "spark.sql.shuffle.partitions": "4"}
 
 
+def _connect_session(remote: str) -> Any:
+    """A Spark Connect session from Connect's own builder: pyspark's generic builder marks the
+    whole process as Connect-only (SPARK_CONNECT_MODE_ENABLED), after which a classic master
+    cannot start; `create`, not `getOrCreate`, which returns the session of whichever server
+    came first."""
+    try:
+        from pyspark.sql.connect.session import SparkSession
+    except ImportError as err:
+        raise RuntimeError("an sc:// warehouse needs pyspark's Spark Connect client: pip install 'dia[spark]'") from err
+    return SparkSession.builder.remote(remote).create()
+
+
 def base_session(target: SparkTarget) -> Any:
     """The process's session for this master, started once (a local JVM takes seconds). A
     process holds one classic master at a time (one SparkContext per JVM): opening another
@@ -110,8 +122,7 @@ def base_session(target: SparkTarget) -> Any:
     with _LOCK:
         if target.key not in _SESSIONS:
             if target.remote:
-                # create, not getOrCreate: that returns the process's default session, another server's
-                spark = sql.SparkSession.builder.remote(target.remote).create()
+                spark = _connect_session(target.remote)
             else:
                 for key in [k for k in _SESSIONS if not k.startswith("sc://")]:
                     _SESSIONS.pop(key).stop()
