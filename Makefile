@@ -52,7 +52,8 @@ PYTEST_WORKERS ?= auto
 test: $(STAMP)
 	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder
 
-# The Spark warehouse (tests marked `spark`: local mode, local[2]): installs the [spark] extra,
+# The Spark warehouse (tests marked `spark`: local[2], and a standalone cluster and a Spark Connect
+# server the tests start on loopback from pyspark's own scripts): installs the [spark] extra,
 # whose pyspark is published as a source archive only (it ships Spark's jars; no jar is fetched
 # at run time; Java 17+ must be on the PATH). Here a missing pyspark fails instead of skipping.
 SPARK_STAMP := $(VENV)/.installed-spark-$(HASH)

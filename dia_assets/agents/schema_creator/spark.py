@@ -32,6 +32,7 @@ from dia_assets.platform.warehouse.spark import (
     current_build,
     databases,
     drop_version,
+    end_session,
     new_session,
     parse_target,
     quote,
@@ -138,28 +139,37 @@ def load_spark(
             finally:
                 con.close()
         spark = new_session(spark_target)
-        installed = False
         try:
-            register_version(spark, root, build_id)
-            accepted = check(sql_schemas(build_id)) if check else True
-            if accepted or replace_anyway or before is None:
-                (root / ".previous").write_text(before or "", encoding="utf-8")
-                set_current(root, build_id)
-                installed = True
-            else:
-                result.installed = False
-                result.rejected_build = (f"its Spark version {build_id} was deleted; the installed version "
-                                         f"({before}) was left as it was")
+            _install(spark, root, build_id, before, previous, result, check, replace_anyway)
         finally:
-            if not installed:
-                drop_version(spark, build_id)
-                shutil.rmtree(folder, ignore_errors=True)
-        if installed and previous and previous != before:
-            drop_version(spark, previous)  # the version before the previous: no reader opens it now
-            _sweep(root, {build_id, before or ""})
+            end_session(spark_target, spark)
     result.dialect = "spark"
     result.warehouse = "spark://(redacted)"
     return result
+
+
+def _install(spark: object, root: Path, build_id: str, before: str | None, previous: str | None,
+             result: LoadResult, check: SchemaCheck | None, replace_anyway: bool) -> None:
+    """Register the version, check it, and switch CURRENT to it, or drop it."""
+    installed = False
+    try:
+        register_version(spark, root, build_id)
+        accepted = check(sql_schemas(build_id)) if check else True
+        if accepted or replace_anyway or before is None:
+            (root / ".previous").write_text(before or "", encoding="utf-8")
+            set_current(root, build_id)
+            installed = True
+        else:
+            result.installed = False
+            result.rejected_build = (f"its Spark version {build_id} was deleted; the installed version "
+                                     f"({before}) was left as it was")
+    finally:
+        if not installed:
+            drop_version(spark, build_id)
+            shutil.rmtree(root / build_id, ignore_errors=True)
+    if installed and previous and previous != before:
+        drop_version(spark, previous)  # the version before the previous: no reader opens it now
+        _sweep(root, {build_id, before or ""})
 
 
 def _previous(root: Path) -> str | None:

@@ -2,7 +2,7 @@
 dia[spark]`). A target names the master and the warehouse root, the folder every build's
 Parquet files live in: `spark://local[2]/abs/root` (local mode), `spark://host:7077/abs/root`
 (a cluster: the root must be storage every executor reads), or `sc://host:15002/abs/root`
-(Spark Connect, for example Databricks; `;token=...` parameters follow the root).
+(Spark Connect; `;token=...` parameters follow the root).
 
 Each accepted build is one version: its tables are Parquet folders under `<root>/<build>/`
 (`refined/`, `staging/`, `rejects/`), registered as external tables in the databases
@@ -14,10 +14,13 @@ version or the new one, never a half-installed warehouse (schema_creator/spark.p
 Spark SQL has no read-only mode and no roles, so the agent's connection enforces its own least
 privilege below the gate: one query statement (SELECT/WITH/set operations), reading only the
 installed version's refined tables, `spark.sql.runSQLOnFiles=false` (no `parquet.\\`/path\\``),
-a row cap (`take`) and a timeout (the statement's job group is cancelled)."""
+a row cap (`take`) and a timeout (the statement's job group is cancelled; on Spark Connect, which
+has no SparkContext, its session tag is interrupted). Tested on local mode, a standalone cluster
+and a Connect server, each on loopback (tests/test_spark_{build,cluster,connect}.py)."""
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import json
 import os
@@ -25,6 +28,8 @@ import re
 import threading
 import time
 import uuid
+import weakref
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC
 from pathlib import Path
@@ -92,30 +97,104 @@ def _require_pyspark() -> Any:
     return pyspark.sql
 
 
+# SQL settings every session gets: a Spark Connect server makes each new session from its own
+# defaults, not from the client's builder, so they are set on each session, not once
+SESSION_CONF = {"spark.sql.session.timeZone": "UTC", "spark.sql.shuffle.partitions": "4"}
+
+
+def _connect_session(remote: str) -> Any:
+    """A Spark Connect session from Connect's own builder: pyspark's generic builder marks the
+    whole process as Connect-only (SPARK_CONNECT_MODE_ENABLED), after which a classic master
+    cannot start; `create`, not `getOrCreate`, which returns the session of whichever server
+    came first."""
+    try:
+        from pyspark.sql.connect.session import SparkSession
+    except ImportError as err:
+        raise RuntimeError("an sc:// warehouse needs pyspark's Spark Connect client: pip install 'dia[spark]'") from err
+    return SparkSession.builder.remote(remote).create()
+
+
 def base_session(target: SparkTarget) -> Any:
-    """The process's session for this master, started once (a local JVM takes seconds)."""
+    """The process's session for this master, started once (a local JVM takes seconds). A
+    process holds one classic master at a time (one SparkContext per JVM): opening another
+    stops the previous one; Spark Connect sessions are clients and coexist."""
     sql = _require_pyspark()
     with _LOCK:
         if target.key not in _SESSIONS:
-            builder = sql.SparkSession.builder
-            builder = builder.remote(target.remote) if target.remote else builder.master(target.master)
-            builder = (builder.appName("dia")
-                       .config("spark.ui.enabled", "false")
-                       .config("spark.ui.showConsoleProgress", "false")
-                       .config("spark.sql.session.timeZone", "UTC")
-                       # tables a session creates itself (a scratch copy's) live beside the versions
-                       .config("spark.sql.warehouse.dir", str(target.root / "_managed"))
-                       .config("spark.sql.shuffle.partitions", "4"))
-            spark = builder.getOrCreate()
-            with contextlib.suppress(Exception):  # Connect has no SparkContext
+            if target.remote:
+                spark = _connect_session(target.remote)
+            else:
+                for key in [k for k in _SESSIONS if not k.startswith("sc://")]:
+                    _SESSIONS.pop(key).stop()
+                spark = (sql.SparkSession.builder.master(target.master).appName("dia")
+                         .config("spark.ui.enabled", "false")
+                         .config("spark.ui.showConsoleProgress", "false")
+                         # tables a session creates itself (a scratch copy's) live beside the versions
+                         .config("spark.sql.warehouse.dir", str(target.root / "_managed"))
+                         .getOrCreate())
                 spark.sparkContext.setLogLevel("OFF")
             _SESSIONS[target.key] = spark
         return _SESSIONS[target.key]
 
 
 def new_session(target: SparkTarget) -> Any:
-    """A session of its own (current database, SQL settings, temporary views) on the shared JVM."""
-    return base_session(target).newSession()
+    """A session of its own (current database, SQL settings, temporary views) on the shared JVM
+    or Connect server; `end_session` ends it."""
+    spark = base_session(target).newSession()
+    if target.remote:
+        _CONNECT_OPEN.add(spark)
+    for key, value in SESSION_CONF.items():
+        spark.conf.set(key, value)
+    return spark
+
+
+def end_session(target: SparkTarget, spark: Any) -> None:
+    """End a `new_session`: a Connect session is released on the server and its channel closed
+    now (left to the garbage collector, pyspark closes it while the interpreter exits and the
+    process hangs); a classic session is only forgotten (stopping it would stop the JVM's
+    SparkContext)."""
+    if target.remote:
+        _CONNECT_OPEN.discard(spark)
+        spark.stop()
+
+
+def release(target: SparkTarget) -> None:
+    """Stop this process's session for the target (the next `base_session` starts a new one)."""
+    with _LOCK:
+        spark = _SESSIONS.pop(target.key, None)
+    if spark is not None:
+        spark.stop()
+
+
+_CONNECT_OPEN: weakref.WeakSet[Any] = weakref.WeakSet()
+
+
+@atexit.register
+def _end_connect_sessions() -> None:
+    """Connect sessions still open at exit, ended while the interpreter still runs (see above)."""
+    for spark in [*_CONNECT_OPEN, *(s for k, s in _SESSIONS.items() if k.startswith("sc://"))]:
+        with contextlib.suppress(Exception):
+            spark.stop()
+
+
+@contextlib.contextmanager
+def cancellable(spark: Any, remote: bool, tag: str) -> Iterator[Callable[[], None]]:
+    """Run the block's statements under `tag`; yields what cancels their running work. Spark
+    Connect has no SparkContext: its statements carry a session tag (`interruptTag`). A classic
+    session uses a job group: pyspark's classic tags do not reach the jobs (4.x)."""
+    if remote:
+        spark.addTag(tag)
+        try:
+            yield lambda: spark.interruptTag(tag)
+        finally:
+            spark.removeTag(tag)
+        return
+    context = spark.sparkContext
+    context.setJobGroup(tag, "dia query", interruptOnCancel=True)
+    try:
+        yield lambda: context.cancelJobGroup(tag)
+    finally:
+        context.setLocalProperty("spark.jobGroup.id", None)
 
 
 # --- versions: which build readers resolve ---------------------------------------------------
@@ -273,30 +352,27 @@ class SparkDatabase:
         fired, done = threading.Event(), threading.Event()
 
         def stop() -> None:
-            """Interrupt the statement's jobs, again until it returns: a job planned after the
-            first interrupt (a cold JVM still parsing, adaptive stages) is interrupted too."""
+            """Cancel the statement's work, again until it returns: a job planned after the
+            first cancel (a cold JVM still parsing, adaptive stages) is cancelled too."""
             fired.set()
             while not done.is_set():
-                context.cancelJobGroup(tag)
+                cancel()
                 done.wait(0.2)
 
-        # a job group, not a session tag: pyspark's classic tags do not reach the jobs (4.x)
-        context = self.spark.sparkContext
-        context.setJobGroup(tag, "dia query", interruptOnCancel=True)
-        timer = threading.Timer(timeout_s, stop)
-        timer.start()
-        try:
-            frame = self.spark.sql(sql)
-            columns = list(frame.columns)
-            rows = [_aware(frame, tuple(r)) for r in frame.take(max_rows + 1)] if columns else []
-        except Exception as err:
-            if fired.is_set():
-                raise QueryTimeout(f"query exceeded {timeout_s:g} s and was interrupted") from err
-            raise
-        finally:
-            done.set()
-            timer.cancel()
-            context.setLocalProperty("spark.jobGroup.id", None)
+        with cancellable(self.spark, bool(self.target.remote), tag) as cancel:
+            timer = threading.Timer(timeout_s, stop)
+            timer.start()
+            try:
+                frame = self.spark.sql(sql)
+                columns = list(frame.columns)
+                rows = [_aware(frame, tuple(r)) for r in frame.take(max_rows + 1)] if columns else []
+            except Exception as err:
+                if fired.is_set():
+                    raise QueryTimeout(f"query exceeded {timeout_s:g} s and was interrupted") from err
+                raise
+            finally:
+                done.set()
+                timer.cancel()
         return QueryOutput(columns, rows[:max_rows], len(rows) > max_rows, round(time.perf_counter() - started, 4))
 
     def tables(self) -> list[TableMeta]:
@@ -341,6 +417,7 @@ class SparkDatabase:
             with contextlib.suppress(Exception):
                 self.spark.sql(f"DROP DATABASE IF EXISTS {quote(self._scratch_db)} CASCADE")
             self._scratch_db = None
+        end_session(self.target, self.spark)
 
 
 class _Result:
@@ -381,7 +458,7 @@ class SparkOwner:
         return table_columns(self.spark, schema, table)
 
     def close(self) -> None:
-        pass
+        end_session(self.target, self.spark)
 
 
 def _open(target: str | Path, read_only: bool = True) -> SparkDatabase:
