@@ -166,7 +166,7 @@ class ScratchProject:
         the life of the process), offline."""
         args = dbt_argv(command)
         # a model can read the environment (`env_var`): dbt gets none of ours (no API keys)
-        env = {k: os.environ[k] for k in PASSED_ENV if k in os.environ}
+        env = {k: v for k, v in os.environ.items() if k in PASSED_ENV}
         env.update(HOME=str(self.work), DBT_SEND_ANONYMOUS_USAGE_STATS="false", DBT_USE_COLORS="false",
                    DBT_PROFILES_DIR=str(self.profiles))
         target = self.work / "target"
