@@ -22,10 +22,11 @@ $(BASE_STAMP): $(BIN)/python pyproject.toml setup.py constraints.txt
 	rm -f $(VENV)/.installed-base-*
 	touch $@
 
-$(STAMP): $(BASE_STAMP)
+# one pip run for both (a second run would resolve everything again); the base stamp is then current too
+$(STAMP): $(BIN)/python pyproject.toml setup.py constraints.txt
 	$(BIN)/pip install -q -c constraints.txt -e '.[dev]'
-	rm -f $(VENV)/.installed-dev-* $(VENV)/.installed-[0-9]*
-	touch $@
+	rm -f $(VENV)/.installed-dev-* $(VENV)/.installed-[0-9]* $(VENV)/.installed-base-*
+	touch $(BASE_STAMP) $@
 
 install: $(STAMP)
 
