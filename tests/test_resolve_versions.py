@@ -27,6 +27,17 @@ def _load_script():
 rv = _load_script()
 
 
+@pytest.fixture(params=["pip", "uv"])
+def resolver(request) -> str | None:
+    """Both ways resolve_versions resolves: uv (installed by `make install`) and pip without it."""
+    if request.param == "pip":
+        return None
+    uv = rv.uv_binary()
+    if uv is None:
+        pytest.skip("uv is not installed (make install puts it in the venv)")
+    return uv
+
+
 def test_claimed_versions_come_from_the_classifiers() -> None:
     proj = rv.project()
     assert rv.python_versions(proj) == ["3.11", "3.12", "3.13"]
@@ -77,7 +88,15 @@ def _wheel(folder: Path, name: str, version: str, tag: str, requires: list[str] 
         zf.writestr(f"{dist}/RECORD", "")
 
 
-def test_a_dependency_without_a_wheel_for_a_version_fails_that_version(tmp_path: Path) -> None:
+def test_the_uv_call_resolves_from_wheels_for_the_given_version(tmp_path: Path) -> None:
+    cmd = rv.uv_command("uv", "3.13", tmp_path / "r.txt", tmp_path / "o.txt", ["-c", "c.txt"])
+    assert cmd[:3] == ["uv", "pip", "compile"]
+    assert cmd[cmd.index("--only-binary") + 1] == ":all:"
+    assert cmd[cmd.index("--python-version") + 1] == "3.13"
+    assert cmd[-3:] == ["-c", "c.txt", str(tmp_path / "r.txt")]
+
+
+def test_a_dependency_without_a_wheel_for_a_version_fails_that_version(tmp_path: Path, resolver) -> None:
     index = tmp_path / "wheels"
     index.mkdir()
     # like pgserver 0.1.4: built for 3.12 only; `app` needs it, `anyver` fits every version
@@ -87,10 +106,10 @@ def test_a_dependency_without_a_wheel_for_a_version_fails_that_version(tmp_path:
     offline = ["--no-index", "--find-links", str(index)]
     env = {**os.environ, "PIP_CONFIG_FILE": os.devnull, "PIP_FIND_LINKS": "",
            "PIP_CONSTRAINT": ""}
-    ok = rv.resolve("3.12", ["app"], offline, env)
+    ok = rv.resolve("3.12", ["app"], offline, env, uv=resolver)
     assert ok.ok, ok.error
     assert ok.packages == {"app": "1.0", "oldserver": "0.1.4", "anyver": "1.0"}
-    bad = rv.resolve("3.13", ["app"], offline, env)
+    bad = rv.resolve("3.13", ["app"], offline, env, uv=resolver)
     assert not bad.ok
     assert "oldserver" in bad.error
 
@@ -117,7 +136,7 @@ def test_the_committed_lock_pins_every_declared_dependency() -> None:
     assert declared - pins == set()
 
 
-def test_resolution_follows_the_lock(tmp_path: Path) -> None:
+def test_resolution_follows_the_lock(tmp_path: Path, resolver) -> None:
     index = tmp_path / "wheels"
     index.mkdir()
     for version in ("1.0", "2.0"):
@@ -126,5 +145,6 @@ def test_resolution_follows_the_lock(tmp_path: Path) -> None:
     lock.write_text(rv.lock_text([rv.Outcome("3.12", True, {"anyver": "1.0"}, "")]))
     offline = ["--no-index", "--find-links", str(index)]
     env = {**os.environ, "PIP_CONFIG_FILE": os.devnull, "PIP_FIND_LINKS": "", "PIP_CONSTRAINT": ""}
-    assert rv.resolve("3.12", ["anyver"], offline, env).packages == {"anyver": "2.0"}
-    assert rv.resolve("3.12", ["anyver"], [*offline, "-c", str(lock)], env).packages == {"anyver": "1.0"}
+    assert rv.resolve("3.12", ["anyver"], offline, env, uv=resolver).packages == {"anyver": "2.0"}
+    locked = rv.resolve("3.12", ["anyver"], [*offline, "-c", str(lock)], env, uv=resolver)
+    assert locked.packages == {"anyver": "1.0"}
