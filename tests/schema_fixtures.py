@@ -57,13 +57,14 @@ def manifest_for(interp: Interpretation, overrides: str = "") -> Manifest:
     return plan_manifest(interp, parse_overrides(overrides))
 
 
-def build_ws(tmp: Path, interp: Interpretation, overrides: str | None = None) -> BuildResult:
+def build_ws(tmp: Path, interp: Interpretation, overrides: str | None = None,
+             warehouse: str | None = None) -> BuildResult:
     ws = tmp / "ws"
     if overrides is not None:
         path = ws / "review" / "interpretation_overrides.yaml"
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(overrides)
-    return run(interp.data_dir, ws, interpretation=interp)
+    return run(interp.data_dir, ws, warehouse=warehouse, interpretation=interp)
 
 
 def tamper(warehouse: str | Path, sql: str) -> None:

@@ -11,49 +11,15 @@ import pytest
 from typer.testing import CliRunner
 
 from dia_assets.cli.app import app
-from dia_assets.contracts.interpretation import ValueFormat
 from dia_assets.contracts.manifest import Manifest
 from dia_assets.platform.workspace import Workspace
-from tests.dbt_fixtures import dbt, differences, table_columns
-from tests.schema_fixtures import build_ws, csv_source, interpretation
-
-LINES = [
-    "id,visit_date,amount,note",
-    "1,2024-01-05,10,a",
-    "2,last tuesday,11,b",  # refused: not a DATE
-    "3,2024-02-30,12,{{na}}",  # refused: not a DATE; the note is a null token
-    "1,2024-01-05,10,a",  # an exact duplicate of the first record
-    "4",  # ragged: the reader cannot split it
-    "5,2024-03-01,13,c,extra",  # ragged
-    "6,2024-03-02,unknown,{{NA}}",  # amount NULLed (null_value), row kept; the note a null token
-    *(f"{i},2024-04-{i - 5:02d},{i},x{{%{i}" for i in range(7, 30)),  # '{%' in the data
-]
-OVERRIDES = """version: 1
-tables:
-  visits:
-    columns:
-      amount:
-        on_error: null_value
-"""
+from tests.dbt_fixtures import build_messy, dbt, differences, table_columns
 
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
     root = tmp_path_factory.mktemp("dbt_messy")
-    data = root / "data"
-    data.mkdir()
-    (data / "visits.csv").write_text("\n".join(LINES) + "\n")
-    (data / "wide.csv").write_text("id,a,b,c,d,e\n" + "".join(f"{i},{i},{i + 1},{i + 2},w{i},v{i}\n" for i in range(20)))
-    src = csv_source("visits", data / "visits.csv",
-                     {"id": "INTEGER", "visit_date": "DATE", "amount": "INTEGER", "note": "VARCHAR"},
-                     rows=len(LINES) - 3, pk=["id"], duplicates=1, bad_rows=2,
-                     formats={"visit_date": ValueFormat(date_formats=["%Y-%m-%d"]),
-                              "note": ValueFormat(null_tokens=["{{na}}"])})
-    wide = csv_source("wide", data / "wide.csv", {"id": "INTEGER", **dict.fromkeys("abc", "INTEGER"),
-                                                   "d": "VARCHAR", "e": "VARCHAR"}, rows=20, pk=["id"])
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("DIA_WIDE_SPLIT", "4")  # wide: id + 5 columns, split into parts of at most 4
-        build_ws(root, interpretation(data, src, wide), overrides=OVERRIDES)
+    build_messy(root)
     ws = root / "ws"
     project = root / "project"
     out = CliRunner().invoke(app, ["dbt", "export", str(project), "-w", str(ws), "-q"])

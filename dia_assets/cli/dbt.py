@@ -1,4 +1,4 @@
-"""`dia dbt export DIR`: the built warehouse as a dbt project (dbt-core with dbt-duckdb).
+"""`dia dbt export DIR`: the built warehouse as a dbt project (dbt-core with dbt-duckdb or dbt-postgres).
 Mounted in dia_assets/cli/app.py; the project is written by the Schema Creator's `dbt_export`."""
 
 from __future__ import annotations
@@ -27,7 +27,8 @@ dbt_app = typer.Typer(help="dbt: the built warehouse as a dbt project.", no_args
 def export(
     directory: Annotated[Path, typer.Argument(help="Folder to write the dbt project to (empty, or a previous export).")],
     warehouse: Annotated[str | None, typer.Option(
-        help="The DuckDB warehouse dbt reads and builds in (default DIA_WAREHOUSE, else the workspace's).")] = None,
+        help="The warehouse dbt reads and builds in, a DuckDB file or a PostgreSQL URL "
+             "(default DIA_WAREHOUSE, else the workspace's).")] = None,
     schema: Annotated[str, typer.Option(
         help="Schema dbt builds the refined models in; reject models go to <schema>_rejects.")] = "dbt",
     as_json: JsonOpt = False,
@@ -40,12 +41,13 @@ def export(
     `dbt build --project-dir DIR --profiles-dir DIR` then rebuilds every refined and reject table
     in SCHEMA and SCHEMA_rejects of the warehouse. Exit 0 written, 1 no build or not writable, 2 usage."""
     from dia_assets.agents.schema_creator.dbt_export import schema_problem
+    from dia_assets.platform.warehouse import target_dialect
 
     if problem := schema_problem(schema):
         fail(f"--schema: {problem}", code=EXIT_USAGE)
     ws = use_workspace(workspace)
     wh = warehouse or default_warehouse(ws)
-    if "://" not in wh and not Path(wh).is_file():
+    if target_dialect(wh).file_based and not Path(wh).is_file():
         fail(f"no warehouse at {wh}", "build it first with `dia build DATA_DIR`")
     done = _export(ws, wh, directory, schema)
     if as_json:

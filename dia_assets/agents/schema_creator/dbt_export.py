@@ -1,4 +1,5 @@
-"""The built warehouse as a dbt project (issue 34, `dia dbt export DIR`), for dbt-core with dbt-duckdb.
+"""The built warehouse as a dbt project (issue 34, `dia dbt export DIR`), for dbt-core with dbt-duckdb
+or, for a PostgreSQL warehouse, dbt-postgres.
 
 The staging tables are dbt `sources`; each refined table is a model whose SQL is the Schema
 Creator's own typed load (`sqlgen.refined_typed_sql`) and each reject table a model made of the
@@ -11,12 +12,16 @@ interpreter saw a closed domain; descriptions come from the interpretation.
 
 The reader's unparseable lines (`_raw_line`) never reach staging: a reject model takes them from
 DIA's reject table (the `dia_rejects` source), as dbt does not read raw files.
+
+A PostgreSQL warehouse was built in DuckDB and copied in, so its load SQL is DuckDB's: the
+models are that same SQL rendered for PostgreSQL (`pg_render.to_postgres`), with the function
+it needs created in dbt's schema by an `on-run-start` hook.
 """
 
 from __future__ import annotations
 
 import shutil
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -25,6 +30,12 @@ import duckdb
 import yaml
 
 from dia_assets.agents.schema_creator.layout import REJECT_EXTRA
+from dia_assets.agents.schema_creator.pg_render import (
+    FUNCTIONS,
+    UnsupportedFormat,
+    strptime_pattern,
+    to_postgres,
+)
 from dia_assets.agents.schema_creator.sqlgen import (
     refined_typed_sql,
     reject_select_sql,
@@ -48,7 +59,9 @@ STAGING = "staging"  # the dbt source of the staging tables (schema `staging`)
 READER_REJECTS = "dia_rejects"  # the dbt source of DIA's reject tables (schema `rejects`)
 REJECTS_SUFFIX = "__rejects"
 MARKER = "# written by `dia dbt export`"
-RESERVED_SCHEMAS = ("main", "staging", "rejects")  # DIA's own tables: dbt never builds over them
+# DIA's own tables (DuckDB's main, PostgreSQL's public, a PostgreSQL build's swap schemas): dbt never builds over them
+RESERVED_SCHEMAS = ("main", "public", "staging", "rejects")
+RESERVED_PREFIXES = ("dia_build_", "dia_prev_")
 MAX_DOMAIN = 50  # more distinct values than this is not a closed domain worth a test
 
 _GENERIC_TESTS = """\
@@ -74,7 +87,8 @@ where {% for col in columns %}c.{{ col }} is not null{% if not loop.last %} and 
 
 
 class ExportError(RuntimeError):
-    """The project cannot be written (a folder that is not a DIA export, a warehouse dbt-duckdb cannot read)."""
+    """The project cannot be written (a folder that is not a DIA export, a warehouse no dbt adapter here
+    reads, a date format the PostgreSQL models cannot read as DuckDB does)."""
 
 
 @dataclass
@@ -131,25 +145,50 @@ def _split_keep(text: str, sep: str, replacement: str) -> list[str]:
 
 _STAGING_PLACEHOLDER = "\x00staging\x00"
 _READER_PLACEHOLDER = "\x00reader\x00"
+# the same for SQL that sqlglot parses first (PostgreSQL): names, as a NUL byte does not parse
+_PG_PLACEHOLDERS = ("dia_export_staging_source_", "dia_export_reader_source_", "dia_export_function_schema_")
+FUNCTION_SCHEMA = "{{ adapter.quote(target.schema) }}"  # where the on-run-start hook creates dia_strptime
 
 
-def refined_model_sql(table: ManifestTable) -> str:
+def _model(table: ManifestTable, sql: Callable[[str, str], str], postgres: bool) -> str:
+    """A model from `sql(staging, reader)`, the DuckDB SQL over those two references, with the
+    table's `source()` calls in their place; rendered for PostgreSQL when `postgres`."""
+    if not postgres:
+        return _jinja(sql(_STAGING_PLACEHOLDER, _READER_PLACEHOLDER),
+                      {_STAGING_PLACEHOLDER: _source(STAGING, table.name),
+                       _READER_PLACEHOLDER: _source(READER_REJECTS, table.name)})
+    staging, reader, functions = _PG_PLACEHOLDERS
+    return _jinja(to_postgres(sql(staging, reader), functions) + "\n",
+                  {staging: _source(STAGING, table.name), reader: _source(READER_REJECTS, table.name),
+                   functions: FUNCTION_SCHEMA})
+
+
+def refined_model_sql(table: ManifestTable, postgres: bool = False) -> str:
     """The refined table's model: the Schema Creator's typed load over the staging source."""
-    sql = refined_typed_sql(table, staging=_STAGING_PLACEHOLDER)
-    return _jinja(sql + "\n", {_STAGING_PLACEHOLDER: _source(STAGING, table.name)})
+    return _model(table, lambda staging, _reader: refined_typed_sql(table, staging=staging) + "\n", postgres)
 
 
-def reject_model_sql(table: ManifestTable) -> str:
+def reject_model_sql(table: ManifestTable, postgres: bool = False) -> str:
     """The reject table's model: the loader's reject routing over the staging source, then the
     lines the file reader could not split, which only DIA's reject table holds. Every column is
     cast to the reject table's declared type, in its order."""
     columns = staging_columns(table, REJECT_EXTRA)
     routed = ", ".join(f"CAST({'NULL' if n == '_raw_line' else q(n)} AS {t}) AS {q(n)}" for n, t in columns)
     read = ", ".join(f"CAST({q(n)} AS {t}) AS {q(n)}" for n, t in columns)
-    sql = (f"SELECT {routed} FROM ({reject_select_sql(table, staging=_STAGING_PLACEHOLDER)}) routed\n"
-           f"UNION ALL\nSELECT {read} FROM {_READER_PLACEHOLDER} WHERE _raw_line IS NOT NULL\n")
-    return _jinja(sql, {_STAGING_PLACEHOLDER: _source(STAGING, table.name),
-                        _READER_PLACEHOLDER: _source(READER_REJECTS, table.name)})
+    return _model(table, lambda staging, reader: (
+        f"SELECT {routed} FROM ({reject_select_sql(table, staging=staging)}) routed\n"
+        f"UNION ALL\nSELECT {read} FROM {reader} WHERE _raw_line IS NOT NULL\n"), postgres)
+
+
+def check_postgres_formats(table: ManifestTable) -> None:
+    """Every date format of the table has a PostgreSQL rendering (else the export stops, naming it)."""
+    for col in table.columns:
+        for fmt in col.value_format.date_formats:
+            try:
+                strptime_pattern(fmt)
+            except UnsupportedFormat as exc:
+                raise ExportError(f"{table.name}.{col.name}: {exc}; the PostgreSQL models would not read "
+                                  "it as DIA's DuckDB load does") from exc
 
 
 # ---------------------------------------------------------------- descriptions and domains
@@ -319,7 +358,8 @@ def _prepare(root: Path) -> None:
 
 def schema_problem(schema: str) -> str | None:
     """Why dbt may not build in `schema`: DIA's own schemas, or one named like a reject schema."""
-    if schema.lower() in RESERVED_SCHEMAS or schema.lower().endswith("_rejects"):
+    name = schema.lower()
+    if name in RESERVED_SCHEMAS or name.endswith("_rejects") or name.startswith(RESERVED_PREFIXES):
         return f"schema {schema!r} is one of DIA's own or a reject schema; pick another, e.g. 'dbt'"
     return None
 
@@ -328,18 +368,27 @@ def export_project(manifest: Manifest, interpretation: Interpretation | None, wa
                    out: str | Path, schema: str = "dbt") -> DbtExport:
     """Write the dbt project for the warehouse built from `manifest` into `out`. Its profile
     (`profiles.yml`, beside the project) points dbt-duckdb at `warehouse` (or at
-    `$DIA_DBT_WAREHOUSE`, a copy, when set); models are built in
+    `$DIA_DBT_WAREHOUSE`, a copy, when set), or dbt-postgres at a PostgreSQL warehouse
+    (`postgres_profile`); models are built in
     `schema` and reject models in `<schema>_rejects`, never over DIA's own tables."""
     if problem := schema_problem(schema):
         raise ExportError(problem)
     dialect = target_dialect(warehouse)
-    if dialect.dbt_adapter != "duckdb":  # the profile below is dbt-duckdb's
+    if dialect.dbt_adapter not in ("duckdb", "postgres"):  # the profiles below
         raise ExportError(f"{dialect.redacted_target or warehouse} is a {dialect.title or dialect.name} "
-                          "warehouse: the export writes dbt-duckdb projects only")
-    path = dialect.local_path(str(warehouse))
+                          "warehouse: the export writes dbt-duckdb and dbt-postgres projects only")
+    postgres = dialect.dbt_adapter == "postgres"
+    if postgres:
+        for table in manifest.tables:
+            check_postgres_formats(table)
+        output, shown = postgres_profile(str(warehouse), schema)
+    else:
+        shown = str(dialect.local_path(str(warehouse)).resolve())
+        output = {"type": "duckdb", "path": "{{ env_var('DIA_DBT_WAREHOUSE', " + repr(shown) + ") }}",
+                  "schema": schema, "threads": 1}
     root = Path(out)
     _prepare(root)
-    result = DbtExport(root=root, warehouse=str(path.resolve()), schema=schema)
+    result = DbtExport(root=root, warehouse=shown, schema=schema)
     sources = _sources(interpretation)
     names = {t.name for t in manifest.tables}
     (root / "models" / "refined").mkdir(parents=True)
@@ -349,25 +398,27 @@ def export_project(manifest: Manifest, interpretation: Interpretation | None, wa
     con = duckdb.connect()
     try:
         for table in manifest.tables:
-            (root / "models" / "refined" / f"{table.name}.sql").write_text(refined_model_sql(table), encoding="utf-8")
+            (root / "models" / "refined" / f"{table.name}.sql").write_text(
+                refined_model_sql(table, postgres), encoding="utf-8")
             (root / "models" / "rejects" / f"{reject_model(table)}.sql").write_text(
-                reject_model_sql(table), encoding="utf-8")
+                reject_model_sql(table, postgres), encoding="utf-8")
             refined.append(_model_entry(table, sources, names, con, result.tests))
             rejects.append(_reject_entry(table))
             result.refined_models.append(table.name)
             result.reject_models.append(reject_model(table))
     finally:
         con.close()
+    project = {
+        "name": PROJECT, "version": "1.0.0", "config-version": 2, "profile": PROFILE,
+        "model-paths": ["models"], "macro-paths": ["macros"],
+        "flags": {"send_anonymous_usage_stats": False},
+        "models": {PROJECT: {"+materialized": "table", "rejects": {"+schema": "rejects"}}},
+    }
+    if postgres:
+        project["on-run-start"] = ["{{ dia_functions() }}"]
     files = {
-        "dbt_project.yml": {
-            "name": PROJECT, "version": "1.0.0", "config-version": 2, "profile": PROFILE,
-            "model-paths": ["models"], "macro-paths": ["macros"],
-            "flags": {"send_anonymous_usage_stats": False},
-            "models": {PROJECT: {"+materialized": "table", "rejects": {"+schema": "rejects"}}},
-        },
-        "profiles.yml": {PROFILE: {"target": "dev", "outputs": {"dev": {
-            "type": "duckdb", "path": "{{ env_var('DIA_DBT_WAREHOUSE', " + repr(result.warehouse) + ") }}",
-            "schema": schema, "threads": 1}}}},
+        "dbt_project.yml": project,
+        "profiles.yml": {PROFILE: {"target": "dev", "outputs": {"dev": output}}},
         "models/sources.yml": {"version": 2, "sources": [
             {"name": STAGING, "schema": "staging", "description": "DIA's staging tables: every record as "
              "text with its provenance (_source_file, _source_row, _loaded_at, _content_hash).",
@@ -381,4 +432,31 @@ def export_project(manifest: Manifest, interpretation: Interpretation | None, wa
     for name, data in files.items():
         (root / name).write_text(_yaml(data), encoding="utf-8")
     (root / "macros" / "dia_tests.sql").write_text(_GENERIC_TESTS, encoding="utf-8")
+    if postgres:
+        (root / "macros" / "dia_functions.sql").write_text(FUNCTIONS, encoding="utf-8")
     return result
+
+
+def postgres_profile(url: str, schema: str) -> tuple[dict, str]:
+    """dbt-postgres's output for the warehouse at `url` (a URL or keyword conninfo), and the
+    warehouse as the export reports it. Each connection field may be overridden by
+    `$DIA_DBT_PG_<FIELD>` (another database, e.g. a copy); the password is never written:
+    dbt reads it from `$DIA_DBT_PG_PASSWORD`, required when the URL has one."""
+    from psycopg.conninfo import conninfo_to_dict
+
+    info = {k: str(v) for k, v in conninfo_to_dict(url).items()}
+
+    def field(name: str, default: str) -> str:
+        return "{{ env_var('DIA_DBT_PG_" + name.upper() + "', " + repr(default) + ") }}"
+
+    host, port = info.get("host", "localhost"), info.get("port", "5432")
+    user, dbname = info.get("user", "postgres"), info.get("dbname", info.get("user", "postgres"))
+    output = {"type": "postgres", "host": field("host", host),
+              "port": field("port", port)[:-3] + " | as_number }}",
+              "user": field("user", user),
+              "password": ("{{ env_var('DIA_DBT_PG_PASSWORD') }}" if info.get("password")
+                           else field("password", "")),
+              "dbname": field("dbname", dbname), "schema": schema, "threads": 1}
+    if "sslmode" in info:
+        output["sslmode"] = info["sslmode"]
+    return output, f"postgresql://{user}@{host}:{port}/{dbname}"

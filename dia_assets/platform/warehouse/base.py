@@ -118,8 +118,8 @@ class Dialect:
     has_strptime: bool = True
     default_schema: str = "main"
     asset_kinds: tuple[str, ...] = ()
-    # the dbt adapter (`type:` of profiles.yml) that `dia dbt export` writes a project for; None:
-    # no export (the models are the Schema Creator's DuckDB SQL, run where it was loaded)
+    # the dbt adapter (`type:` of profiles.yml) that `dia dbt export` writes a project for (its
+    # models are the Schema Creator's DuckDB SQL, rendered for the engine where it differs); None: no export
     dbt_adapter: str | None = None
     # where NULLs sort without NULLS FIRST/LAST, as (ascending, descending)
     nulls_first: tuple[bool, bool] = (False, False)

@@ -209,6 +209,6 @@ POSTGRES = register(Dialect(
                   "integer division truncates: cast to numeric for ratios."),
     credentials_in_target=True, loads_from_duckdb=True, transactional_ddl=True,
     # PostgreSQL refuses to cast malformed text (no lenient TRY_CAST) and has no try_strptime
-    lenient_cast=False, has_strptime=False, default_schema="public",
+    lenient_cast=False, has_strptime=False, default_schema="public", dbt_adapter="postgres",
     asset_kinds=("postgres", "table"), nulls_first=(False, True),
 ))
