@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -35,6 +36,25 @@ def dbt(project: Path, *args: str, warehouse: Path | None = None,
     results = json.loads((project / "target" / "run_results.json").read_text())["results"]
     assert results, done.stdout + done.stderr
     return done.returncode, {r["unique_id"]: r["status"] for r in results}
+
+
+def assert_matches_golden(project: Path, golden: Path) -> None:
+    """The project's YAML (tests, descriptions, sources), macros and model SQL equal the files under
+    `golden`, byte for byte (profiles.yml names a temporary path: left out). DIA_UPDATE_SNAPSHOTS=1
+    rewrites them: review the diff."""
+    written = sorted(p.relative_to(project) for p in project.rglob("*")
+                     if p.is_file() and p.parts[len(project.parts)] in ("models", "macros")
+                     or p.name == "dbt_project.yml" and p.parent == project)
+    if os.environ.get("DIA_UPDATE_SNAPSHOTS") == "1":
+        shutil.rmtree(golden, ignore_errors=True)
+        for rel in written:
+            (golden / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(project / rel, golden / rel)
+    found = sorted(p.relative_to(golden) for p in golden.rglob("*") if p.is_file())
+    assert written == found, "write the goldens with DIA_UPDATE_SNAPSHOTS=1 and review them"
+    for rel in written:
+        assert (project / rel).read_text() == (golden / rel).read_text(), \
+            f"{rel} differs from its golden; regenerate with DIA_UPDATE_SNAPSHOTS=1 if intended"
 
 
 def table_columns(con: duckdb.DuckDBPyConnection, table: str) -> list[tuple[str, str]]:

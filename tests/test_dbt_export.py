@@ -6,7 +6,6 @@ validation checks and fail on corrupted data; dbt's parsed lineage equals DIA's.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 from pathlib import Path
 
@@ -21,7 +20,7 @@ from dia_assets.contracts.manifest import Manifest
 from dia_assets.pipeline import run
 from dia_assets.platform.naming import quote_ident as q
 from dia_assets.platform.workspace import Workspace
-from tests.dbt_fixtures import PROJECT, dbt, differences, table_columns
+from tests.dbt_fixtures import PROJECT, assert_matches_golden, dbt, differences, table_columns
 from tests.schema_fixtures import EXAMPLES
 
 
@@ -175,17 +174,4 @@ def test_exported_project_matches_golden(built):
     """The project's YAML (tests, descriptions, sources) and model SQL, byte for byte, as
     tests/test_sql_goldens.py holds the load SQL (profiles.yml names a temporary path: left out).
     Refresh with DIA_UPDATE_SNAPSHOTS=1 and review the diff."""
-    project = built["project"]
-    written = sorted(p.relative_to(project) for p in project.rglob("*")
-                     if p.is_file() and p.parts[len(project.parts)] in ("models", "macros")
-                     or p.name == "dbt_project.yml" and p.parent == project)
-    if os.environ.get("DIA_UPDATE_SNAPSHOTS") == "1":
-        shutil.rmtree(GOLDEN, ignore_errors=True)
-        for rel in written:
-            (GOLDEN / rel).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(project / rel, GOLDEN / rel)
-    golden = sorted(p.relative_to(GOLDEN) for p in GOLDEN.rglob("*") if p.is_file())
-    assert written == golden, "write the goldens with DIA_UPDATE_SNAPSHOTS=1 and review them"
-    for rel in written:
-        assert (project / rel).read_text() == (GOLDEN / rel).read_text(), \
-            f"{rel} differs from its golden; regenerate with DIA_UPDATE_SNAPSHOTS=1 if intended"
+    assert_matches_golden(built["project"], GOLDEN)

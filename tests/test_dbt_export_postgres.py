@@ -6,6 +6,7 @@ is compared with DuckDB's on a corpus of awkward texts: equal but for the differ
 
 from __future__ import annotations
 
+import json
 import os
 from datetime import date, datetime, time
 from decimal import Decimal
@@ -15,11 +16,13 @@ from urllib.parse import urlsplit, urlunsplit
 import duckdb
 import psycopg
 import pytest
+import sqlglot
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from typer.testing import CliRunner
 
 from dia_assets.agents.schema_creator.dbt_export import ExportError, export_project
 from dia_assets.agents.schema_creator.pg_render import FUNCTIONS, to_postgres
+from dia_assets.agents.schema_creator.sqlgen import refined_typed_sql
 from dia_assets.agents.value_parsing import parse_expression
 from dia_assets.cli.app import app
 from dia_assets.contracts.interpretation import ValueFormat
@@ -27,7 +30,14 @@ from dia_assets.contracts.manifest import Manifest
 from dia_assets.pipeline import run
 from dia_assets.platform.naming import sql_str
 from dia_assets.platform.workspace import Workspace
-from tests.dbt_fixtures import build_messy, dbt, differences, pg_table_columns
+from tests.dbt_fixtures import (
+    PROJECT,
+    assert_matches_golden,
+    build_messy,
+    dbt,
+    differences,
+    pg_table_columns,
+)
 from tests.memory_fixtures import fresh_database_url, pg_server  # noqa: F401  (fixture)
 from tests.schema_fixtures import EXAMPLES
 
@@ -43,7 +53,8 @@ def _export_and_build(ws: Path, url: str, project: Path) -> tuple[int, dict[str,
     out = CliRunner().invoke(app, ["dbt", "export", str(project), "-w", str(ws), "--warehouse", url, "-q"])
     assert out.exit_code == 0, out.output
     code, statuses = dbt(project, "build", env={"DIA_DBT_PG_PASSWORD": SECRET})
-    return code, statuses, {"ws": ws, "project": project, "url": url, "statuses": statuses,
+    nodes = json.loads((project / "target" / "manifest.json").read_text())  # before another dbt run rewrites it
+    return code, statuses, {"ws": ws, "project": project, "url": url, "statuses": statuses, "nodes": nodes,
                             "manifest": Manifest.read(Workspace(ws).installed_manifest)}
 
 
@@ -138,7 +149,7 @@ def test_the_password_is_written_nowhere(example):
 
 
 def test_an_unknown_date_format_is_refused_naming_the_column(example, tmp_path):
-    manifest = example["manifest"]
+    manifest = example["manifest"].model_copy(deep=True)
     staff = next(t for t in manifest.tables if t.name == "staff")
     hire = next(c for c in staff.columns if c.name == "hire_date")
     hire.value_format.date_formats = ["%d %b %Y %Z"]
@@ -177,7 +188,8 @@ KNOWN = {("DATE", "2024/01/05"), ("DATE", "epoch"), ("DATE", "0000-01-01"),
 
 def _cases() -> list[tuple[str, str | None, list[str]]]:
     return [*((t, None, values) for t, values in CORPUS.items()),
-            *(("TIMESTAMP" if "%H" in f else "DATE", f, values) for f, values in FORMATS.items())]
+            *((t, f, values) for f, values in FORMATS.items()
+              for t in (("TIMESTAMP", "TIMESTAMPTZ") if "%H" in f else ("DATE",)))]
 
 
 def _norm(value: object) -> object:
@@ -188,13 +200,16 @@ def _norm(value: object) -> object:
 
 def test_rendered_parse_matches_duckdb_but_for_named_forms(pg_server):  # noqa: F811
     """Each text parsed by DuckDB's expression and by its PostgreSQL rendering, read from a table
-    on both sides (PostgreSQL folds constants at plan time, which a model never sees)."""
+    on both sides (PostgreSQL folds constants at plan time, which a model never sees). DuckDB runs
+    in UTC as DIA's load does, PostgreSQL elsewhere: a time without offset is UTC all the same."""
     url = fresh_database_url(pg_server, f"dbt_pg_parse_{os.getpid()}")
     body = FUNCTIONS.split("{% macro dia_functions() %}")[1].split("{% endmacro %}")[0]
     duck = duckdb.connect()
+    duck.execute("SET TimeZone = 'UTC'")
     differ = set()
     with psycopg.connect(url, autocommit=True) as pg:
         pg.execute(body.replace("{{ adapter.quote(target.schema) }}", "fns"))
+        pg.execute("SET timezone = 'America/New_York'")
         for sql_type, fmt, texts in _cases():
             rows = ", ".join(f"({i}, {sql_str(v)})" for i, v in enumerate(texts))
             for con in (pg, duck):
@@ -205,6 +220,30 @@ def test_rendered_parse_matches_duckdb_but_for_named_forms(pg_server):  # noqa: 
             sql = f"SELECT {expr} FROM corpus ORDER BY i"
             ours = [r[0] for r in pg.execute(to_postgres(sql, "fns")).fetchall()]
             theirs = [r[0] for r in duck.execute(sql).fetchall()]
-            differ |= {(fmt or sql_type, v) for v, a, b in zip(texts, ours, theirs, strict=True)
+            differ |= {(f"{sql_type} {fmt or ''}".strip(), v) for v, a, b in zip(texts, ours, theirs, strict=True)
                        if _norm(a) != _norm(b)}
     assert differ == KNOWN
+
+
+GOLDEN = Path(__file__).parent / "fixtures" / "dbt" / "examples_postgres"
+
+
+def test_exported_postgres_project_matches_golden(example):
+    """The PostgreSQL project, byte for byte (as tests/test_dbt_export.py holds the DuckDB one).
+    Refresh with DIA_UPDATE_SNAPSHOTS=1 and review the diff."""
+    assert_matches_golden(example["project"], GOLDEN)
+
+
+def test_models_are_the_builders_load_rendered_for_postgres(example):
+    """dbt's compiled SQL of each model is the builder's own DuckDB SELECT over the staging table,
+    rendered by pg_render (equal as parsed by sqlglot), with dia_strptime in dbt's schema."""
+    nodes = example["nodes"]
+    strptime = 0
+    for table in example["manifest"].tables:
+        model = nodes["nodes"][f"model.{PROJECT}.{table.name}"]
+        staging = nodes["sources"][f"source.{PROJECT}.staging.{table.name}"]["relation_name"]
+        expected = to_postgres(refined_typed_sql(table, staging=staging), '"dbt"')
+        assert sqlglot.parse_one(model["compiled_code"], read="postgres") == \
+            sqlglot.parse_one(expected, read="postgres"), table.name
+        strptime += model["compiled_code"].count('"dbt".dia_strptime(')
+    assert strptime >= 4  # hire_date's three formats, opened_on's one

@@ -14,6 +14,8 @@ what PostgreSQL lacks or reads differently and lets sqlglot transpile the rest:
   export creates in dbt's schema (`FUNCTIONS`): the format as a regular expression, the parts
   put together as an ISO timestamp and checked, NULL where DuckDB's strptime gives NULL.
   `strptime_pattern` refuses a directive it does not know (`UnsupportedFormat`).
+- a time without a UTC offset, read into TIMESTAMPTZ, is UTC (DIA's load sets DuckDB's
+  TimeZone to UTC), whatever the dbt session's time zone.
 - every cast target is the type DIA's own PostgreSQL tables have (`sqlgen.pg_type`).
 """
 
@@ -40,6 +42,7 @@ _FLOATS = {"DOUBLE", "FLOAT", "REAL", "DOUBLE PRECISION"}
 _DATE = "[0-9]{4}-[0-9]{1,2}-[0-9]{1,2}"
 _TIME = "[0-9]{1,2}:[0-9]{2}(:[0-9]{2}([.][0-9]+)?)?"
 _ZONE = "(Z|[+-][0-9]{2}(:?[0-9]{2})?)?"
+_OFFSET = f":[0-9]{{2}}([.][0-9]+)?{_ZONE[:-1]}$"  # a time with its UTC offset
 # the text forms a TRY_CAST to a date/time type reads here (DuckDB reads a few more)
 ISO_FORMS = {
     "DATE": f"^{_DATE}([ T]{_TIME})?$",
@@ -132,8 +135,11 @@ def _try_cast(value: exp.Expression, to: exp.DataType) -> exp.Expression:
         sql = f"CASE WHEN {v} ~ '[0-9]' AND {_is_valid(v, pg)} THEN CAST({v} AS {pg}) END"
     elif base in _FLOATS:
         sql = f"CASE WHEN {_is_valid(v, pg)} THEN CAST({v} AS {pg}) END"
+    elif pg == "TIMESTAMPTZ":  # a text without an offset is a UTC time, as in DIA's load
+        sql = (f"CASE WHEN {v} ~ {sql_str(ISO_FORMS[pg])} AND {_is_valid(v, pg)} THEN CASE WHEN {v} ~ "
+               f"{sql_str(_OFFSET)} THEN CAST({v} AS {pg}) ELSE CAST({v} AS TIMESTAMP) AT TIME ZONE 'UTC' END END")
     else:
-        form = ISO_FORMS.get("TIMESTAMPTZ" if base in ("TIMESTAMPTZ", "TIMESTAMP WITH TIME ZONE") else base)
+        form = ISO_FORMS.get(base)
         guard = f"{v} ~ {sql_str(form)} AND " if form else ""
         sql = f"CASE WHEN {guard}{_is_valid(v, pg)} THEN CAST({v} AS {pg}) END"
     return sqlglot.parse_one(sql, read="postgres")
@@ -157,9 +163,11 @@ def to_postgres(sql: str, functions_schema: str) -> str:
     def rewrite(node: exp.Expression) -> exp.Expression:
         if isinstance(node, exp.TryCast):
             if _is_strptime(node.this):  # a timestamp or NULL already: the cast cannot fail
-                call = node.this
+                call, to = node.this, pg_type(node.to.sql("duckdb"))
                 value = _strptime(call, functions_schema, call.expressions[0].transform(rewrite))
-                return exp.cast(value, pg_type(node.to.sql("duckdb")))
+                if to == "TIMESTAMPTZ":  # DIA's load reads a time without offset as UTC
+                    return exp.AtTimeZone(this=value, zone=exp.Literal.string("UTC"))
+                return exp.cast(value, to)
             return _try_cast(node.this.transform(rewrite), node.to)
         if isinstance(node, exp.Cast):
             return exp.cast(node.this.transform(rewrite), pg_type(node.to.sql("duckdb")))
