@@ -148,12 +148,15 @@ def test_the_password_is_written_nowhere(example):
             assert SECRET not in path.read_text(errors="replace"), path
 
 
-def test_an_unknown_date_format_is_refused_naming_the_column(example, tmp_path):
+def test_a_format_or_type_without_a_postgres_twin_is_refused_naming_the_column(example, tmp_path):
     manifest = example["manifest"].model_copy(deep=True)
     staff = next(t for t in manifest.tables if t.name == "staff")
     hire = next(c for c in staff.columns if c.name == "hire_date")
     hire.value_format.date_formats = ["%d %b %Y %Z"]
     with pytest.raises(ExportError, match=r"staff\.hire_date: .*%Z"):
+        export_project(manifest, None, example["url"], tmp_path / "p")
+    hire.value_format.date_formats, hire.type = [], "UINTEGER"  # DuckDB's alone: no PostgreSQL twin
+    with pytest.raises(ExportError, match=r"staff\.hire_date: type UINTEGER"):
         export_project(manifest, None, example["url"], tmp_path / "p")
 
 
@@ -162,6 +165,8 @@ def test_an_unknown_date_format_is_refused_naming_the_column(example, tmp_path):
 CORPUS = {
     "INTEGER": ["42", "2.5", "-2.5", "1e3", "+5", "007", ".5", "1.", "abc", "", "99999999999", "1,5", "inf"],
     "BIGINT": ["9007199254740993", "12.49"],
+    "TINYINT": ["127", "128", "-128.4", "-129", "1e2"],
+    "SMALLINT": ["32767", "32768", "-3.5"],
     "DECIMAL(18,2)": ["1.235", "-1.245", "1e-3", "12", "x1", "Infinity", "12345678901234567890"],
     "DOUBLE": ["1e3", "-0.5", ".5", "inf", "-Infinity", "1,5", "abc"],
     "DATE": ["2024-01-05", "2024-1-5", "2024-02-30", "2024-01-05 10:00", "2024-01-05T10:00:00",

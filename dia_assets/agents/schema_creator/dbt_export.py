@@ -33,6 +33,7 @@ from dia_assets.agents.schema_creator.layout import REJECT_EXTRA
 from dia_assets.agents.schema_creator.pg_render import (
     FUNCTIONS,
     UnsupportedFormat,
+    renders,
     strptime_pattern,
     to_postgres,
 )
@@ -180,9 +181,13 @@ def reject_model_sql(table: ManifestTable, postgres: bool = False) -> str:
         f"UNION ALL\nSELECT {read} FROM {reader} WHERE _raw_line IS NOT NULL\n"), postgres)
 
 
-def check_postgres_formats(table: ManifestTable) -> None:
-    """Every date format of the table has a PostgreSQL rendering (else the export stops, naming it)."""
+def check_postgres_columns(table: ManifestTable) -> None:
+    """Every column type and date format of the table has a PostgreSQL rendering (else the export
+    stops, naming it)."""
     for col in table.columns:
+        if not renders(col.type):
+            raise ExportError(f"{table.name}.{col.name}: type {col.type} has no PostgreSQL rendering that "
+                              "parses as DIA's DuckDB load does")
         for fmt in col.value_format.date_formats:
             try:
                 strptime_pattern(fmt)
@@ -380,7 +385,7 @@ def export_project(manifest: Manifest, interpretation: Interpretation | None, wa
     postgres = dialect.dbt_adapter == "postgres"
     if postgres:
         for table in manifest.tables:
-            check_postgres_formats(table)
+            check_postgres_columns(table)
         output, shown = postgres_profile(str(warehouse), schema)
     else:
         shown = str(dialect.local_path(str(warehouse)).resolve())

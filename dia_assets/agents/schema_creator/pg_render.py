@@ -37,7 +37,10 @@ _DIRECTIVES = {
 }
 _REGEX_SPECIAL = set(".^$*+?()[]{}|\\")
 _INTEGERS = {"INT", "INTEGER", "BIGINT", "SMALLINT", "TINYINT", "HUGEINT", "INT128", "INT4", "INT8", "INT2"}
+_RANGES = {"TINYINT": (-128, 127)}  # narrower in DuckDB than the PostgreSQL type it becomes (SMALLINT)
 _FLOATS = {"DOUBLE", "FLOAT", "REAL", "DOUBLE PRECISION"}
+_OTHERS = {"DECIMAL", "NUMERIC", "BOOLEAN", "DATE", "TIME", "TIMESTAMP", "TIMESTAMPTZ", "TIMESTAMP WITH TIME ZONE",
+           "VARCHAR", "TEXT", "STRING", "JSON"}
 
 _DATE = "[0-9]{4}-[0-9]{1,2}-[0-9]{1,2}"
 _TIME = "[0-9]{1,2}:[0-9]{2}(:[0-9]{2}([.][0-9]+)?)?"
@@ -117,6 +120,15 @@ def strptime_pattern(fmt: str) -> tuple[str, str]:
     return pattern + r"\s*$", fields
 
 
+def renders(sql_type: str) -> bool:
+    """Whether a refined column of this (DuckDB) type is parsed here as DuckDB parses it."""
+    return _base(exp.DataType.build(sql_type, dialect="duckdb").sql("duckdb")) in _INTEGERS | _FLOATS | _OTHERS
+
+
+def _base(type_sql: str) -> str:
+    return type_sql.upper().split("(")[0].strip()
+
+
 def _is_valid(value: str, pg: str) -> str:
     return f"pg_input_is_valid({value}, {sql_str(pg)})"
 
@@ -124,13 +136,16 @@ def _is_valid(value: str, pg: str) -> str:
 def _try_cast(value: exp.Expression, to: exp.DataType) -> exp.Expression:
     """DuckDB's TRY_CAST of text as PostgreSQL: the cast guarded so it cannot raise."""
     name = to.sql("duckdb").upper()
-    base = name.split("(")[0].strip()
+    base = _base(name)
     pg = pg_type(name)
     v = value.sql("postgres")
     if base in _INTEGERS:
         number = f"round(CAST({v} AS NUMERIC))"
+        fits = _is_valid(f"CAST({number} AS TEXT)", pg)
+        if base in _RANGES:
+            fits += f" AND {number} BETWEEN {_RANGES[base][0]} AND {_RANGES[base][1]}"
         sql = (f"CASE WHEN {v} ~ '[0-9]' AND {_is_valid(v, 'numeric')} THEN CASE WHEN "
-               f"{_is_valid(f'CAST({number} AS TEXT)', pg)} THEN CAST({number} AS {pg}) END END")
+               f"{fits} THEN CAST({number} AS {pg}) END END")
     elif base in ("DECIMAL", "NUMERIC"):
         sql = f"CASE WHEN {v} ~ '[0-9]' AND {_is_valid(v, pg)} THEN CAST({v} AS {pg}) END"
     elif base in _FLOATS:
