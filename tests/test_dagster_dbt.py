@@ -189,3 +189,15 @@ def test_a_model_the_expert_adds_is_parsed_into_its_own_asset(exported, monkeypa
     added = AssetKey(["dbt", "staff_by_role"])
     assert added in assets.keys
     assert AssetKey(["warehouse", "staff"]) in assets.asset_deps[added]
+
+
+def test_a_postgresql_warehouse_is_refused_without_its_password(tmp_path):
+    """DIA_DBT_PROJECT installs by swapping in a built copy of a DuckDB file: a PostgreSQL
+    warehouse is refused by name (its export is built by `dbt build` instead), URL redacted."""
+    from dagster import Failure
+
+    from dia_assets.dagster.dbt_models import _build_and_install
+
+    with pytest.raises(Failure, match="DuckDB warehouses only") as err:
+        next(_build_and_install(None, tmp_path, "postgresql://dia:s3cret@db:5432/wh", None, []))  # type: ignore[arg-type]
+    assert "s3cret" not in str(err.value.description) and "PostgreSQL" in str(err.value.description)

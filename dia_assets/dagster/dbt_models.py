@@ -63,7 +63,11 @@ def dbt_table_assets(project: str | Path, tables: Sequence[ManifestTable]) -> As
 
 def _build_and_install(context: AssetExecutionContext, root: Path, target: str, workspace: WorkspaceResource,
                        tables: Sequence[ManifestTable]) -> Iterator[Any]:
-    scratch = dp.scratch_build(root, target_dialect(target).local_path(target), workspace.tree.dbt_build)
+    dialect = target_dialect(target)
+    if not dialect.file_based:  # the install swaps in a built copy of a DuckDB file
+        raise Failure(description=f"DIA_DBT_PROJECT builds DuckDB warehouses only; {dialect.redacted_target or target} "
+                      f"is {dialect.title or dialect.name}: run `dbt build` on its `dia dbt export` instead (docs/dbt.md)")
+    scratch = dp.scratch_build(root, dialect.local_path(target), workspace.tree.dbt_build)
     dbt = DbtCliResource(project_dir=str(root), profiles_dir=str(scratch.profiles_dir),
                          dbt_executable=dp.dbt_executable())
     invocation = dbt.cli(["build"], context=context, raise_on_error=False, target_path=scratch.target_path)
