@@ -95,7 +95,13 @@ def tasks(
 
     from dia_assets.agents.dbt_completion import generate_tasks, write_task_files
 
+    from dia_assets.platform.warehouse import target_dialect
+
     ws = use_workspace(workspace)
+    dialect = target_dialect(warehouse or default_warehouse(ws))
+    if not dialect.file_based:  # the gold and the instances are DuckDB files
+        fail(f"dia dbt tasks needs a DuckDB warehouse, not {dialect.title or dialect.name} "
+             f"({dialect.redacted_target})", code=EXIT_USAGE)
     wh = Path(warehouse or default_warehouse(ws))
     if not wh.is_file():
         fail(f"no warehouse at {wh}", "build it first with `dia build DATA_DIR`")

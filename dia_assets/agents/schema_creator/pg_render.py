@@ -59,6 +59,11 @@ FUNCTIONS = """\
    `pattern` is the format as a regular expression, `fields` names its groups (Y y m b B d H M S);
    NULL where the text does not match or is no valid timestamp. Run by on-run-start. #}
 {% macro dia_functions() %}
+do $dia$ begin
+  if current_setting('server_version_num')::int < 160000 then
+    raise exception 'this DIA export needs PostgreSQL 16 or later (pg_input_is_valid), not %', version();
+  end if;
+end $dia$;
 create schema if not exists {{ adapter.quote(target.schema) }};
 create or replace function {{ adapter.quote(target.schema) }}.dia_strptime(v text, pattern text, fields text)
 returns timestamp language plpgsql immutable as $dia$
