@@ -252,3 +252,10 @@ def test_models_are_the_builders_load_rendered_for_postgres(example):
             sqlglot.parse_one(expected, read="postgres"), table.name
         strptime += model["compiled_code"].count('"dbt".dia_strptime(')
     assert strptime >= 4  # hire_date's three formats, opened_on's one
+
+
+def test_dbt_tasks_refuses_a_postgres_warehouse_without_printing_its_url(example, tmp_path):
+    out = CliRunner().invoke(app, ["dbt", "tasks", str(tmp_path / "t"), "-w", str(example["ws"]),
+                                   "--warehouse", example["url"]])
+    assert out.exit_code == 2 and "needs a DuckDB warehouse" in out.stderr
+    assert SECRET not in out.output

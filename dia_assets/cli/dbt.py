@@ -94,7 +94,6 @@ def tasks(
     import tempfile
 
     from dia_assets.agents.dbt_completion import generate_tasks, write_task_files
-
     from dia_assets.platform.warehouse import target_dialect
 
     ws = use_workspace(workspace)
