@@ -413,18 +413,44 @@ def generate_test_queries(target: Target, manifest: Manifest,
     return out
 
 
+BATCH = 10  # test queries per statement
+
+
 def run_test_queries(target: Target, queries: list[TestQuery]) -> list[TestQuery]:
-    for query in queries:
+    """Each query's single value against its expected one. They run BATCH to a statement, as
+    scalar subqueries (on Spark each statement is a job of its own); a batch that fails runs
+    again one query at a time, so an error is the failing query's own."""
+    for at in range(0, len(queries), BATCH):
+        batch = queries[at:at + BATCH]
         try:
-            query.actual = _n(target, query.sql)
-            query.passed = query.actual == query.expected
-            if not query.passed:
-                query.error = f"expected {query.expected}, got {query.actual}"
-        except Exception as exc:  # any driver error is a failed test query
-            query.passed, query.error = False, f"{type(exc).__name__}: {str(exc).splitlines()[0]}"
-            if not getattr(target.con, "autocommit", True):  # a failed statement ends the transaction
-                target.con.rollback()
+            values = target.rows("SELECT " + ", ".join(f"({query.sql}) AS q{i}" for i, query in enumerate(batch)))[0]
+        except Exception:  # any driver error: find which query it was
+            _rollback(target)
+            for query in batch:
+                _run_one(target, query)
+            continue
+        for query, value in zip(batch, values, strict=True):
+            _judge(query, int(value or 0))
     return queries
+
+
+def _run_one(target: Target, query: TestQuery) -> None:
+    try:
+        _judge(query, _n(target, query.sql))
+    except Exception as exc:  # any driver error is a failed test query
+        query.passed, query.error = False, f"{type(exc).__name__}: {str(exc).splitlines()[0]}"
+        _rollback(target)
+
+
+def _judge(query: TestQuery, actual: int) -> None:
+    query.actual = actual
+    query.passed = actual == query.expected
+    query.error = None if query.passed else f"expected {query.expected}, got {actual}"
+
+
+def _rollback(target: Target) -> None:
+    if not getattr(target.con, "autocommit", True):  # a failed statement ends the transaction
+        target.con.rollback()
 
 
 def blocks(item: object) -> bool:
