@@ -137,6 +137,19 @@ def test_load_integrity_allowance_is_an_override(tmp_path):
     assert all(r.passed for r in result.report.load_integrity)
 
 
+def test_load_integrity_fails_for_a_reject_without_reason_or_provenance(tmp_path):
+    result = _build(tmp_path, "tables:\n  parents:\n    max_reject_fraction: 1.0\n"
+                              "    columns:\n      name:\n        type: INTEGER\n")
+    tamper(result.load.warehouse, "UPDATE rejects.parents SET _reason = '' WHERE _source_row = 1")
+    tamper(result.load.warehouse, "UPDATE rejects.parents SET _source_file = NULL WHERE _source_row = 2")
+    with target(result.load.warehouse) as t:
+        li = {r.table: r for r in v.check_load_integrity(t, result.manifest)}
+        counts = v.layer_counts(t, result.manifest.table("parents"))
+    assert not li["parents"].passed and li["parents"].message == "2 rejects without reason or provenance"
+    assert li["children"].passed
+    assert (counts.staged, counts.refined, counts.rejects, counts.rejected, counts.blind) == (3, 0, 3, 3, 2)
+
+
 def test_test_queries_fail_when_sql_errors(tmp_path):
     result = _build(tmp_path)
     tamper(result.load.warehouse, "DROP TABLE children")
