@@ -75,9 +75,11 @@ def uv_command(uv: str, version: str, requirements_file: Path, output: Path,
                index_args: list[str] = ()) -> list[str]:
     """The same resolution by uv: this platform, CPython `version`, wheels only (a few seconds
     where pip takes a CPU-minute per version); pip's index options mean the same to uv."""
+    # --python: this interpreter, so uv does not look for (or download) a CPython `version`
     return [
         uv, "pip", "compile", "--quiet", "--no-header", "--no-annotate", "--only-binary", ":all:",
-        "--python-version", version, "--output-file", str(output), *index_args, str(requirements_file),
+        "--python", sys.executable, "--no-python-downloads", "--python-version", version,
+        "--output-file", str(output), *index_args, str(requirements_file),
     ]
 
 
