@@ -58,6 +58,7 @@ from dia_assets.contracts.manifest import (
 from dia_assets.platform.naming import quote_ident as q
 from dia_assets.platform.naming import sql_str
 from dia_assets.platform.warehouse import target_dialect
+from dia_assets.platform.warehouse.spark import quote as spark_quote
 
 PROJECT = "dia_warehouse"
 PROFILE = "dia"
@@ -282,7 +283,10 @@ def _test(name: str, arguments: dict | None = None, severity: str | None = None)
 
 
 def _model_entry(table: ManifestTable, sources: dict[str, Source], names: set[str],
-                 con: duckdb.DuckDBPyConnection, counts: dict[str, int]) -> dict:
+                 con: duckdb.DuckDBPyConnection, counts: dict[str, int],
+                 q: Callable[[str], str] = q) -> dict:
+    """The model's schema.yml entry; `q` quotes a column name in the tests' SQL (Spark: backticks,
+    as a double-quoted name is a string there)."""
     col_tests: dict[str, list] = {c.name: [] for c in table.columns}
     model_tests: list = []
 
@@ -426,7 +430,8 @@ def export_project(manifest: Manifest, interpretation: Interpretation | None, wa
                 refined_model_sql(table, adapter), encoding="utf-8")
             (root / "models" / "rejects" / f"{reject_model(table)}.sql").write_text(
                 reject_model_sql(table, adapter), encoding="utf-8")
-            refined.append(_model_entry(table, sources, names, con, result.tests))
+            refined.append(_model_entry(table, sources, names, con, result.tests,
+                                        spark_quote if adapter == "spark" else q))
             rejects.append(_reject_entry(table))
             result.refined_models.append(table.name)
             result.reject_models.append(reject_model(table))
