@@ -545,6 +545,8 @@ def spark_profile(url: str, schema: str) -> tuple[dict, str, str, str]:
                       "jdbc:derby:;databaseName=" + home + "/metastore_db;create=true",
                   "spark.driver.extraJavaOptions": "-Dderby.stream.error.file=" + home + "/derby.log",
                   "spark.sql.session.timeZone": "UTC",
+                  # an instant as Parquet's UTC-adjusted timestamp, as DIA writes it (Spark's default: INT96)
+                  "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
                   "spark.ui.enabled": "false",
                   "spark.sql.shuffle.partitions": "4"}}
     if schema.lower().startswith("dia_"):
