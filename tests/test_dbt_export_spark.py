@@ -33,23 +33,16 @@ from dia_assets.platform.warehouse.spark import (
     parse_target,
 )
 from dia_assets.platform.workspace import Workspace
-from tests.dbt_fixtures import PROJECT, dbt, differences, table_columns
+from tests.dbt_fixtures import PROJECT, build_messy, dbt, differences, table_columns
 from tests.schema_fixtures import EXAMPLES
 from tests.spark_fixtures import require_spark, spark_target
 
 pytestmark = [pytest.mark.spark, pytest.mark.heavy]
 
 
-@pytest.fixture(scope="module")
-def example(tmp_path_factory, example_interpretation):
-    """The example built into a Spark warehouse by DIA, exported, built once by `dbt build`."""
-    require_spark()
-    tmp = tmp_path_factory.mktemp("dbt_spark")
+def _export_and_build(tmp: Path) -> dict:
     root, ws, project = tmp / "root", tmp / "ws", tmp / "project"
     target = spark_target(root)
-    result = run(EXAMPLES / "data", ws, warehouse=target, interpretation=example_interpretation,
-                 overrides_seed=EXAMPLES / "data" / "overrides.yaml")
-    assert result.report.accepted
     out = CliRunner().invoke(app, ["dbt", "export", str(project), "-w", str(ws), "--warehouse", target, "-q"])
     assert out.exit_code == 0, out.output
     code, statuses = dbt(project, "build")
@@ -58,17 +51,38 @@ def example(tmp_path_factory, example_interpretation):
             "nodes": nodes, "build": current_build(root), "manifest": Manifest.read(Workspace(ws).installed_manifest)}
 
 
+@pytest.fixture(scope="module")
+def example(tmp_path_factory, example_interpretation):
+    """The example built into a Spark warehouse by DIA, exported, built once by `dbt build`."""
+    require_spark()
+    tmp = tmp_path_factory.mktemp("dbt_spark")
+    result = run(EXAMPLES / "data", tmp / "ws", warehouse=spark_target(tmp / "root"),
+                 interpretation=example_interpretation, overrides_seed=EXAMPLES / "data" / "overrides.yaml")
+    assert result.report.accepted
+    return _export_and_build(tmp)
+
+
+@pytest.fixture(scope="module")
+def messy(tmp_path_factory):
+    """The messy file (refused, kept and ragged rows, '{%' in the data, a split wide table)."""
+    require_spark()
+    tmp = tmp_path_factory.mktemp("dbt_spark_messy")
+    build_messy(tmp, spark_target(tmp / "root"))
+    return _export_and_build(tmp)
+
+
 def _parquet(folder: Path) -> str:
     return f"read_parquet({sql_str(str(folder / '*.parquet'))})"
 
 
-def test_dbt_spark_reproduces_every_example_table(example):
-    assert example["code"] == 0, example["statuses"]
-    root, build = example["root"], example["build"]
+def _same_tables(built: dict) -> tuple[int, int]:
+    """Asserts each refined and reject table dbt built equals DIA's; returns the rows compared."""
+    assert built["code"] == 0, built["statuses"]
+    root, build = built["root"], built["build"]
     dbt_home = root / "_dbt" / "warehouse"
     con = duckdb.connect()
     refined = rejects = 0
-    for table in example["manifest"].tables:
+    for table in built["manifest"].tables:
         for dia, ours in ((root / build / "refined" / table.name, dbt_home / "dbt.db" / table.name),
                           (root / build / "rejects" / table.name, dbt_home / "dbt_rejects.db" / table.name)):
             con.execute(f"CREATE OR REPLACE VIEW dia AS SELECT * FROM {_parquet(dia)}")
@@ -80,9 +94,24 @@ def test_dbt_spark_reproduces_every_example_table(example):
                 rejects += n
             else:
                 refined += n
+    return refined, rejects
+
+
+def test_dbt_spark_reproduces_every_example_table(example):
+    refined, rejects = _same_tables(example)
     assert len(example["manifest"].tables) == 6
     assert refined > 10_000 and rejects > 0  # real rows of both kinds compared
     assert all(s == "success" for u, s in example["statuses"].items() if u.startswith("model."))
+
+
+def test_dbt_spark_reproduces_every_kind_of_reject(messy):
+    _same_tables(messy)
+    visits = messy["root"] / "_dbt" / "warehouse" / "dbt_rejects.db" / "visits"
+    kinds = duckdb.execute(f"SELECT _raw_line IS NOT NULL, _row_kept, count(*) FROM {_parquet(visits)} "
+                           "GROUP BY 1, 2 ORDER BY 1, 2").fetchall()
+    # 2 refused rows, 1 kept with amount NULL, 2 ragged lines from DIA's reject table
+    assert kinds == [(False, False, 2), (False, True, 1), (True, False, 2)]
+    assert all(s in ("pass", "success") for s in messy["statuses"].values()), messy["statuses"]
 
 
 def test_schema_tests_pass_and_a_planted_duplicate_fails(example):
