@@ -23,6 +23,7 @@ was made from (`spark_sources`) in dbt-spark's own session.
 
 from __future__ import annotations
 
+import re
 import shutil
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -463,7 +464,8 @@ def export_project(manifest: Manifest, interpretation: Interpretation | None, wa
     }
     for name, data in files.items():
         (root / name).write_text(_yaml(data), encoding="utf-8")
-    (root / "macros" / "dia_tests.sql").write_text(_GENERIC_TESTS, encoding="utf-8")
+    (root / "macros" / "dia_tests.sql").write_text(_spark_tests() if adapter == "spark" else _GENERIC_TESTS,
+                                                   encoding="utf-8")
     if postgres:
         (root / "macros" / "dia_functions.sql").write_text(FUNCTIONS, encoding="utf-8")
     if adapter == "spark":
@@ -511,6 +513,13 @@ create table if not exists `{{ database }}`.`{{ table }}` using parquet
 location '{{ env_var("DIA_DBT_SPARK_ROOT", var("dia_spark_root")) }}/{{ folder }}'
 {% endmacro %}
 """
+
+
+def _spark_tests() -> str:
+    """The generic tests with aliases no column shares: Spark reads `c.x` as a field of a column
+    `c` before it reads it as the alias `c`'s column (a split table's part may have a column `c`)."""
+    text = re.sub(r"\bc(\.|\n)", r"dia_child\1", _GENERIC_TESTS)
+    return re.sub(r"\bp(\.|\n)", r"dia_parent\1", text)
 
 
 def spark_databases(build: str) -> dict[str, str]:
