@@ -96,7 +96,8 @@ where {% for col in columns %}c.{{ col }} is not null{% if not loop.last %} and 
 
 class ExportError(RuntimeError):
     """The project cannot be written (a folder that is not a DIA export, a warehouse no dbt adapter here
-    reads, a date format the PostgreSQL models cannot read as DuckDB does)."""
+    reads, a date format or type the PostgreSQL or Spark models cannot read as DuckDB does, a Spark
+    warehouse not in local mode or with no build installed)."""
 
 
 @dataclass
