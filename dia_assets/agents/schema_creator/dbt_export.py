@@ -1,5 +1,5 @@
-"""The built warehouse as a dbt project (issue 34, `dia dbt export DIR`), for dbt-core with dbt-duckdb
-or, for a PostgreSQL warehouse, dbt-postgres.
+"""The built warehouse as a dbt project (issue 34, `dia dbt export DIR`), for dbt-core with dbt-duckdb,
+or dbt-postgres for a PostgreSQL warehouse, or dbt-spark (session method) for a Spark warehouse.
 
 The staging tables are dbt `sources`; each refined table is a model whose SQL is the Schema
 Creator's own typed load (`sqlgen.refined_typed_sql`) and each reject table a model made of the
@@ -15,11 +15,15 @@ DIA's reject table (the `dia_rejects` source), as dbt does not read raw files.
 
 A PostgreSQL warehouse was built in DuckDB and copied in, so its load SQL is DuckDB's: the
 models are that same SQL rendered for PostgreSQL (`pg_render.to_postgres`), with the function
-it needs created in dbt's schema by an `on-run-start` hook.
+it needs created in dbt's schema by an `on-run-start` hook. A Spark warehouse was built in DuckDB
+too: its models are rendered for Spark SQL (`spark_render.to_spark`), and as Spark has no shared
+metastore, `on-run-start` registers the staging and reject Parquet folders of the build the export
+was made from (`spark_sources`) in dbt-spark's own session.
 """
 
 from __future__ import annotations
 
+import re
 import shutil
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -37,6 +41,8 @@ from dia_assets.agents.schema_creator.pg_render import (
     strptime_pattern,
     to_postgres,
 )
+from dia_assets.agents.schema_creator.spark_render import renders as spark_renders
+from dia_assets.agents.schema_creator.spark_render import spark_str, to_spark
 from dia_assets.agents.schema_creator.sqlgen import (
     refined_typed_sql,
     reject_select_sql,
@@ -53,6 +59,7 @@ from dia_assets.contracts.manifest import (
 from dia_assets.platform.naming import quote_ident as q
 from dia_assets.platform.naming import sql_str
 from dia_assets.platform.warehouse import target_dialect
+from dia_assets.platform.warehouse.spark import quote as spark_quote
 
 PROJECT = "dia_warehouse"
 PROFILE = "dia"
@@ -89,7 +96,8 @@ where {% for col in columns %}c.{{ col }} is not null{% if not loop.last %} and 
 
 class ExportError(RuntimeError):
     """The project cannot be written (a folder that is not a DIA export, a warehouse no dbt adapter here
-    reads, a date format the PostgreSQL models cannot read as DuckDB does)."""
+    reads, a date format or type the PostgreSQL or Spark models cannot read as DuckDB does, a Spark
+    warehouse not in local mode or with no build installed)."""
 
 
 @dataclass
@@ -151,25 +159,28 @@ _PG_PLACEHOLDERS = ("dia_export_staging_source_", "dia_export_reader_source_", "
 FUNCTION_SCHEMA = "{{ adapter.quote(target.schema) }}"  # where the on-run-start hook creates dia_strptime
 
 
-def _model(table: ManifestTable, sql: Callable[[str, str], str], postgres: bool) -> str:
+def _model(table: ManifestTable, sql: Callable[[str, str], str], adapter: str) -> str:
     """A model from `sql(staging, reader)`, the DuckDB SQL over those two references, with the
-    table's `source()` calls in their place; rendered for PostgreSQL when `postgres`."""
-    if not postgres:
+    table's `source()` calls in their place; rendered for the dbt adapter's engine."""
+    if adapter == "duckdb":
         return _jinja(sql(_STAGING_PLACEHOLDER, _READER_PLACEHOLDER),
                       {_STAGING_PLACEHOLDER: _source(STAGING, table.name),
                        _READER_PLACEHOLDER: _source(READER_REJECTS, table.name)})
     staging, reader, functions = _PG_PLACEHOLDERS
+    if adapter == "spark":
+        return _jinja(to_spark(sql(staging, reader)) + "\n",
+                      {staging: _source(STAGING, table.name), reader: _source(READER_REJECTS, table.name)})
     return _jinja(to_postgres(sql(staging, reader), functions) + "\n",
                   {staging: _source(STAGING, table.name), reader: _source(READER_REJECTS, table.name),
                    functions: FUNCTION_SCHEMA})
 
 
-def refined_model_sql(table: ManifestTable, postgres: bool = False) -> str:
+def refined_model_sql(table: ManifestTable, adapter: str = "duckdb") -> str:
     """The refined table's model: the Schema Creator's typed load over the staging source."""
-    return _model(table, lambda staging, _reader: refined_typed_sql(table, staging=staging) + "\n", postgres)
+    return _model(table, lambda staging, _reader: refined_typed_sql(table, staging=staging) + "\n", adapter)
 
 
-def reject_model_sql(table: ManifestTable, postgres: bool = False) -> str:
+def reject_model_sql(table: ManifestTable, adapter: str = "duckdb") -> str:
     """The reject table's model: the loader's reject routing over the staging source, then the
     lines the file reader could not split, which only DIA's reject table holds. Every column is
     cast to the reject table's declared type, in its order."""
@@ -178,21 +189,23 @@ def reject_model_sql(table: ManifestTable, postgres: bool = False) -> str:
     read = ", ".join(f"CAST({q(n)} AS {t}) AS {q(n)}" for n, t in columns)
     return _model(table, lambda staging, reader: (
         f"SELECT {routed} FROM ({reject_select_sql(table, staging=staging)}) routed\n"
-        f"UNION ALL\nSELECT {read} FROM {reader} WHERE _raw_line IS NOT NULL\n"), postgres)
+        f"UNION ALL\nSELECT {read} FROM {reader} WHERE _raw_line IS NOT NULL\n"), adapter)
 
 
-def check_postgres_columns(table: ManifestTable) -> None:
-    """Every column type and date format of the table has a PostgreSQL rendering (else the export
-    stops, naming it)."""
+def check_postgres_columns(table: ManifestTable, engine: str = "PostgreSQL") -> None:
+    """Every column type and date format of the table has a rendering for the engine (PostgreSQL
+    or Spark; else the export stops, naming it)."""
+    reads = spark_renders if engine == "Spark" else renders
     for col in table.columns:
-        if not renders(col.type):
-            raise ExportError(f"{table.name}.{col.name}: type {col.type} has no PostgreSQL rendering that "
+        if not reads(col.type):
+            raise ExportError(f"{table.name}.{col.name}: type {col.type} has no {engine} rendering that "
                               "parses as DIA's DuckDB load does")
         for fmt in col.value_format.date_formats:
             try:
                 strptime_pattern(fmt)
             except UnsupportedFormat as exc:
-                raise ExportError(f"{table.name}.{col.name}: {exc}; the PostgreSQL models would not read "
+                message = str(exc).replace("PostgreSQL", engine)
+                raise ExportError(f"{table.name}.{col.name}: {message}; the {engine} models would not read "
                                   "it as DIA's DuckDB load does") from exc
 
 
@@ -272,7 +285,10 @@ def _test(name: str, arguments: dict | None = None, severity: str | None = None)
 
 
 def _model_entry(table: ManifestTable, sources: dict[str, Source], names: set[str],
-                 con: duckdb.DuckDBPyConnection, counts: dict[str, int]) -> dict:
+                 con: duckdb.DuckDBPyConnection, counts: dict[str, int],
+                 q: Callable[[str], str] = q) -> dict:
+    """The model's schema.yml entry; `q` quotes a column name in the tests' SQL (Spark: backticks,
+    as a double-quoted name is a string there)."""
     col_tests: dict[str, list] = {c.name: [] for c in table.columns}
     model_tests: list = []
 
@@ -373,20 +389,29 @@ def export_project(manifest: Manifest, interpretation: Interpretation | None, wa
                    out: str | Path, schema: str = "dbt") -> DbtExport:
     """Write the dbt project for the warehouse built from `manifest` into `out`. Its profile
     (`profiles.yml`, beside the project) points dbt-duckdb at `warehouse` (or at
-    `$DIA_DBT_WAREHOUSE`, a copy, when set), or dbt-postgres at a PostgreSQL warehouse
-    (`postgres_profile`); models are built in
+    `$DIA_DBT_WAREHOUSE`, a copy, when set), dbt-postgres at a PostgreSQL warehouse
+    (`postgres_profile`) or dbt-spark at a Spark one (`spark_profile`); models are built in
     `schema` and reject models in `<schema>_rejects`, never over DIA's own tables."""
     if problem := schema_problem(schema):
         raise ExportError(problem)
     dialect = target_dialect(warehouse)
-    if dialect.dbt_adapter not in ("duckdb", "postgres"):  # the profiles below
+    adapter = dialect.dbt_adapter
+    if adapter not in ("duckdb", "postgres", "spark"):  # the profiles below
         raise ExportError(f"{dialect.redacted_target or warehouse} is a {dialect.title or dialect.name} "
-                          "warehouse: the export writes dbt-duckdb and dbt-postgres projects only")
-    postgres = dialect.dbt_adapter == "postgres"
+                          "warehouse: the export writes dbt-duckdb, dbt-postgres and dbt-spark projects only")
+    postgres = adapter == "postgres"
+    hooks: list[str] = []
+    build = spark_root = ""
     if postgres:
         for table in manifest.tables:
             check_postgres_columns(table)
         output, shown = postgres_profile(str(warehouse), schema)
+        hooks = ["{{ dia_functions() }}"]
+    elif adapter == "spark":
+        for table in manifest.tables:
+            check_postgres_columns(table, "Spark")
+        output, shown, build, spark_root = spark_profile(str(warehouse), schema)
+        hooks = spark_hooks(manifest, build)
     else:
         shown = str(dialect.local_path(str(warehouse)).resolve())
         output = {"type": "duckdb", "path": "{{ env_var('DIA_DBT_WAREHOUSE', " + repr(shown) + ") }}",
@@ -404,31 +429,35 @@ def export_project(manifest: Manifest, interpretation: Interpretation | None, wa
     try:
         for table in manifest.tables:
             (root / "models" / "refined" / f"{table.name}.sql").write_text(
-                refined_model_sql(table, postgres), encoding="utf-8")
+                refined_model_sql(table, adapter), encoding="utf-8")
             (root / "models" / "rejects" / f"{reject_model(table)}.sql").write_text(
-                reject_model_sql(table, postgres), encoding="utf-8")
-            refined.append(_model_entry(table, sources, names, con, result.tests))
+                reject_model_sql(table, adapter), encoding="utf-8")
+            refined.append(_model_entry(table, sources, names, con, result.tests,
+                                        spark_quote if adapter == "spark" else q))
             rejects.append(_reject_entry(table))
             result.refined_models.append(table.name)
             result.reject_models.append(reject_model(table))
     finally:
         con.close()
+    source_schemas = spark_databases(build) if adapter == "spark" else {"staging": "staging", "rejects": "rejects"}
     project = {
         "name": PROJECT, "version": "1.0.0", "config-version": 2, "profile": PROFILE,
         "model-paths": ["models"], "macro-paths": ["macros"],
         "flags": {"send_anonymous_usage_stats": False},
         "models": {PROJECT: {"+materialized": "table", "rejects": {"+schema": "rejects"}}},
     }
-    if postgres:
-        project["on-run-start"] = ["{{ dia_functions() }}"]
+    if hooks:
+        project["on-run-start"] = hooks
+    if spark_root:
+        project["vars"] = {"dia_spark_root": spark_root}
     files = {
         "dbt_project.yml": project,
         "profiles.yml": {PROFILE: {"target": "dev", "outputs": {"dev": output}}},
         "models/sources.yml": {"version": 2, "sources": [
-            {"name": STAGING, "schema": "staging", "description": "DIA's staging tables: every record as "
+            {"name": STAGING, "schema": source_schemas["staging"], "description": "DIA's staging tables: every record as "
              "text with its provenance (_source_file, _source_row, _loaded_at, _content_hash).",
              "tables": _source_tables(manifest.tables, reject=False)},
-            {"name": READER_REJECTS, "schema": "rejects", "description": "DIA's reject tables, read only "
+            {"name": READER_REJECTS, "schema": source_schemas["rejects"], "description": "DIA's reject tables, read only "
              "for the lines the file reader could not split (they never reach staging).",
              "tables": _source_tables(manifest.tables, reject=True)}]},
         "models/refined/schema.yml": {"version": 2, "models": refined},
@@ -436,9 +465,12 @@ def export_project(manifest: Manifest, interpretation: Interpretation | None, wa
     }
     for name, data in files.items():
         (root / name).write_text(_yaml(data), encoding="utf-8")
-    (root / "macros" / "dia_tests.sql").write_text(_GENERIC_TESTS, encoding="utf-8")
+    (root / "macros" / "dia_tests.sql").write_text(_spark_tests() if adapter == "spark" else _GENERIC_TESTS,
+                                                   encoding="utf-8")
     if postgres:
         (root / "macros" / "dia_functions.sql").write_text(FUNCTIONS, encoding="utf-8")
+    if adapter == "spark":
+        (root / "macros" / "dia_sources.sql").write_text(_SPARK_SOURCES, encoding="utf-8")
     return result
 
 
@@ -465,3 +497,78 @@ def postgres_profile(url: str, schema: str) -> tuple[dict, str]:
     if "sslmode" in info:
         output["sslmode"] = info["sslmode"]
     return output, f"postgresql://{user}@{host}:{port}/{dbname}"
+
+
+# ---------------------------------------------------------------- Spark (dbt-spark, session method)
+
+_SPARK_SOURCES = """\
+{# Written by `dia dbt export`: DIA's Spark warehouse has no shared metastore, so each dbt run
+   registers the staging and reject Parquet folders of the exported build as tables of its own
+   session's catalog (on-run-start). The root follows $DIA_DBT_SPARK_ROOT when set. #}
+{% macro dia_spark_database(database) %}
+create database if not exists `{{ database }}`
+{% endmacro %}
+
+{% macro dia_spark_source(database, table, folder) %}
+create table if not exists `{{ database }}`.`{{ table }}` using parquet
+location '{{ env_var("DIA_DBT_SPARK_ROOT", var("dia_spark_root")) }}/{{ folder }}'
+{% endmacro %}
+"""
+
+
+def _spark_tests() -> str:
+    """The generic tests with aliases no column shares: Spark reads `c.x` as a field of a column
+    `c` before it reads it as the alias `c`'s column (a split table's part may have a column `c`)."""
+    text = re.sub(r"\bc(\.|\n)", r"dia_child\1", _GENERIC_TESTS)
+    return re.sub(r"\bp(\.|\n)", r"dia_parent\1", text)
+
+
+def spark_databases(build: str) -> dict[str, str]:
+    """Layer -> the database the export's sources are registered in (the build's own names)."""
+    from dia_assets.platform.warehouse.spark import databases
+
+    names = databases(build)
+    return {"staging": names["staging"], "rejects": names["rejects"]}
+
+
+def spark_profile(url: str, schema: str) -> tuple[dict, str, str, str]:
+    """dbt-spark's output (session method: a local Spark in dbt's own process) for the Spark
+    warehouse at `url`, the warehouse as the export reports it, the installed build the models
+    read and the warehouse root. dbt's catalog (a Derby metastore) and its tables live under `ROOT/_dbt/`
+    (`$DIA_DBT_SPARK_HOME` otherwise); the session time zone is UTC, as DIA's load reads a time
+    without an offset."""
+    from dia_assets.platform.warehouse.spark import current_build, parse_target
+
+    target = parse_target(url)
+    if target.remote or not target.master.startswith("local"):
+        raise ExportError("the dbt-spark export runs Spark in dbt's own process (session method): "
+                          "export a local-mode warehouse (spark://local[N]/ROOT), not a cluster or Spark Connect")
+    build = current_build(target.root)
+    if build is None:
+        raise ExportError(f"no build installed under {target.root} (no CURRENT): build the warehouse first")
+    home = "{{ env_var('DIA_DBT_SPARK_HOME', " + repr(str(target.root / "_dbt")) + ") }}"
+    output = {"type": "spark", "method": "session", "host": "localhost", "schema": schema, "threads": 1,
+              "server_side_parameters": {
+                  "spark.master": "{{ env_var('DIA_DBT_SPARK_MASTER', " + repr(target.master) + ") }}",
+                  "spark.sql.warehouse.dir": home + "/warehouse",
+                  "spark.hadoop.javax.jdo.option.ConnectionURL":
+                      "jdbc:derby:;databaseName=" + home + "/metastore_db;create=true",
+                  "spark.driver.extraJavaOptions": "-Dderby.stream.error.file=" + home + "/derby.log",
+                  "spark.sql.session.timeZone": "UTC",
+                  # an instant as Parquet's UTC-adjusted timestamp, as DIA writes it (Spark's default: INT96)
+                  "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
+                  "spark.ui.enabled": "false",
+                  "spark.sql.shuffle.partitions": "4"}}
+    if schema.lower().startswith("dia_"):
+        raise ExportError(f"schema {schema!r} is named like DIA's own Spark databases (dia_...); pick another")
+    return output, f"spark://{target.master}{target.root} (build {build})", build, str(target.root)
+
+
+def spark_hooks(manifest: Manifest, build: str) -> list[str]:
+    """on-run-start: the exported build's staging and reject folders as tables of dbt's session."""
+    names = spark_databases(build)
+    hooks = [f"{{{{ dia_spark_database({spark_str(db)}) }}}}" for db in names.values()]
+    for layer, db in names.items():
+        hooks += [f"{{{{ dia_spark_source({spark_str(db)}, {spark_str(t.name)}, "
+                  f"{spark_str(f'{build}/{layer}/{t.name}')}) }}}}" for t in manifest.tables]
+    return hooks

@@ -472,6 +472,6 @@ SPARK = register(Dialect(
                   "COUNT(DISTINCT x), backticks quote names, integer / integer is a fractional DOUBLE."),
     redacted_target="spark://(redacted)", credentials_in_target=True, loads_from_duckdb=True,
     transactional_ddl=False, lenient_cast=False, has_strptime=False, default_schema="default",
-    asset_kinds=("spark", "parquet", "table"), nulls_first=(True, False),
+    asset_kinds=("spark", "parquet", "table"), nulls_first=(True, False), dbt_adapter="spark",
     search_path_sql=lambda path: f"USE {quote(path[0])}", installed_schemas=lambda t: spark_schema_of(parse_target(t).root),
 ))
