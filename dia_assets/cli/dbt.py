@@ -1,4 +1,5 @@
-"""`dia dbt export DIR`: the built warehouse as a dbt project (dbt-core with dbt-duckdb or dbt-postgres).
+"""`dia dbt export DIR`: the built warehouse as a dbt project (dbt-core with dbt-duckdb, dbt-postgres or
+dbt-spark).
 Mounted in dia_assets/cli/app.py; the project is written by the Schema Creator's `dbt_export`."""
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ dbt_app = typer.Typer(help="dbt: the built warehouse as a dbt project.", no_args
 def export(
     directory: Annotated[Path, typer.Argument(help="Folder to write the dbt project to (empty, or a previous export).")],
     warehouse: Annotated[str | None, typer.Option(
-        help="The warehouse dbt reads and builds in, a DuckDB file or a PostgreSQL URL "
+        help="The warehouse dbt reads and builds in: a DuckDB file, a PostgreSQL URL or a local spark:// URL "
              "(default DIA_WAREHOUSE, else the workspace's).")] = None,
     schema: Annotated[str, typer.Option(
         help="Schema dbt builds the refined models in; reject models go to <schema>_rejects.")] = "dbt",

@@ -192,9 +192,9 @@ def reject_model_sql(table: ManifestTable, adapter: str = "duckdb") -> str:
         f"UNION ALL\nSELECT {read} FROM {reader} WHERE _raw_line IS NOT NULL\n"), adapter)
 
 
-def check_postgres_columns(table: ManifestTable, engine: str = "PostgreSQL") -> None:
-    """Every column type and date format of the table has a rendering for the engine (PostgreSQL
-    or Spark; else the export stops, naming it)."""
+def check_renderable(table: ManifestTable, engine: str) -> None:
+    """Every column type and date format of the table has a rendering for `engine` ("PostgreSQL"
+    or "Spark"; both read date formats through `strptime_pattern`), else the export stops, naming it."""
     reads = spark_renders if engine == "Spark" else renders
     for col in table.columns:
         if not reads(col.type):
@@ -204,8 +204,7 @@ def check_postgres_columns(table: ManifestTable, engine: str = "PostgreSQL") -> 
             try:
                 strptime_pattern(fmt)
             except UnsupportedFormat as exc:
-                message = str(exc).replace("PostgreSQL", engine)
-                raise ExportError(f"{table.name}.{col.name}: {message}; the {engine} models would not read "
+                raise ExportError(f"{table.name}.{col.name}: {exc}; the {engine} models would not read "
                                   "it as DIA's DuckDB load does") from exc
 
 
@@ -404,12 +403,12 @@ def export_project(manifest: Manifest, interpretation: Interpretation | None, wa
     build = spark_root = ""
     if postgres:
         for table in manifest.tables:
-            check_postgres_columns(table)
+            check_renderable(table, "PostgreSQL")
         output, shown = postgres_profile(str(warehouse), schema)
         hooks = ["{{ dia_functions() }}"]
     elif adapter == "spark":
         for table in manifest.tables:
-            check_postgres_columns(table, "Spark")
+            check_renderable(table, "Spark")
         output, shown, build, spark_root = spark_profile(str(warehouse), schema)
         hooks = spark_hooks(manifest, build)
     else:

@@ -117,7 +117,7 @@ def strptime_pattern(fmt: str) -> tuple[str, str]:
                 regex, field = _DIRECTIVES[code]
                 pattern, fields = pattern + regex, fields + field
             else:
-                raise UnsupportedFormat(f"date format {fmt!r}: %{code} has no PostgreSQL rendering")
+                raise UnsupportedFormat(f"date format {fmt!r}: %{code} is not a directive dia_strptime reads")
             i += 2
             continue
         pattern += r"\s+" if ch.isspace() else ("\\" + ch if ch in _REGEX_SPECIAL else ch)
