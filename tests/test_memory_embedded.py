@@ -226,3 +226,47 @@ def test_two_processes_placing_one_folder_at_once_agree(tmp_path: Path, monkeypa
     monkeypatch.setattr(Path, "symlink_to", foreign_symlink)
     with pytest.raises(FileExistsError):
         placement.place(requested)
+
+
+def test_hardening_never_leaves_pg_hba_half_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every process sharing the server narrows pg_hba.conf. Rewritten in place, another
+    process (or PostgreSQL reloading) could read it truncated and narrow it to nothing: the
+    next start then failed with "pg_hba.conf contains no entries". The rewrite replaces
+    the file whole, under pgserver's lock, keeping its mode."""
+    from contextlib import contextmanager
+
+    from dia_assets.platform.memory import server
+
+    pgdata = tmp_path / "pgdata"
+    pgdata.mkdir(mode=0o700)
+    original = "local all all trust\nhost all all 127.0.0.1/32 trust\n"
+    hba = pgdata / "pg_hba.conf"
+    hba.write_text(original)
+    hba.chmod(0o640)
+    seen: list[tuple[str, bool]] = []
+    held = [False]
+
+    @contextmanager
+    def lock() -> Iterator[None]:
+        held[0] = True
+        yield
+        held[0] = False
+
+    real_replace = os.replace
+
+    def replace(src: str | Path, dst: str | Path) -> None:
+        seen.append((Path(dst).read_text(), held[0]))  # what a reader sees until the swap
+        real_replace(src, dst)
+
+    monkeypatch.setattr(embedded_pg, "lock", lock)
+    monkeypatch.setattr(server.os, "replace", replace)
+    done = server.harden(pgdata, "postgresql://u@/d?host=/nowhere")
+    assert "pg_hba.conf: local socket only" in done
+    assert seen == [(original, True)]
+    text = hba.read_text()
+    assert "local all all trust" in text and "# disabled by DIA" in text
+    assert hba.stat().st_mode & 0o777 == 0o640
+    assert [p.name for p in pgdata.iterdir()] == ["pg_hba.conf"]  # no temporary left
+    assert server.harden(pgdata, "postgresql://u@/d?host=/nowhere") == []  # already narrow

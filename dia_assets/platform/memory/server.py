@@ -223,23 +223,42 @@ def harden(pgdata: Path, uri: str) -> list[str]:
         pgdata.chmod(0o700)
         done.append("data folder mode 0700")
     hba = pgdata / "pg_hba.conf"
-    if hba.exists():
-        text = hba.read_text()
-        narrowed = local_only_hba(text)
-        if narrowed != text:
-            hba.write_text(narrowed)
-            done.append("pg_hba.conf: local socket only")
-            try:
-                import psycopg
+    if hba.exists() and _narrow_hba(hba):
+        done.append("pg_hba.conf: local socket only")
+        try:
+            import psycopg
 
-                with psycopg.connect(uri, autocommit=True) as con:
-                    con.execute("SELECT pg_reload_conf()")
-            except Exception as err:  # the next start reads the file anyway
-                _log.warning("could not reload the embedded PostgreSQL configuration: %s", err)
+            with psycopg.connect(uri, autocommit=True) as con:
+                con.execute("SELECT pg_reload_conf()")
+        except Exception as err:  # the next start reads the file anyway
+            _log.warning("could not reload the embedded PostgreSQL configuration: %s", err)
     socket_dir = _socket_dir(uri)
     if socket_dir is not None and socket_dir != pgdata:
         _log.warning("embedded PostgreSQL socket is in %s, outside its data folder (path too long)", socket_dir)
     return done
+
+
+def _narrow_hba(hba: Path) -> bool:
+    """Rewrite `hba` socket-only; True when it changed.
+
+    Processes sharing the server all harden it: under pgserver's inter-process lock, and
+    through a renamed temporary file, so no process (nor PostgreSQL reloading) ever reads a
+    half-written file. A truncated read once narrowed to an empty file, and the next start
+    failed with "pg_hba.conf contains no entries".
+    """
+    with embedded_pg.lock():
+        text = hba.read_text()
+        narrowed = local_only_hba(text)
+        if narrowed == text:
+            return False
+        st = hba.stat()
+        tmp = hba.with_name(f".{hba.name}.{os.getpid()}.tmp")
+        tmp.write_text(narrowed)
+        os.chmod(tmp, st.st_mode & 0o777)
+        if os.geteuid() == 0:  # as root the file belongs to pgserver's system user
+            os.chown(tmp, st.st_uid, st.st_gid)
+        os.replace(tmp, hba)
+        return True
 
 
 def _socket_dir(uri: str) -> Path | None:
