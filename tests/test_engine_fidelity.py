@@ -151,6 +151,31 @@ def test_full_datasets_agree_on_every_engine(name: str, builds) -> None:
     check_bench_questions(bench_questions(name), targets)
 
 
+def dataset_tests(names: list[str]) -> dict[str, Callable[..., None]]:
+    """The dataset tests above over `names` alone, for a module that runs them with its own
+    `builds` (tests/test_engine_fidelity_spark*.py: Spark's builds are slow, so its datasets
+    are split between modules, which xdist hands to different workers)."""
+    picked = {"test_gold_sql_returns_the_same_rows_on_every_engine": names,
+              "test_every_table_holds_the_same_rows_on_every_engine": names,
+              "test_bench_question_sets_agree_on_every_engine": names,
+              "test_full_datasets_agree_on_every_engine": [n for n in names if n in EXTRACTED]}
+    made: dict[str, Callable[..., None]] = {}
+    for test_name, over in picked.items():
+        if not over:
+            continue
+        test = globals()[test_name]
+
+        def run(name: str, builds, test: Callable[..., None] = test) -> None:  # noqa: ANN001
+            test(name, builds)
+
+        run.__name__, run.__doc__ = test_name, test.__doc__
+        run = pytest.mark.parametrize("name", over)(run)
+        if test_name == "test_full_datasets_agree_on_every_engine":
+            run = pytest.mark.skipif(not SHARED.is_dir(), reason="shared/datasets not present")(run)
+        made[test_name] = run
+    return made
+
+
 def test_an_engine_sensitive_query_is_reported(builds) -> None:
     """The check can fail: SQL whose meaning sqlglot does not carry across engines disagrees,
     with the differing rows (or the failing engine) named. DuckDB's SUBSTRING counts a negative

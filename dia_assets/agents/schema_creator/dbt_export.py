@@ -167,12 +167,10 @@ def _model(table: ManifestTable, sql: Callable[[str, str], str], adapter: str) -
                       {_STAGING_PLACEHOLDER: _source(STAGING, table.name),
                        _READER_PLACEHOLDER: _source(READER_REJECTS, table.name)})
     staging, reader, functions = _PG_PLACEHOLDERS
-    if adapter == "spark":
-        return _jinja(to_spark(sql(staging, reader)) + "\n",
-                      {staging: _source(STAGING, table.name), reader: _source(READER_REJECTS, table.name)})
-    return _jinja(to_postgres(sql(staging, reader), functions) + "\n",
-                  {staging: _source(STAGING, table.name), reader: _source(READER_REJECTS, table.name),
-                   functions: FUNCTION_SCHEMA})
+    duck = sql(staging, reader)
+    rendered = to_spark(duck) if adapter == "spark" else to_postgres(duck, functions)
+    return _jinja(rendered + "\n", {staging: _source(STAGING, table.name), reader: _source(READER_REJECTS, table.name),
+                                     functions: FUNCTION_SCHEMA})
 
 
 def refined_model_sql(table: ManifestTable, adapter: str = "duckdb") -> str:
@@ -538,6 +536,8 @@ def spark_profile(url: str, schema: str) -> tuple[dict, str, str, str]:
     without an offset."""
     from dia_assets.platform.warehouse.spark import current_build, parse_target
 
+    if schema.lower().startswith("dia_"):
+        raise ExportError(f"schema {schema!r} is named like DIA's own Spark databases (dia_...); pick another")
     target = parse_target(url)
     if target.remote or not target.master.startswith("local"):
         raise ExportError("the dbt-spark export runs Spark in dbt's own process (session method): "
@@ -558,8 +558,6 @@ def spark_profile(url: str, schema: str) -> tuple[dict, str, str, str]:
                   "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
                   "spark.ui.enabled": "false",
                   "spark.sql.shuffle.partitions": "4"}}
-    if schema.lower().startswith("dia_"):
-        raise ExportError(f"schema {schema!r} is named like DIA's own Spark databases (dia_...); pick another")
     return output, f"spark://{target.master}{target.root} (build {build})", build, str(target.root)
 
 

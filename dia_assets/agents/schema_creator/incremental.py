@@ -168,19 +168,26 @@ def plan_reload(previous: Manifest, manifest: Manifest, selected: set[str] | Non
     return plan
 
 
+def _plan_changed(previous: Manifest | None, manifest: Manifest) -> str | None:
+    """Why the plan of the warehouse in place is not one a reload can start from, on any engine."""
+    if previous is None:
+        return "no record of the plan the warehouse in place was built from"
+    if previous.data_dir != manifest.data_dir or previous.dialect != manifest.dialect:
+        return "the data folder or the dialect changed"
+    return None
+
+
 def unusable_reason(previous: Manifest | None, manifest: Manifest, report: ValidationReport | None,
                     target: Path) -> str | None:
     """Why the warehouse in place cannot be the base of an incremental reload, or None."""
     from dia_assets.agents.schema_creator.report_files import report_describes
 
-    if previous is None:
-        return "no record of the plan the warehouse in place was built from"
+    if reason := _plan_changed(previous, manifest):
+        return reason
     if not target.exists():
         return "no warehouse in place"
     if swap.wal_of(target).exists():
         return "the warehouse in place has a write-ahead log beside it"
-    if previous.data_dir != manifest.data_dir or previous.dialect != manifest.dialect:
-        return "the data folder or the dialect changed"
     if report is None or not report.accepted or report.stale_reason or not report_describes(report, target):
         return "the validation report does not describe an accepted warehouse in place"
     return None
@@ -226,10 +233,8 @@ def unusable_reason_pg(previous: Manifest | None, manifest: Manifest, report: Va
 
     from dia_assets.agents.schema_creator.postgres import LAYERS
 
-    if previous is None:
-        return "no record of the plan the warehouse in place was built from"
-    if previous.data_dir != manifest.data_dir or previous.dialect != manifest.dialect:
-        return "the data folder or the dialect changed"
+    if reason := _plan_changed(previous, manifest):
+        return reason
     if report is None or not report.accepted or not report.installed or report.stale_reason:
         return "the validation report does not describe an accepted warehouse in place"
     with psycopg.connect(url, autocommit=True) as pg:
