@@ -54,7 +54,7 @@ def example(tmp_path_factory, example_interpretation):
 
 
 def parquet_files(folder: Path) -> str:
-    return f"readparquet_files({sql_str(str(folder / '*.parquet'))})"
+    return f"read_parquet({sql_str(str(folder / '*.parquet'))})"
 
 
 def same_tables(built: dict) -> tuple[int, int]:
