@@ -54,14 +54,14 @@ $(DAGSTER_HOME)/dagster.yaml:
 demo: $(BASE_STAMP) $(DAGSTER_HOME)/dagster.yaml
 	$(BIN)/dia demo
 
-# pytest-xdist workers (one more than cores, below); each test file runs whole on one worker (--dist loadfile), so
-# module-scoped fixtures (builds, embedded PostgreSQL databases) are made once. Every worker
-# has its own embedded PostgreSQL, temporary folders and free ports. PYTEST_WORKERS=0: serial.
-# Files are handed out in collection order, `heavy` files first (tests/conftest.py): xdist's
-# default reorder (most tests per file first) would hand the one-test live replays out last.
-# One worker more than cores: many files wait on a daemon, a server or a child process (a live
-# replay uses a third of a core), and the spare worker fills that wait (on 2 cores, make test
-# took 685 s with 3 workers where it took 818 s with 2).
+# One pytest-xdist worker more than cores: many files wait on a daemon, a server or a child
+# process (a live replay uses a third of a core), and the spare worker fills that wait (fresh-clone
+# CI on 2 cores: make test 818 s with 2 workers, 626 s with 3). Each test file runs whole on one
+# worker (--dist loadfile), so module-scoped fixtures (builds, embedded PostgreSQL databases) are
+# made once. Every worker has its own embedded PostgreSQL, temporary folders and free ports.
+# PYTEST_WORKERS=0: serial. Files are handed out in collection order, `heavy` files first
+# (tests/conftest.py): xdist's default reorder (most tests per file first) would hand the
+# one-test live replays out last.
 PYTEST_WORKERS ?= $(shell $(PYTHON) -c 'import os; print((os.cpu_count() or 1) + 1)')
 test: $(STAMP)
 	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder
