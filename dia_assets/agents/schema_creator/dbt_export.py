@@ -154,8 +154,8 @@ def _split_keep(text: str, sep: str, replacement: str) -> list[str]:
 
 _STAGING_PLACEHOLDER = "\x00staging\x00"
 _READER_PLACEHOLDER = "\x00reader\x00"
-# the same for SQL that sqlglot parses first (PostgreSQL): names, as a NUL byte does not parse
-_PG_PLACEHOLDERS = ("dia_export_staging_source_", "dia_export_reader_source_", "dia_export_function_schema_")
+# the same for SQL that sqlglot parses first (PostgreSQL, Spark): names, as a NUL byte does not parse
+_PARSED_PLACEHOLDERS = ("dia_export_staging_source_", "dia_export_reader_source_", "dia_export_function_schema_")
 FUNCTION_SCHEMA = "{{ adapter.quote(target.schema) }}"  # where the on-run-start hook creates dia_strptime
 
 
@@ -166,7 +166,7 @@ def _model(table: ManifestTable, sql: Callable[[str, str], str], adapter: str) -
         return _jinja(sql(_STAGING_PLACEHOLDER, _READER_PLACEHOLDER),
                       {_STAGING_PLACEHOLDER: _source(STAGING, table.name),
                        _READER_PLACEHOLDER: _source(READER_REJECTS, table.name)})
-    staging, reader, functions = _PG_PLACEHOLDERS
+    staging, reader, functions = _PARSED_PLACEHOLDERS
     duck = sql(staging, reader)
     rendered = to_spark(duck) if adapter == "spark" else to_postgres(duck, functions)
     return _jinja(rendered + "\n", {staging: _source(STAGING, table.name), reader: _source(READER_REJECTS, table.name),
