@@ -1,5 +1,6 @@
 """Fixtures for the browser tests: Debian's chromium driven by Playwright, and one `dagster dev`
-over the example workspace for the whole session.
+over the example workspace for the session (test_second_folder.py, collected last, ends it early
+and serves another folder in its instance).
 
 Without chromium (or Playwright) the tests skip with the reason, except where a browser is
 required (`CI=true` or `DIA_REQUIRE_BROWSER=1`, as `.ci/run` sets): there they fail.
@@ -7,6 +8,7 @@ required (`CI=true` or `DIA_REQUIRE_BROWSER=1`, as `.ci/run` sets): there they f
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 from collections.abc import Iterator
@@ -61,11 +63,29 @@ def chromium() -> Iterator[Any]:
             browser.close()
 
 
+LAST = "test_second_folder.py"  # ends the example session (`end_session`): its tests run last
+_OPEN: dict[str, contextlib.ExitStack] = {}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    items.sort(key=lambda item: item.path.name == LAST)  # stable: file order otherwise kept
+
+
 @pytest.fixture(scope="session")
 def dagster_ui(chromium: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[DagsterUI]:  # noqa: ARG001 - no server without a browser
-    """`dagster dev` on a free loopback port over a workspace `dia demo` built; stopped at the end."""
-    with dagster_dev(tmp_path_factory.mktemp("dagster-ui")) as ui:
+    """`dagster dev` on a free loopback port over a workspace `dia demo` built; stopped at the
+    end, or earlier by `end_session`."""
+    with contextlib.ExitStack() as stack:
+        ui = stack.enter_context(dagster_dev(tmp_path_factory.mktemp("dagster-ui")))
+        _OPEN[ui.url] = stack
         yield ui
+        _OPEN.pop(ui.url, None)
+
+
+def end_session(ui: DagsterUI) -> None:
+    """Stop the example's `dagster dev` now (its instance, DAGSTER_HOME, is kept), so that
+    another folder can be served in the same instance, as a person switching folders does."""
+    _OPEN.pop(ui.url).close()
 
 
 @pytest.fixture

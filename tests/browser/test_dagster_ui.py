@@ -121,18 +121,9 @@ def test_materialize_all_launches_in_one_click(page: Any, dagster_ui: DagsterUI,
     assert new, "Launch backfill started no backfill"
     page.goto("/runs?tab=backfills")
     row = page.locator("[data-index]").filter(has_text=new[0]["id"])
-    deadline = time.monotonic() + RUN_TIMEOUT_S
-    text = ""
-    while time.monotonic() < deadline:
-        text = row.first.inner_text() if row.count() else ""
-        if "Success" in text or "Canceled" in text:
-            pytest.fail(f"backfill {new[0]['id']} shows {text!r}: no question can be answered without a model")
-        if "Failure" in text or "Failed" in text or "failures" in text:
-            break
-        time.sleep(5)
-        page.reload()
-    else:
-        pytest.fail(f"backfill {new[0]['id']} did not complete within {RUN_TIMEOUT_S} s: {text!r}")
+    text = _final_text(page, row, f"backfill {new[0]['id']}", dagster_ui)
+    if "Success" in text or "Canceled" in text:
+        pytest.fail(f"backfill {new[0]['id']} shows {text!r}: no question can be answered without a model")
     expect(row.first).to_contain_text("partitions")
     screenshot(page, "backfill")
     backfill_runs = [r for r in runs(dagster_ui) if any(t == {"key": "dagster/backfill", "value": new[0]["id"]}
@@ -155,21 +146,30 @@ def _wait_for_new_runs(ui: DagsterUI, before: set[str], timeout_s: float = 60) -
     pytest.fail(f"no run started within {timeout_s:.0f} s")
 
 
-def _wait_for_status(pg: Any, run_id: str, ui: DagsterUI, expected: str = "Success") -> None:
-    """Until the run's row on the Runs page says `expected`; another end fails at once, with the log."""
-    # the Runs page is a virtualized table of divs (no `row` role), one `data-index` per run
-    row = pg.locator("[data-index]").filter(has_text=run_id[:8])
+ENDED = re.compile("Success|Failure|Failed|failures|Canceled")
+
+
+def _final_text(pg: Any, row: Any, what: str, ui: DagsterUI) -> str:
+    """The text of a Runs-page row once it shows an end. A load is given time to render: the page
+    fetches its rows after the load event, and read at once it looked empty for minutes under
+    load; only then is it reloaded (the list is not always refreshed in place)."""
     deadline = time.monotonic() + RUN_TIMEOUT_S
     while time.monotonic() < deadline:
-        if row.count():
-            text = row.first.inner_text()
-            if expected in text:
-                return
-            if any(end in text for end in {"Success", "Failure", "Canceled"} - {expected}):
-                pytest.fail(f"run {run_id} shows {text!r} on the Runs page\n{ui.log_tail(60)}")
-        time.sleep(5)
-        pg.reload()
-    pytest.fail(f"run {run_id} did not finish within {RUN_TIMEOUT_S} s\n{ui.log_tail(60)}")
+        try:
+            expect(row.first).to_contain_text(ENDED, timeout=20_000)
+            return row.first.inner_text()
+        except AssertionError:
+            pg.reload()
+    pytest.fail(f"{what} did not finish within {RUN_TIMEOUT_S} s\n{ui.log_tail(60)}")
+
+
+def _wait_for_status(pg: Any, run_id: str, ui: DagsterUI, expected: str = "Success") -> None:
+    """Until the run's row on the Runs page ends; an end other than `expected` fails, with the log."""
+    # the Runs page is a virtualized table of divs (no `row` role), one `data-index` per run
+    row = pg.locator("[data-index]").filter(has_text=run_id[:8])
+    text = _final_text(pg, row, f"run {run_id}", ui)
+    if expected not in text:
+        pytest.fail(f"run {run_id} shows {text!r} on the Runs page, not {expected}\n{ui.log_tail(60)}")
 
 
 def _assert_checks_pass(pg: Any, ui: DagsterUI, path: list[str]) -> list[str]:
