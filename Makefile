@@ -54,17 +54,15 @@ $(DAGSTER_HOME)/dagster.yaml:
 demo: $(BASE_STAMP) $(DAGSTER_HOME)/dagster.yaml
 	$(BIN)/dia demo
 
-# Two pytest-xdist workers more than cores: many files wait on a daemon, a server or a child
-# process (a live replay uses a third of a core), and the spare workers fill that wait (fresh-clone
-# CI on 2 cores: make test 818 s with 2 workers, 626 s with 3; 3 kept the cores 84% busy). Each test file runs whole on one
+# One pytest-xdist worker more than cores: many files wait on a daemon, a server or a child
+# process (a live replay uses a third of a core), and the spare worker fills that wait (fresh-clone
+# CI on 2 cores: make test 818 s with 2 workers, 626 s with 3). Each test file runs whole on one
 # worker (--dist loadfile), so module-scoped fixtures (builds, embedded PostgreSQL databases) are
 # made once. Every worker has its own embedded PostgreSQL, temporary folders and free ports.
 # PYTEST_WORKERS=0: serial. Files are handed out in collection order, `heavy` files first
 # (tests/conftest.py): xdist's default reorder (most tests per file first) would hand the
 # one-test live replays out last.
-PYTEST_WORKERS ?= $(shell $(PYTHON) -c 'import os; print((os.cpu_count() or 1) + 2)')
-# the Spark group: one worker more than cores (each worker is a JVM of its own)
-SPARK_WORKERS ?= $(shell $(PYTHON) -c 'import os; print((os.cpu_count() or 1) + 1)')
+PYTEST_WORKERS ?= $(shell $(PYTHON) -c 'import os; print((os.cpu_count() or 1) + 1)')
 test: $(STAMP)
 	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder
 
@@ -87,7 +85,7 @@ install-spark: $(SPARK_STAMP)
 # less CPU; the Spark group 351 s -> 306 s.
 SPARK_TEST_JVM := -XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=256m -XX:+UseSerialGC
 test-spark: $(SPARK_STAMP)
-	DIA_REQUIRE_SPARK=1 JAVA_TOOL_OPTIONS="$(SPARK_TEST_JVM)" $(BIN)/python -m pytest -m spark -n $(SPARK_WORKERS) --dist loadfile --no-loadscope-reorder
+	DIA_REQUIRE_SPARK=1 JAVA_TOOL_OPTIONS="$(SPARK_TEST_JVM)" $(BIN)/python -m pytest -m spark -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder
 
 # The Dagster UI in headless chromium (tests/browser): builds the example workspace as `make demo`
 # does, starts `dagster dev` on a free loopback port and checks what a person sees. Needs Debian's
