@@ -181,3 +181,27 @@ def test_test_queries_catch_a_load_the_other_axes_miss(tmp_path):
     failed = {q.name for q in report.test_queries if not q.passed}
     assert failed == {"rows per children(parent_id) from staging", "sum children.amount from staging",
                       "first row of parents from staging"}
+
+
+def test_batched_reads_give_each_query_its_own_result(tmp_path, monkeypatch):
+    """The layer counts and key counts are read BATCH queries to a statement: each table's
+    figures are its own (a batch of two, then one left over), as read one query at a time."""
+    result = _build(tmp_path, "tables:\n  parents:\n    max_reject_fraction: 1.0\n"
+                              "    columns:\n      name:\n        type: INTEGER\n", orphan=True)
+    tables = result.manifest.tables
+    tamper(result.load.warehouse, "CREATE TABLE c2 AS SELECT * FROM children UNION ALL "
+           "SELECT * FROM children WHERE id = 10; DROP TABLE children; ALTER TABLE c2 RENAME TO children")
+    monkeypatch.setattr(v, "BATCH", 2)
+    with target(result.load.warehouse) as t:
+        batched = v.all_layer_counts(t, result.manifest)
+        alone = {table.name: v.layer_counts(t, table) for table in tables}
+        keys = v.check_keys(t, result.manifest)
+        sqls = [f"SELECT count(*) FROM {name}" for name in ("staging.parents", "children", "staging.parents")]
+        assert v.one_rows(t, sqls) == [(3,), (6,), (3,)]
+        assert v.scalars(t, sqls) == [3, 6, 3]
+    assert batched == alone and batched["parents"].rejected == 3 and batched["children"].refined == 6
+    pk = {k.table: k for k in keys if k.kind == "primary_key"}
+    fk = next(k for k in keys if k.kind == "foreign_key")
+    assert pk["children"].duplicate_keys == 1 and pk["children"].examples == ["10"] and pk["parents"].passed
+    # every parent was rejected: each child row with a parent is an orphan, the duplicate too
+    assert fk.orphan_rows == 6 and fk.examples == ["1", "2", "3", "9"]

@@ -61,24 +61,80 @@ def _flag_sum(cond: str) -> str:
     return f"coalesce(sum(CASE WHEN {cond} THEN 1 ELSE 0 END), 0)"
 
 
-def layer_counts(target: Target, table: ManifestTable) -> LayerCounts:
+def layer_counts_sql(table: ManifestTable) -> str:
     stg, rej = f"staging.{q(table.name)}", f"rejects.{q(table.name)}"
     distinct = "count(DISTINCT _content_hash)" if table.dedup == "exact_rows" else "count(*)"
-    row = target.rows(
-        f"SELECT s.staged, s.firsts, r.refined, j.rejects, j.rejected, j.unparsed, j.kept, j.blind FROM "
-        f"(SELECT count(*) AS staged, {distinct} AS firsts FROM {stg}) s, "
-        f"(SELECT count(*) AS refined FROM {q(table.name)}) r, "
-        f"(SELECT count(*) AS rejects, {_flag_sum('_raw_line IS NULL AND NOT _row_kept')} AS rejected, "
-        f"{_flag_sum('_raw_line IS NOT NULL')} AS unparsed, {_flag_sum('_row_kept')} AS kept, "
-        f"{_flag_sum(BLIND)} AS blind "
-        f"FROM {rej}) j")[0]
+    return (f"SELECT s.staged, s.firsts, r.refined, j.rejects, j.rejected, j.unparsed, j.kept, j.blind FROM "
+            f"(SELECT count(*) AS staged, {distinct} AS firsts FROM {stg}) s, "
+            f"(SELECT count(*) AS refined FROM {q(table.name)}) r, "
+            f"(SELECT count(*) AS rejects, {_flag_sum('_raw_line IS NULL AND NOT _row_kept')} AS rejected, "
+            f"{_flag_sum('_raw_line IS NOT NULL')} AS unparsed, {_flag_sum('_row_kept')} AS kept, "
+            f"{_flag_sum(BLIND)} AS blind "
+            f"FROM {rej}) j")
+
+
+def _layer_counts(row: tuple) -> LayerCounts:
     staged, firsts, refined, rejects, rejected, unparsed, kept, blind = (int(v or 0) for v in row)
     return LayerCounts(staged=staged, refined=refined, rejects=rejects, rejected=rejected, unparsed=unparsed,
                        kept=kept, blind=blind, duplicates=staged - firsts)
 
 
+def layer_counts(target: Target, table: ManifestTable) -> LayerCounts:
+    return _layer_counts(target.rows(layer_counts_sql(table))[0])
+
+
 def all_layer_counts(target: Target, manifest: Manifest) -> dict[str, LayerCounts]:
-    return {table.name: layer_counts(target, table) for table in manifest.tables}
+    rows = one_rows(target, [layer_counts_sql(table) for table in manifest.tables])
+    return {table.name: _layer_counts(row) for table, row in zip(manifest.tables, rows, strict=True)}
+
+
+BATCH = 10  # queries per statement
+
+
+def one_rows(target: Target, sqls: list[str]) -> list[tuple]:
+    """The one row each query returns, BATCH queries to a statement (UNION ALL, each row tagged
+    with its query's place): on Spark each statement is a job of its own, and Northwind's tables
+    took 188 of them one check at a time. The queries of a batch must return the same columns."""
+    out: list[tuple] = []
+    for at in range(0, len(sqls), BATCH):
+        batch = sqls[at:at + BATCH]
+        if len(batch) == 1:
+            out.append(target.rows(batch[0])[0])
+            continue
+        union = " UNION ALL ".join(f"SELECT {i} AS _q, b{i}.* FROM ({sql}) b{i}" for i, sql in enumerate(batch))
+        rows = {int(r[0]): tuple(r[1:]) for r in target.rows(union)}
+        out += [rows[i] for i in range(len(batch))]
+    return out
+
+
+def scalar_values(target: Target, sqls: list[str]) -> list[int | Exception]:
+    """Each scalar query's value, BATCH to a statement (scalar subqueries of one SELECT). A batch
+    that fails runs again one query at a time, so an error is the failing query's own: it is
+    returned in that query's place."""
+    out: list[int | Exception] = []
+    for at in range(0, len(sqls), BATCH):
+        batch = sqls[at:at + BATCH]
+        try:
+            values = target.rows("SELECT " + ", ".join(f"({sql}) AS q{i}" for i, sql in enumerate(batch)))[0]
+            out += [int(v or 0) for v in values]
+        except Exception:  # any driver error: find which query it was
+            _rollback(target)
+            for sql in batch:
+                try:
+                    out.append(_n(target, sql))
+                except Exception as exc:  # noqa: PERF203 - the error is the query's result
+                    out.append(exc)
+                    _rollback(target)
+    return out
+
+
+def scalars(target: Target, sqls: list[str]) -> list[int]:
+    """`scalar_values`, raising the first query's error."""
+    values = scalar_values(target, sqls)
+    for value in values:
+        if isinstance(value, Exception):
+            raise value
+    return values  # type: ignore[return-value]
 
 
 def check_row_counts(target: Target, manifest: Manifest,
@@ -216,19 +272,29 @@ def declared_primary_key(target: Target, table: ManifestTable) -> bool:
     return any(list(r[0]) == list(table.primary_key) for r in rows)
 
 
-def primary_key_result(target: Target, table: ManifestTable) -> KeyResult:
+def _duplicate_keys_sql(table: ManifestTable) -> str:
     keys = ", ".join(q(c) for c in table.primary_key)
+    return f"SELECT {keys}, count(*) AS n FROM {q(table.name)} GROUP BY {keys} HAVING count(*) > 1"
+
+
+def primary_key_counts(table: ManifestTable) -> list[str]:
+    """Scalar queries: the key's duplicated values, then its rows with a NULL."""
     nulls = " OR ".join(f"{q(c)} IS NULL" for c in table.primary_key)
-    dup_sql = f"SELECT {keys}, count(*) AS n FROM {q(table.name)} GROUP BY {keys} HAVING count(*) > 1"
+    return [f"SELECT count(*) FROM ({_duplicate_keys_sql(table)}) d",
+            f"SELECT count(*) FROM {q(table.name)} WHERE {nulls}"]
+
+
+def primary_key_result(target: Target, table: ManifestTable, counts: list[int] | None = None) -> KeyResult:
+    """`counts`: the values of `primary_key_counts`, when read already (in a batch)."""
     result = KeyResult(table=table.name, kind="primary_key", columns=table.primary_key)
     if declared_primary_key(target, table):  # no duplicate and no NULL can be in the table
         result.passed = True
         return result
-    dups, null_keys = target.rows(f"SELECT (SELECT count(*) FROM ({dup_sql}) d), "
-                                  f"(SELECT count(*) FROM {q(table.name)} WHERE {nulls})")[0]
-    result.duplicate_keys, result.null_keys = int(dups or 0), int(null_keys or 0)
+    result.duplicate_keys, result.null_keys = counts or scalars(target, primary_key_counts(table))
     if result.duplicate_keys:
-        result.examples = _key_examples(target, f"SELECT {keys} FROM ({dup_sql}) d ORDER BY {keys} LIMIT 10")
+        keys = ", ".join(q(c) for c in table.primary_key)
+        result.examples = _key_examples(
+            target, f"SELECT {keys} FROM ({_duplicate_keys_sql(table)}) d ORDER BY {keys} LIMIT 10")
     result.passed = not (result.duplicate_keys or result.null_keys)
     return result
 
@@ -240,13 +306,15 @@ def _orphan_sql(table: ManifestTable, fk: ManifestForeignKey, select: str) -> st
             f"(SELECT 1 FROM {q(fk.ref_table)} p WHERE {cond})")
 
 
-def foreign_key_result(target: Target, table: ManifestTable, fk: ManifestForeignKey) -> KeyResult:
+def foreign_key_result(target: Target, table: ManifestTable, fk: ManifestForeignKey,
+                       orphans: int | None = None) -> KeyResult:
+    """`orphans`: the orphan count, when read already (in a batch)."""
     result = KeyResult(
         table=table.name, kind="foreign_key", columns=fk.columns, ref_table=fk.ref_table,
         ref_columns=fk.ref_columns, allowed=fk.allow_orphans, reason=fk.orphan_reason,
         blocking=fk.blocking,
     )
-    result.orphan_rows = _n(target, _orphan_sql(table, fk, "count(*)"))
+    result.orphan_rows = _n(target, _orphan_sql(table, fk, "count(*)")) if orphans is None else orphans
     if result.orphan_rows:
         cols = ", ".join(f"c.{q(c)}" for c in fk.columns)
         result.examples = _key_examples(
@@ -277,12 +345,19 @@ def slice_join_result(target: Target, table: ManifestTable, part: str) -> KeyRes
 
 
 def check_keys(target: Target, manifest: Manifest) -> list[KeyResult]:
+    """Every key's counts read first, in batches; then each key judged (examples read only for
+    a key that fails)."""
+    checked = [t for t in manifest.tables if t.primary_key and not declared_primary_key(target, t)]
+    sqls = [sql for t in checked for sql in primary_key_counts(t)]
+    sqls += [_orphan_sql(t, fk, "count(*)") for t in manifest.tables for fk in t.foreign_keys]
+    values = iter(scalars(target, sqls))
+    pk_counts = {t.name: [next(values), next(values)] for t in checked}
     out = []
     for table in manifest.tables:
         if table.primary_key:
-            out.append(primary_key_result(target, table))
+            out.append(primary_key_result(target, table, pk_counts.get(table.name)))
         for fk in table.foreign_keys:
-            out.append(foreign_key_result(target, table, fk))
+            out.append(foreign_key_result(target, table, fk, next(values)))
         out.extend(slice_join_result(target, table, part) for part in table.parts[1:])
     return out
 
@@ -295,13 +370,14 @@ def check_load_integrity(target: Target, manifest: Manifest,
         rej = f"rejects.{q(table.name)}"
         c = counts[table.name]
         total, staged_plus, blind, kept = c.rejects, c.staged + c.unparsed, c.blind, c.kept
-        reasons = {}
-        for reason, n in target.rows(
-            f"SELECT coalesce(_reason, '(none)'), count(*) FROM {rej} GROUP BY 1 ORDER BY 2 DESC, 1 LIMIT 50"
-        ):
-            reasons[reason] = int(n)
-        examples = [f"row {r}: {reason}" for r, reason in target.rows(
-            f"SELECT _source_row, _reason FROM {rej} ORDER BY _source_row LIMIT 5")]
+        reasons, examples = {}, []
+        if total:  # the layer counts say the reject table is empty otherwise
+            for reason, n in target.rows(
+                f"SELECT coalesce(_reason, '(none)'), count(*) FROM {rej} GROUP BY 1 ORDER BY 2 DESC, 1 LIMIT 50"
+            ):
+                reasons[reason] = int(n)
+            examples = [f"row {r}: {reason}" for r, reason in target.rows(
+                f"SELECT _source_row, _reason FROM {rej} ORDER BY _source_row LIMIT 5")]
         fraction = (total - kept) / staged_plus if staged_plus else 0.0
         entry = TableRejects(
             table=table.name, rejected=total, reject_fraction=round(fraction, 6),
@@ -413,33 +489,15 @@ def generate_test_queries(target: Target, manifest: Manifest,
     return out
 
 
-BATCH = 10  # test queries per statement
-
-
 def run_test_queries(target: Target, queries: list[TestQuery]) -> list[TestQuery]:
-    """Each query's single value against its expected one. They run BATCH to a statement, as
-    scalar subqueries (on Spark each statement is a job of its own); a batch that fails runs
-    again one query at a time, so an error is the failing query's own."""
-    for at in range(0, len(queries), BATCH):
-        batch = queries[at:at + BATCH]
-        try:
-            values = target.rows("SELECT " + ", ".join(f"({query.sql}) AS q{i}" for i, query in enumerate(batch)))[0]
-        except Exception:  # any driver error: find which query it was
-            _rollback(target)
-            for query in batch:
-                _run_one(target, query)
-            continue
-        for query, value in zip(batch, values, strict=True):
-            _judge(query, int(value or 0))
+    """Each query's single value against its expected one (`scalar_values`: in batches; a
+    driver error is that query's failure)."""
+    for query, value in zip(queries, scalar_values(target, [query.sql for query in queries]), strict=True):
+        if isinstance(value, Exception):
+            query.passed, query.error = False, f"{type(value).__name__}: {str(value).splitlines()[0]}"
+        else:
+            _judge(query, value)
     return queries
-
-
-def _run_one(target: Target, query: TestQuery) -> None:
-    try:
-        _judge(query, _n(target, query.sql))
-    except Exception as exc:  # any driver error is a failed test query
-        query.passed, query.error = False, f"{type(exc).__name__}: {str(exc).splitlines()[0]}"
-        _rollback(target)
 
 
 def _judge(query: TestQuery, actual: int) -> None:
