@@ -87,6 +87,9 @@ def _launch_from_dialog(pg: Any) -> None:
     dialog = pg.get_by_role("dialog")
     launch = dialog.get_by_role("button", name="Launch backfill")
     expect(launch).to_be_enabled(timeout=15_000)
+    # the button is enabled while the dialog still loads its partition sets; a click then
+    # launched nothing under load (fresh-clone CI), so the dialog is let finish first
+    expect(dialog.get_by_text("Loading pipeline and partition sets")).to_have_count(0)
     launch.click()
 
 
