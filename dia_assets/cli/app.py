@@ -113,6 +113,10 @@ def interpret(
 
 
 def _llm():  # noqa: ANN202
+    from dia_assets.platform.settings import get_settings
+
+    if not get_settings().model:  # no model: Dagster (the resource's home, 1.5 s to import) stays unloaded
+        return None, None
     from dia_assets.dagster.resources import LLMResource
 
     llm = LLMResource()
