@@ -30,3 +30,19 @@ def test_interpret_writes_json_and_markdown(tmp_path):
 def test_interpret_missing_folder_is_a_clear_error(tmp_path):
     result = runner.invoke(app, ["interpret", str(tmp_path / "missing")])
     assert result.exit_code == 2 and "is not a folder" in result.output
+
+
+def test_interpret_without_a_model_loads_neither_dagster_nor_litellm(tmp_path):
+    """Each takes seconds to import (NOTES.md); `dia interpret` needs them only to call a model."""
+    import os
+    import subprocess
+    import sys
+
+    script = ("import sys\nfrom dia_assets.cli.app import app\n"
+              f"sys.argv = ['dia', 'interpret', {str(EXAMPLES / 'data')!r}, '-q', '-w', {str(tmp_path / 'ws')!r}]\n"
+              "try:\n    app()\nexcept SystemExit as e:\n    assert not e.code, e.code\n"
+              "print(sorted(m for m in ('dagster', 'litellm') if m in sys.modules))\n")
+    env = {k: v for k, v in os.environ.items() if k != "DIA_MODEL"}
+    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip().splitlines()[-1] == "[]"
